@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs exactly the Debian 12 packages hearth's build and tests need.
+# Idempotent: packages already present are left alone; apt-get update runs once,
+# only when something is missing. Uses sudo only when not root.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git   # toolchain
+  clang libclang-rt-14-dev               # libFuzzer target (clang -fsanitize=fuzzer)
+  libssl-dev                             # SHA-256 (libcrypto EVP)
+  nlohmann-json3-dev                     # JSON: CLI --json, HTTP API, reference files
+  libcli11-dev                           # command-line parsing
+  libcpp-httplib-dev                     # HTTP server
+  libtomlplusplus-dev                    # TOML configuration
+  libgtest-dev libgmock-dev              # unit tests
+  librapidcheck-dev                      # property tests
+  libsentencepiece-dev                   # tokenizer cross-check in tests only
+  libbenchmark-dev                       # micro-benchmarks
+  clang-format                           # make format
+  curl                                   # server integration tests
+  nodejs npm                             # server tests with the official client SDKs
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${#missing[@]} package(s)"

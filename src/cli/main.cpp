@@ -1,0 +1,40 @@
+// hearth: one binary, many subcommands (see registry.h).
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "cli/registry.h"
+
+namespace hearth::cli {
+
+int& exit_code() {
+  static int code = 0;
+  return code;
+}
+
+std::vector<CommandSpec>& registry() {
+  static std::vector<CommandSpec> r;
+  return r;
+}
+
+}  // namespace hearth::cli
+
+int main(int argc, char** argv) {
+  using namespace hearth::cli;
+  CLI::App app{"hearth: LLM inference with a persistent, token-exact KV cache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "hearth 0.1.0");
+  auto& cmds = registry();
+  std::sort(cmds.begin(), cmds.end(),
+            [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
+  for (auto& c : cmds) c.setup(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hearth: error: %s\n", e.what());
+    return 1;
+  }
+  return exit_code();
+}
