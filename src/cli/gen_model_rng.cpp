@@ -9,7 +9,9 @@
 
 #include "cli/gen_model_rng.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace hearth::cli {
 namespace {
@@ -42,43 +44,6 @@ uint64_t stream_seed(uint64_t seed, uint64_t a, uint64_t b) {
   return splitmix64(splitmix64(splitmix64(seed) ^ a) ^ (b * 0xd1b54a32d192ed03ull));
 }
 
-double portable_log(double x) {
-  int e = 0;
-  double m = std::frexp(x, &e);  // exact: x = m * 2^e, m in [0.5, 1)
-  if (m < kSqrtHalf) {
-    m *= 2.0;  // exact
-    e -= 1;
-  }
-  // log(m) = 2 atanh(s), s = (m-1)/(m+1), |s| <= 0.172: the odd series converges fast.
-  const double s = (m - 1.0) / (m + 1.0);
-  const double s2 = s * s;
-  const double series = 2.0 * s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 +
-                        s2 * (1.0 / 9 + s2 * (1.0 / 11 + s2 * (1.0 / 13 + s2 * (1.0 / 15 +
-                        s2 * (1.0 / 17 + s2 * (1.0 / 19))))))))));
-  return static_cast<double>(e) * kLn2 + series;
-}
-
-void portable_sincos_turns(double turns, double* s, double* c) {
-  const double t = turns * 4.0;           // exact scaling by a power of two
-  const double q = std::floor(t);         // quadrant 0..3
-  double f = t - q;                       // exact: position within the quadrant
-  const bool mirror = f > 0.5;            // use the co-function for the upper half
-  if (mirror) f = 1.0 - f;                // exact for f in (0.5, 1)
-  double ss, cc;
-  sincos_small(f * kHalfPi, &ss, &cc);
-  if (mirror) {
-    const double tmp = ss;
-    ss = cc;
-    cc = tmp;
-  }
-  switch (static_cast<int>(q) & 3) {
-    case 0: *s = ss; *c = cc; break;
-    case 1: *s = cc; *c = -ss; break;
-    case 2: *s = -ss; *c = -cc; break;
-    default: *s = -cc; *c = ss; break;
-  }
-}
-
 NormalGenerator::NormalGenerator(uint64_t seed) {
   uint64_t x = seed;
   for (auto& word : s_) {
@@ -99,17 +64,101 @@ uint64_t NormalGenerator::next_u64() {
   return result;
 }
 
+// Bits 63..12 of x as a double in [1, 2): exact, and vectorizable (no int->double).
+static inline double unit_interval_plus_one(uint64_t x) {
+  const uint64_t bits = (x >> 12) | 0x3ff0000000000000ull;
+  double d;
+  std::memcpy(&d, &bits, 8);
+  return d;
+}
+
+// Branch-free selection on bit masks (all ones or all zeros), which the compiler
+// vectorizes where FP conditionals would be kept as branches.
+static inline uint64_t mask_if(bool c) { return 0 - static_cast<uint64_t>(c); }
+static inline double select(uint64_t mask, double a, double b) {
+  uint64_t x, y;
+  std::memcpy(&x, &a, 8);
+  std::memcpy(&y, &b, 8);
+  const uint64_t z = (x & mask) | (y & ~mask);
+  double d;
+  std::memcpy(&d, &z, 8);
+  return d;
+}
+// Flips the sign of v where sign_mask has bit 63 set (exact, like negation).
+static inline double flip_sign(double v, uint64_t sign_mask) {
+  uint64_t x;
+  std::memcpy(&x, &v, 8);
+  x ^= sign_mask & (uint64_t{1} << 63);
+  double d;
+  std::memcpy(&d, &x, 8);
+  return d;
+}
+
+// Box-Muller on one pair of uniforms, written without branches so that the batch
+// loop below vectorizes. log uses atanh's odd series after exact range
+// reduction; sin/cos use Taylor polynomials on [0, pi/4] after exact quadrant folding.
+static inline void box_muller(uint64_t a, uint64_t b, double* radius_sq, double* cos_out,
+                              double* sin_out) {
+  const double u1 = 2.0 - unit_interval_plus_one(a);  // (0, 1]
+  const double u2 = unit_interval_plus_one(b) - 1.0;  // [0, 1)
+  // log(u1): u1 = m * 2^e with m in [sqrt(1/2), sqrt(2)).
+  uint64_t bits;
+  std::memcpy(&bits, &u1, 8);
+  int32_t e = static_cast<int32_t>((bits >> 52) & 0x7ff) - 1022;
+  const uint64_t mbits = (bits & 0x000fffffffffffffull) | 0x3fe0000000000000ull;
+  double m;
+  std::memcpy(&m, &mbits, 8);
+  const uint64_t low = mask_if(m < kSqrtHalf);
+  m = select(low, m * 2.0, m);
+  e -= static_cast<int32_t>(low & 1);
+  const double s = (m - 1.0) / (m + 1.0);
+  const double s2 = s * s;
+  const double series = 2.0 * s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 +
+                        s2 * (1.0 / 9 + s2 * (1.0 / 11 + s2 * (1.0 / 13 + s2 * (1.0 / 15 +
+                        s2 * (1.0 / 17 + s2 * (1.0 / 19))))))))));
+  const double log_u1 = static_cast<double>(e) * kLn2 + series;
+  *radius_sq = -2.0 * log_u1;  // the square root is taken in a separate loop
+  // sin/cos(2 pi u2) from the quadrant and a reduced angle in [0, pi/4].
+  const double t = u2 * 4.0;
+  const double q = std::floor(t);
+  double f = t - q;
+  const uint64_t mirror = mask_if(f > 0.5);
+  f = select(mirror, 1.0 - f, f);
+  double ss, cc;
+  sincos_small(f * kHalfPi, &ss, &cc);
+  const int64_t quadrant = static_cast<int64_t>(q);
+  const uint64_t odd = 0 - static_cast<uint64_t>(quadrant & 1);
+  const uint64_t negate = static_cast<uint64_t>(quadrant & 2) << 62;  // the sign bit
+  const double s0 = select(mirror, cc, ss);
+  const double c0 = select(mirror, ss, cc);
+  const double s1 = select(odd, c0, s0);
+  const double c1 = select(odd, flip_sign(s0, ~uint64_t{0} << 63), c0);
+  *cos_out = flip_sign(c1, negate);
+  *sin_out = flip_sign(s1, negate);
+}
+
 void NormalGenerator::fill(float* out, size_t n, double stddev) {
-  constexpr double kInv53 = 1.0 / 9007199254740992.0;  // 2^-53
-  size_t i = 0;
-  while (i < n) {
-    const double u1 = static_cast<double>((next_u64() >> 11) + 1) * kInv53;  // (0, 1]
-    const double u2 = static_cast<double>(next_u64() >> 11) * kInv53;        // [0, 1)
-    const double r = std::sqrt(-2.0 * portable_log(u1)) * stddev;  // sqrt is IEEE-exact
-    double s, c;
-    portable_sincos_turns(u2, &s, &c);
-    out[i++] = static_cast<float>(r * c);
-    if (i < n) out[i++] = static_cast<float>(r * s);
+  constexpr size_t kBatch = 256;  // pairs per batch
+  uint64_t raw[2 * kBatch];
+  double radius[kBatch], cosv[kBatch], sinv[kBatch];
+  float pairs[2 * kBatch];
+  size_t done = 0;
+  while (done < n) {
+    const size_t want = std::min(n - done, 2 * kBatch);
+    const size_t n_pairs = (want + 1) / 2;
+    for (size_t i = 0; i < 2 * n_pairs; ++i) raw[i] = next_u64();
+    // Three loops: the first and last vectorize; sqrt (with its errno check) sits
+    // alone in the middle one.
+    for (size_t i = 0; i < n_pairs; ++i) {
+      box_muller(raw[2 * i], raw[2 * i + 1], &radius[i], &cosv[i], &sinv[i]);
+    }
+    for (size_t i = 0; i < n_pairs; ++i) radius[i] = std::sqrt(radius[i]) * stddev;
+    for (size_t i = 0; i < n_pairs; ++i) {
+      pairs[2 * i] = static_cast<float>(radius[i] * cosv[i]);
+      pairs[2 * i + 1] = static_cast<float>(radius[i] * sinv[i]);
+    }
+    std::memcpy(out + done, pairs, want * sizeof(float));
+    done += want;
   }
 }
 

@@ -29,8 +29,4 @@ class NormalGenerator {
   uint64_t s_[4];
 };
 
-// Exposed for tests: the polynomial log and sin/cos used by Box-Muller.
-double portable_log(double x);                           // x > 0
-void portable_sincos_turns(double turns, double* s, double* c);  // angle = 2*pi*turns, turns in [0, 1)
-
 }  // namespace hearth::cli
