@@ -126,7 +126,7 @@ struct TensorInfo {
   std::string name;
   std::vector<uint64_t> dims;  // ne[0] first (the contiguous dimension), as in the file
   TensorType type = TensorType::kF32;
-  uint64_t offset = 0;         // relative to the start of the data section
+  uint64_t offset = 0;  // relative to the start of the data section
   uint64_t n_elements = 0;
   uint64_t n_bytes = 0;
   const uint8_t* data = nullptr;  // into the mapping; valid while the GgufFile lives
@@ -230,8 +230,8 @@ class GgufWriter {
     uint64_t n_bytes = 0;
     bool deferred = false;  // bytes come from a TensorFiller
   };
-  Status check_tensor(const std::string& name, const std::vector<uint64_t>& dims,
-                      TensorType type, uint64_t* n_bytes) const;
+  Status check_tensor(const std::string& name, const std::vector<uint64_t>& dims, TensorType type,
+                      uint64_t* n_bytes) const;
   // Header, metadata and tensor infos, padded to the alignment; offsets[i] is tensor
   // i's offset within the data section.
   Result<std::vector<uint8_t>> serialize_header(std::vector<uint64_t>* offsets,

@@ -33,10 +33,13 @@ double shortest(const Value& v) {
 
 nlohmann::json value_json(const Value& v) {
   switch (v.type) {
-    case ValueType::kString: return std::string(*v.as_string());
-    case ValueType::kBool: return *v.as_bool();
+    case ValueType::kString:
+      return std::string(*v.as_string());
+    case ValueType::kBool:
+      return *v.as_bool();
     case ValueType::kFloat32:
-    case ValueType::kFloat64: return shortest(v);
+    case ValueType::kFloat64:
+      return shortest(v);
     case ValueType::kArray: {
       nlohmann::json arr = nlohmann::json::array();
       for (const Value& e : *v.as_array()) arr.push_back(value_json(e));

@@ -30,9 +30,9 @@ constexpr ModelPreset kPresets[] = {
 };
 
 constexpr WeightType kWeightTypes[] = {
-    {"f32", 0, TensorType::kF32},   {"f16", 1, TensorType::kF16},
+    {"f32", 0, TensorType::kF32},    {"f16", 1, TensorType::kF16},
     {"bf16", 32, TensorType::kBF16}, {"q8_0", 7, TensorType::kQ8_0},
-    {"q4_0", 2, TensorType::kQ4_0}, {"q4_k_m", 15, TensorType::kQ4_K},
+    {"q4_0", 2, TensorType::kQ4_0},  {"q4_k_m", 15, TensorType::kQ4_K},
 };
 
 // llama.cpp's use_more_bits(): the first and last eighth of the layers, and every
@@ -48,10 +48,17 @@ TensorType fit_row(TensorType t, uint64_t ne0) {
   if (ne0 % tr->block_size == 0) return t;
   TensorType fallback = TensorType::kF16;
   switch (t) {
-    case TensorType::kQ4_K: fallback = TensorType::kQ5_0; break;
-    case TensorType::kQ5_K: fallback = TensorType::kQ5_1; break;
-    case TensorType::kQ6_K: fallback = TensorType::kQ8_0; break;
-    default: break;
+    case TensorType::kQ4_K:
+      fallback = TensorType::kQ5_0;
+      break;
+    case TensorType::kQ5_K:
+      fallback = TensorType::kQ5_1;
+      break;
+    case TensorType::kQ6_K:
+      fallback = TensorType::kQ8_0;
+      break;
+    default:
+      break;
   }
   return ne0 % gguf::type_traits(fallback)->block_size == 0 ? fallback : TensorType::kF16;
 }
@@ -136,8 +143,8 @@ Status fill_tensor(const PlannedTensor& t, size_t index, uint64_t seed, double s
         NormalGenerator gen(stream_seed(seed, index, chunk));
         gen.fill(scratch.data(), n, stddev);
       }
-      Status st = convert(t.type, scratch.data(), dst.data() + row0 * row_bytes,
-                          static_cast<int64_t>(n));
+      Status st =
+          convert(t.type, scratch.data(), dst.data() + row0 * row_bytes, static_cast<int64_t>(n));
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (first_error.ok()) first_error = st;
@@ -278,12 +285,11 @@ Status generate_model(const GenModelOptions& opts) {
   for (const auto& t : plan) {
     HEARTH_RETURN_IF_ERROR(writer.add_tensor_spec(t.name, t.dims, t.type));
   }
-  return writer.write_file_streaming(
-      opts.out, [&](size_t index, std::span<uint8_t> dst) -> Status {
-        const PlannedTensor& t = plan[index];
-        if (dst.size() != tensor_bytes(t)) return Internal("tensor '" + t.name + "' size mismatch");
-        return fill_tensor(t, index, opts.seed, opts.stddev, dst);
-      });
+  return writer.write_file_streaming(opts.out, [&](size_t index, std::span<uint8_t> dst) -> Status {
+    const PlannedTensor& t = plan[index];
+    if (dst.size() != tensor_bytes(t)) return Internal("tensor '" + t.name + "' size mismatch");
+    return fill_tensor(t, index, opts.seed, opts.stddev, dst);
+  });
 }
 
 }  // namespace hearth::cli

@@ -31,9 +31,9 @@ std::vector<std::string> preset_names();
 
 // A weight type choice: --type value -> llama_ftype and the base tensor type.
 struct WeightType {
-  const char* name;          // "f32", "q4_k_m", ...
-  uint32_t llama_ftype;      // general.file_type
-  gguf::TensorType base;     // type of most 2-D weights
+  const char* name;       // "f32", "q4_k_m", ...
+  uint32_t llama_ftype;   // general.file_type
+  gguf::TensorType base;  // type of most 2-D weights
 };
 const WeightType* find_weight_type(const std::string& name);
 std::vector<std::string> weight_type_names();
@@ -52,7 +52,7 @@ struct PlannedTensor {
   std::string name;
   std::vector<uint64_t> dims;  // ne[0] first
   gguf::TensorType type;
-  bool is_norm;                // filled with 1.0 rather than random values
+  bool is_norm;  // filled with 1.0 rather than random values
 };
 
 // The tensor list (names, shapes, per-tensor types) for a preset and weight type,

@@ -16,7 +16,9 @@
 namespace hearth::cli {
 namespace {
 
-inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+inline uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 constexpr double kLn2 = 0.69314718055994530942;
 constexpr double kHalfPi = 1.57079632679489661923;
@@ -25,10 +27,19 @@ constexpr double kSqrtHalf = 0.70710678118654752440;
 // sin and cos of x in [0, pi/4] by Taylor polynomials (|error| < 1e-16 there).
 void sincos_small(double x, double* s, double* c) {
   const double x2 = x * x;
-  *s = x * (1.0 + x2 * (-1.0 / 6 + x2 * (1.0 / 120 + x2 * (-1.0 / 5040 + x2 * (1.0 / 362880 +
-           x2 * (-1.0 / 39916800 + x2 * (1.0 / 6227020800.0 + x2 * (-1.0 / 1307674368000.0))))))));
-  *c = 1.0 + x2 * (-0.5 + x2 * (1.0 / 24 + x2 * (-1.0 / 720 + x2 * (1.0 / 40320 +
-       x2 * (-1.0 / 3628800 + x2 * (1.0 / 479001600.0 + x2 * (-1.0 / 87178291200.0)))))));
+  *s = x * (1.0 +
+            x2 * (-1.0 / 6 +
+                  x2 * (1.0 / 120 +
+                        x2 * (-1.0 / 5040 +
+                              x2 * (1.0 / 362880 + x2 * (-1.0 / 39916800 +
+                                                         x2 * (1.0 / 6227020800.0 +
+                                                               x2 * (-1.0 / 1307674368000.0))))))));
+  *c = 1.0 +
+       x2 * (-0.5 + x2 * (1.0 / 24 +
+                          x2 * (-1.0 / 720 +
+                                x2 * (1.0 / 40320 + x2 * (-1.0 / 3628800 +
+                                                          x2 * (1.0 / 479001600.0 +
+                                                                x2 * (-1.0 / 87178291200.0)))))));
 }
 
 }  // namespace
@@ -74,7 +85,9 @@ static inline double unit_interval_plus_one(uint64_t x) {
 
 // Branch-free selection on bit masks (all ones or all zeros), which the compiler
 // vectorizes where FP conditionals would be kept as branches.
-static inline uint64_t mask_if(bool c) { return 0 - static_cast<uint64_t>(c); }
+static inline uint64_t mask_if(bool c) {
+  return 0 - static_cast<uint64_t>(c);
+}
 static inline double select(uint64_t mask, double a, double b) {
   uint64_t x, y;
   std::memcpy(&x, &a, 8);
@@ -113,9 +126,17 @@ static inline void box_muller(uint64_t a, uint64_t b, double* radius_sq, double*
   e -= static_cast<int32_t>(low & 1);
   const double s = (m - 1.0) / (m + 1.0);
   const double s2 = s * s;
-  const double series = 2.0 * s * (1.0 + s2 * (1.0 / 3 + s2 * (1.0 / 5 + s2 * (1.0 / 7 +
-                        s2 * (1.0 / 9 + s2 * (1.0 / 11 + s2 * (1.0 / 13 + s2 * (1.0 / 15 +
-                        s2 * (1.0 / 17 + s2 * (1.0 / 19))))))))));
+  const double series =
+      2.0 * s *
+      (1.0 +
+       s2 *
+           (1.0 / 3 +
+            s2 * (1.0 / 5 +
+                  s2 * (1.0 / 7 +
+                        s2 * (1.0 / 9 + s2 * (1.0 / 11 +
+                                              s2 * (1.0 / 13 +
+                                                    s2 * (1.0 / 15 +
+                                                          s2 * (1.0 / 17 + s2 * (1.0 / 19))))))))));
   const double log_u1 = static_cast<double>(e) * kLn2 + series;
   *radius_sq = -2.0 * log_u1;  // the square root is taken in a separate loop
   // sin/cos(2 pi u2) from the quadrant and a reduced angle in [0, pi/4].

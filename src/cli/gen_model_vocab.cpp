@@ -43,8 +43,7 @@ BuiltinVocab builtin_vocab(size_t n) {
   }
   b.add_normal(kSpace);
   for (char ch = 0x21; ch < 0x7f; ++ch) b.add_normal(std::string(1, ch));
-  const std::string alnum =
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  const std::string alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   for (char ch : alnum) b.add_normal(std::string(kSpace) + ch);
   const std::string lower = "etaoinshrdlcumwfgypbvkjxqz";  // by English letter frequency
   // n-grams of growing length, each also with the word marker in front.

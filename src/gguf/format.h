@@ -18,11 +18,23 @@ inline constexpr const char* kAlignmentKey = "general.alignment";
 // Fixed size in bytes of a scalar value type, 0 for string/array/unknown.
 inline uint64_t scalar_size(uint32_t value_type) {
   switch (value_type) {
-    case 0: case 1: case 7: return 1;       // u8 i8 bool
-    case 2: case 3: return 2;               // u16 i16
-    case 4: case 5: case 6: return 4;       // u32 i32 f32
-    case 10: case 11: case 12: return 8;    // u64 i64 f64
-    default: return 0;
+    case 0:
+    case 1:
+    case 7:
+      return 1;  // u8 i8 bool
+    case 2:
+    case 3:
+      return 2;  // u16 i16
+    case 4:
+    case 5:
+    case 6:
+      return 4;  // u32 i32 f32
+    case 10:
+    case 11:
+    case 12:
+      return 8;  // u64 i64 f64
+    default:
+      return 0;
   }
 }
 

@@ -116,10 +116,9 @@ Result<std::vector<int32_t>> GgufFile::get_i32_array(std::string_view key) const
     auto v = (*elems)[i].as_i64();
     if (!v.ok() || *v < std::numeric_limits<int32_t>::min() ||
         *v > std::numeric_limits<int32_t>::max()) {
-      return InvalidArgument("metadata key '" + std::string(key) + "' element " +
-                             std::to_string(i) + ": " +
-                             (v.ok() ? std::to_string(*v) + " does not fit in i32"
-                                     : v.status().message()));
+      return InvalidArgument(
+          "metadata key '" + std::string(key) + "' element " + std::to_string(i) + ": " +
+          (v.ok() ? std::to_string(*v) + " does not fit in i32" : v.status().message()));
     }
     out.push_back(static_cast<int32_t>(*v));
   }

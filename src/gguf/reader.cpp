@@ -24,9 +24,13 @@ constexpr uint64_t kMaxMetadataValues = uint64_t{1} << 23;
 // Largest up-front reserve() taken from a count read from the file.
 constexpr uint64_t kReserveCap = uint64_t{1} << 16;
 
-std::string at(uint64_t pos) { return " (at byte " + std::to_string(pos) + ")"; }
+std::string at(uint64_t pos) {
+  return " (at byte " + std::to_string(pos) + ")";
+}
 
-bool is_power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+bool is_power_of_two(uint64_t v) {
+  return v != 0 && (v & (v - 1)) == 0;
+}
 
 }  // namespace
 
@@ -43,8 +47,8 @@ class Parser {
   Status need(uint64_t n, const std::string& what) const {
     if (n > remaining()) {
       return DataLoss(what + at(pos_) + ": needs " + std::to_string(n) + " bytes but only " +
-                      std::to_string(remaining()) + " remain in the " +
-                      std::to_string(b_.size()) + "-byte file");
+                      std::to_string(remaining()) + " remain in the " + std::to_string(b_.size()) +
+                      "-byte file");
     }
     return OkStatus();
   }
@@ -80,14 +84,13 @@ class Parser {
   std::span<const uint8_t> b_;
   uint64_t pos_ = 0;
   uint64_t values_parsed_ = 0;
-  std::vector<uint64_t> kv_offsets_;      // byte offset of each key, for error messages
-  std::vector<uint64_t> info_offsets_;    // byte offset of each tensor info
+  std::vector<uint64_t> kv_offsets_;    // byte offset of each key, for error messages
+  std::vector<uint64_t> info_offsets_;  // byte offset of each tensor info
 };
 
 Status Parser::read_value(uint32_t type_id, int depth, const std::string& what, Value& out) {
   if (++values_parsed_ > kMaxMetadataValues) {
-    return ResourceExhausted(what + at(pos_) + ": more than " +
-                             std::to_string(kMaxMetadataValues) +
+    return ResourceExhausted(what + at(pos_) + ": more than " + std::to_string(kMaxMetadataValues) +
                              " metadata values in one file");
   }
   const uint64_t start = pos_;
@@ -261,8 +264,7 @@ Status Parser::read_metadata(GgufFile& f, uint64_t n_kv) {
   std::unordered_set<std::string> seen;
   for (uint64_t i = 0; i < n_kv; ++i) {
     const uint64_t key_pos = pos_;
-    HEARTH_ASSIGN_OR_RETURN(std::string key,
-                            read_string("metadata key #" + std::to_string(i)));
+    HEARTH_ASSIGN_OR_RETURN(std::string key, read_string("metadata key #" + std::to_string(i)));
     const std::string what = "metadata key '" + key + "'";
     if (!seen.insert(key).second) {
       return DataLoss(what + at(key_pos) + ": duplicate key");
@@ -331,9 +333,8 @@ Status Parser::read_tensor_info(GgufFile& f, uint64_t index,
   }
   t.type = static_cast<TensorType>(type_id);
   if (t.dims[0] % tr->block_size != 0) {
-    return DataLoss(what + ": ne[0] = " + std::to_string(t.dims[0]) +
-                    " is not a multiple of the " + tr->name + " block size " +
-                    std::to_string(tr->block_size));
+    return DataLoss(what + ": ne[0] = " + std::to_string(t.dims[0]) + " is not a multiple of the " +
+                    tr->name + " block size " + std::to_string(tr->block_size));
   }
   // Bytes = blocks per row * block bytes * rows, each step checked for overflow.
   const uint64_t row = t.dims[0] / tr->block_size * tr->type_size;  // <= 4 * INT64_MAX / 1
@@ -382,18 +383,16 @@ Status Parser::place_tensors(GgufFile& f) {
   for (size_t i = 0; i < f.tensors_.size(); ++i) {
     if (f.tensors_[i].n_bytes > 0) order.push_back(i);
   }
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return f.tensors_[x].offset < f.tensors_[y].offset;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](size_t x, size_t y) { return f.tensors_[x].offset < f.tensors_[y].offset; });
   for (size_t k = 1; k < order.size(); ++k) {
     const TensorInfo& prev = f.tensors_[order[k - 1]];
     const TensorInfo& cur = f.tensors_[order[k]];
     if (prev.offset + prev.n_bytes > cur.offset) {
       return DataLoss("tensor '" + cur.name + "' (info at byte " +
                       std::to_string(info_offsets_[order[k]]) + "): data at offset " +
-                      std::to_string(cur.offset) + " overlaps tensor '" + prev.name +
-                      "' [" + std::to_string(prev.offset) + ", +" +
-                      std::to_string(prev.n_bytes) + ")");
+                      std::to_string(cur.offset) + " overlaps tensor '" + prev.name + "' [" +
+                      std::to_string(prev.offset) + ", +" + std::to_string(prev.n_bytes) + ")");
     }
   }
   return OkStatus();

@@ -16,9 +16,9 @@ struct ModelSummary {
   uint32_t version = 0;
   uint64_t file_size = 0;
   uint64_t alignment = 0;
-  std::string architecture;               // "" when absent
-  std::optional<std::string> name;        // general.name
-  std::optional<uint32_t> file_type;      // general.file_type (llama_ftype)
+  std::string architecture;           // "" when absent
+  std::optional<std::string> name;    // general.name
+  std::optional<uint32_t> file_type;  // general.file_type (llama_ftype)
   // "<arch>.<suffix>" keys present in the file, in kHyperparameterSuffixes order,
   // keyed by suffix ("context_length", "attention.head_count", ...).
   std::vector<std::pair<std::string, Value>> hyperparameters;

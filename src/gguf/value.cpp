@@ -81,7 +81,9 @@ bool Value::is_integer() const {
   return std::holds_alternative<uint64_t>(data) || std::holds_alternative<int64_t>(data);
 }
 
-bool Value::is_float() const { return std::holds_alternative<double>(data); }
+bool Value::is_float() const {
+  return std::holds_alternative<double>(data);
+}
 
 static std::string type_mismatch(const char* wanted, ValueType actual) {
   return std::string("expected ") + wanted + ", found " + value_type_name(actual);
@@ -90,7 +92,8 @@ static std::string type_mismatch(const char* wanted, ValueType actual) {
 Result<uint64_t> Value::as_u64() const {
   if (const auto* u = std::get_if<uint64_t>(&data)) return *u;
   if (const auto* i = std::get_if<int64_t>(&data)) {
-    if (*i < 0) return InvalidArgument("expected a non-negative integer, found " + std::to_string(*i));
+    if (*i < 0)
+      return InvalidArgument("expected a non-negative integer, found " + std::to_string(*i));
     return static_cast<uint64_t>(*i);
   }
   return InvalidArgument(type_mismatch("an integer", type));

@@ -59,8 +59,7 @@ Status check_int_range(const Value& v, ValueType t, const std::string& what, uin
 }
 
 // Encodes the payload of v (not its type id).
-Status encode_value(const Value& v, int depth, const std::string& what,
-                    std::vector<uint8_t>& out) {
+Status encode_value(const Value& v, int depth, const std::string& what, std::vector<uint8_t>& out) {
   const uint32_t id = static_cast<uint32_t>(v.type);
   if (id > 12) return bad(what, "unknown value type id " + std::to_string(id));
   switch (v.type) {
@@ -110,15 +109,15 @@ Status encode_value(const Value& v, int depth, const std::string& what,
         return bad(what, "arrays nested deeper than " + std::to_string(kMaxArrayDepth));
       }
       const uint32_t elem_id = static_cast<uint32_t>(v.array_type);
-      if (elem_id > 12) return bad(what, "unknown array element type id " + std::to_string(elem_id));
+      if (elem_id > 12)
+        return bad(what, "unknown array element type id " + std::to_string(elem_id));
       put<uint32_t>(out, elem_id);
       put<uint64_t>(out, elems->size());
       for (size_t i = 0; i < elems->size(); ++i) {
         const Value& e = (*elems)[i];
         if (e.type != v.array_type) {
-          return bad(what, "array element " + std::to_string(i) + " is " +
-                               value_type_name(e.type) + " in an array of " +
-                               value_type_name(v.array_type));
+          return bad(what, "array element " + std::to_string(i) + " is " + value_type_name(e.type) +
+                               " in an array of " + value_type_name(v.array_type));
         }
         HEARTH_RETURN_IF_ERROR(encode_value(e, depth + 1, what, out));
       }
@@ -128,7 +127,9 @@ Status encode_value(const Value& v, int depth, const std::string& what,
   return bad(what, "unknown value type");
 }
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 // Owns a file descriptor; writes all bytes or fails with the OS reason.
 class OutFile {
@@ -235,8 +236,7 @@ Status GgufWriter::add_tensor(std::string name, std::vector<uint64_t> dims, Tens
   return OkStatus();
 }
 
-Status GgufWriter::add_tensor_spec(std::string name, std::vector<uint64_t> dims,
-                                   TensorType type) {
+Status GgufWriter::add_tensor_spec(std::string name, std::vector<uint64_t> dims, TensorType type) {
   uint64_t n_bytes = 0;
   HEARTH_RETURN_IF_ERROR(check_tensor(name, dims, type, &n_bytes));
   tensors_.push_back({std::move(name), std::move(dims), type, {}, n_bytes, true});
@@ -288,8 +288,7 @@ Result<std::vector<uint8_t>> GgufWriter::serialize() const {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const PendingTensor& t = tensors_[i];
     if (t.deferred) {
-      return bad("tensor '" + t.name + "'",
-                 "declared without data; use write_file_streaming()");
+      return bad("tensor '" + t.name + "'", "declared without data; use write_file_streaming()");
     }
     out.resize(data_start + offsets[i], 0);
     out.insert(out.end(), t.data.begin(), t.data.end());
@@ -305,8 +304,7 @@ Status GgufWriter::write_file(const std::string& path) const {
   });
 }
 
-Status GgufWriter::write_file_streaming(const std::string& path,
-                                        const TensorFiller& fill) const {
+Status GgufWriter::write_file_streaming(const std::string& path, const TensorFiller& fill) const {
   std::vector<uint64_t> offsets;
   uint64_t a = 0;
   HEARTH_ASSIGN_OR_RETURN(std::vector<uint8_t> header, serialize_header(&offsets, &a));
@@ -331,7 +329,8 @@ Status GgufWriter::write_file_streaming(const std::string& path,
       }
       written = offsets[i] + t.n_bytes;
     }
-    if (st.ok() && !tensors_.empty()) st = out.zeros(static_cast<size_t>(align_up(written, a) - written));
+    if (st.ok() && !tensors_.empty())
+      st = out.zeros(static_cast<size_t>(align_up(written, a) - written));
     if (st.ok()) st = out.finish();
   }
   if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {

@@ -43,7 +43,8 @@ class GenModelCli : public ::testing::Test {
 
 std::vector<uint8_t> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
 }
 
 std::vector<float> tensor_floats(const gguf::TensorInfo& t) {
@@ -127,7 +128,8 @@ TEST_F(GenModelCli, WeightsAreNormalAndNormsAreOne) {
   for (float v : tensor_floats(*f->tensor("output_norm.weight"))) ASSERT_EQ(v, 1.0f);
   // Different tensors draw from different streams.
   const auto q = tensor_floats(*f->tensor("blk.0.attn_q.weight"));
-  EXPECT_NE(std::vector<float>(w.begin(), w.begin() + 64), std::vector<float>(q.begin(), q.begin() + 64));
+  EXPECT_NE(std::vector<float>(w.begin(), w.begin() + 64),
+            std::vector<float>(q.begin(), q.begin() + 64));
 }
 
 TEST_F(GenModelCli, HalfTypesHoldTheRoundedF32Weights) {
@@ -161,16 +163,19 @@ TEST_F(GenModelCli, QuantizedTypesApproximateTheF32Weights) {
   auto f32 = gguf::GgufFile::open(p32);
   ASSERT_TRUE(f32.ok());
   const auto ref = tensor_floats(*f32->tensor("blk.1.attn_q.weight"));
-  const std::pair<const char*, double> kTypes[] = {{"q8_0", 0.0005}, {"q4_0", 0.01}, {"q4_k_m", 0.01}};
+  const std::pair<const char*, double> kTypes[] = {
+      {"q8_0", 0.0005}, {"q4_0", 0.01}, {"q4_k_m", 0.01}};
   for (const auto& [type, tol] : kTypes) {
     SCOPED_TRACE(type);
-    const auto p = gen(std::string("--preset small --seed 4 --type ") + type, std::string(type) + ".gguf");
+    const auto p =
+        gen(std::string("--preset small --seed 4 --type ") + type, std::string(type) + ".gguf");
     auto f = gguf::GgufFile::open(p);
     ASSERT_TRUE(f.ok()) << f.status().to_string();
     const auto got = tensor_floats(*f->tensor("blk.1.attn_q.weight"));
     ASSERT_EQ(got.size(), ref.size());
     double max_err = 0;
-    for (size_t i = 0; i < got.size(); ++i) max_err = std::max(max_err, std::fabs(double(got[i]) - ref[i]));
+    for (size_t i = 0; i < got.size(); ++i)
+      max_err = std::max(max_err, std::fabs(double(got[i]) - ref[i]));
     EXPECT_LT(max_err, tol);
     EXPECT_GT(max_err, 0.0);
   }
@@ -183,7 +188,8 @@ TEST_F(GenModelCli, TypeMixMatchesLlamaCpp) {
     const std::string ref_path = kShared + "/reference/models/small-llama-" + type + ".gguf";
     if (!std::filesystem::exists(ref_path)) continue;
     SCOPED_TRACE(type);
-    const auto p = gen(std::string("--preset small --seed 1 --type ") + type, std::string("mix_") + type);
+    const auto p =
+        gen(std::string("--preset small --seed 1 --type ") + type, std::string("mix_") + type);
     auto ours = gguf::GgufFile::open(p);
     auto ref = gguf::GgufFile::open(ref_path);
     ASSERT_TRUE(ours.ok() && ref.ok());
@@ -250,7 +256,8 @@ TEST_F(GenModelCli, BadArguments) {
   EXPECT_NE(r.exit_code, 0);
   auto r2 = run_cli("gen-model --preset tiny --type q3_k --out " + temp_path("x.gguf"));
   EXPECT_NE(r2.exit_code, 0);
-  auto r3 = run_cli("gen-model --preset tiny --vocab-from /nonexistent.gguf --out " + temp_path("x.gguf"));
+  auto r3 = run_cli("gen-model --preset tiny --vocab-from /nonexistent.gguf --out " +
+                    temp_path("x.gguf"));
   EXPECT_EQ(r3.exit_code, 1);
   EXPECT_THAT(r3.err, HasSubstr("/nonexistent.gguf"));
   EXPECT_FALSE(std::filesystem::exists(temp_path("x.gguf")));

@@ -44,6 +44,8 @@ inline CliResult run_cli(const std::string& args) {
   return r;
 }
 
-inline bool cli_available() { return std::filesystem::exists(HEARTH_CLI_PATH); }
+inline bool cli_available() {
+  return std::filesystem::exists(HEARTH_CLI_PATH);
+}
 
 }  // namespace hearth::cli::testing

@@ -17,9 +17,9 @@ using testing::run_cli;
 
 const std::string kShared = HEARTH_SHARED_DIR;
 
-#define REQUIRE_FILE(path)                                                     \
-  do {                                                                         \
-    if (!testing::cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built";   \
+#define REQUIRE_FILE(path)                                                                  \
+  do {                                                                                      \
+    if (!testing::cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built";                \
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "SKIPPED: " << (path) << " absent"; \
   } while (0)
 

@@ -36,7 +36,7 @@ class Rng {
 
 // Byte offsets of the structural fields of a valid file, found by walking it.
 struct Layout {
-  std::vector<uint64_t> lengths;   // u64 string lengths and array counts (and the two header counts)
+  std::vector<uint64_t> lengths;  // u64 string lengths and array counts (and the two header counts)
   std::vector<uint64_t> type_ids;  // u32 value types / array element types / n_dims / tensor types
   std::vector<uint64_t> tensor_offsets;  // u64 tensor offset fields
   std::vector<uint64_t> dims;            // u64 tensor dims
@@ -158,7 +158,9 @@ class Mutator {
   std::vector<std::pair<uint64_t, uint8_t>> undo_;
 };
 
-uint64_t pick(Rng& rng, const std::vector<uint64_t>& v) { return v[rng.below(v.size())]; }
+uint64_t pick(Rng& rng, const std::vector<uint64_t>& v) {
+  return v[rng.below(v.size())];
+}
 
 // Applies one random mutation; returns the length of the prefix to parse.
 size_t mutate(Subject& s, Rng& rng, Mutator& m, int* kind_out) {
@@ -218,8 +220,8 @@ size_t mutate(Subject& s, Rng& rng, Mutator& m, int* kind_out) {
     }
     case 6: {  // corrupt a type id, n_dims, or tensor type
       if (l.type_ids.empty()) return size;
-      const uint32_t v = rng.below(2) ? static_cast<uint32_t>(rng.below(40))
-                                      : static_cast<uint32_t>(rng.next());
+      const uint32_t v =
+          rng.below(2) ? static_cast<uint32_t>(rng.below(40)) : static_cast<uint32_t>(rng.next());
       m.set_u32(pick(rng, l.type_ids), v);
       return size;
     }

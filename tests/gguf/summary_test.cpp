@@ -25,17 +25,28 @@ struct Expected {
 const Expected kTable[] = {
     {"/models/stories260K.gguf", "llama", 5, 64, 8, 4, 512, 172, 1185376, "llama", 1, 2},
     {"/models/llama-2-tiny-random.gguf", "llama", 1, 8, 2, 2, 32000, 32, 1750560, "llama", 1, 2},
-    {"/reference/models/small-llama-f32.gguf", "llama", 4, 256, 8, 4, 512, 768, 13654496, "llama", 1, 2},
-    {"/reference/models/small-llama-q4_k_m.gguf", "llama", 4, 256, 8, 4, 512, 768, 2092032, "llama", 1, 2},
-    {"/reference/models/small-llama-rope500k-q8_0.gguf", "llama", 4, 256, 4, 1, 512, 768, 3504640, "llama", 1, 2},
-    {"/reference/models/small-qwen2-f32.gguf", "qwen2", 4, 256, 8, 4, 512, 768, 13663200, "llama", 1, 2},
-    {"/models/vocab/ggml-vocab-llama-spm.gguf", "llama", 32, 4096, 32, 32, 32000, 0, 723869, "llama", 1, 2},
-    {"/models/vocab/ggml-vocab-phi-3.gguf", "phi3", 32, 3072, 32, 32, 32064, 0, 726019, "llama", 1, 32000},
-    {"/models/vocab/ggml-vocab-gpt-2.gguf", "gpt2", 12, 768, 12, 0, 50257, 0, 1766807, "gpt2", 50256, 50256},
-    {"/models/vocab/ggml-vocab-deepseek-llm.gguf", "llama", 30, 4096, 32, 32, 102400, 0, 3970167, "gpt2", 100000, 100001},
-    {"/models/vocab/ggml-vocab-falcon.gguf", "falcon", 32, 4544, 71, 1, 65024, 0, 2287728, "gpt2", 11, 11},
-    {"/models/vocab/ggml-vocab-starcoder.gguf", "starcoder2", 30, 3072, 24, 2, 49152, 0, 1719346, "gpt2", 0, 0},
-    {"/models/vocab/ggml-vocab-bert-bge.gguf", "bert", 12, 384, 12, 0, 30522, 0, 627549, "bert", -1, -1},
+    {"/reference/models/small-llama-f32.gguf", "llama", 4, 256, 8, 4, 512, 768, 13654496, "llama",
+     1, 2},
+    {"/reference/models/small-llama-q4_k_m.gguf", "llama", 4, 256, 8, 4, 512, 768, 2092032, "llama",
+     1, 2},
+    {"/reference/models/small-llama-rope500k-q8_0.gguf", "llama", 4, 256, 4, 1, 512, 768, 3504640,
+     "llama", 1, 2},
+    {"/reference/models/small-qwen2-f32.gguf", "qwen2", 4, 256, 8, 4, 512, 768, 13663200, "llama",
+     1, 2},
+    {"/models/vocab/ggml-vocab-llama-spm.gguf", "llama", 32, 4096, 32, 32, 32000, 0, 723869,
+     "llama", 1, 2},
+    {"/models/vocab/ggml-vocab-phi-3.gguf", "phi3", 32, 3072, 32, 32, 32064, 0, 726019, "llama", 1,
+     32000},
+    {"/models/vocab/ggml-vocab-gpt-2.gguf", "gpt2", 12, 768, 12, 0, 50257, 0, 1766807, "gpt2",
+     50256, 50256},
+    {"/models/vocab/ggml-vocab-deepseek-llm.gguf", "llama", 30, 4096, 32, 32, 102400, 0, 3970167,
+     "gpt2", 100000, 100001},
+    {"/models/vocab/ggml-vocab-falcon.gguf", "falcon", 32, 4544, 71, 1, 65024, 0, 2287728, "gpt2",
+     11, 11},
+    {"/models/vocab/ggml-vocab-starcoder.gguf", "starcoder2", 30, 3072, 24, 2, 49152, 0, 1719346,
+     "gpt2", 0, 0},
+    {"/models/vocab/ggml-vocab-bert-bge.gguf", "bert", 12, 384, 12, 0, 30522, 0, 627549, "bert", -1,
+     -1},
 };
 
 std::optional<uint64_t> hp(const ModelSummary& s, const std::string& suffix) {
@@ -93,7 +104,7 @@ TEST(Summary, MatchesPublishedTables) {
 TEST(Summary, FileTypesOfReferenceModels) {
   // general.file_type per reference/README.md.
   const std::pair<const char*, uint32_t> kTypes[] = {
-      {"small-llama-f16", 1},  {"small-llama-bf16", 32}, {"small-llama-q8_0", 7},
+      {"small-llama-f16", 1},  {"small-llama-bf16", 32},   {"small-llama-q8_0", 7},
       {"small-llama-q4_0", 2}, {"small-llama-q4_k_m", 15}, {"small-llama-q6_k", 18},
   };
   int checked = 0;

@@ -12,7 +12,9 @@
 
 namespace hearth::gguf::testing {
 
-inline std::string shared_dir() { return HEARTH_SHARED_DIR; }
+inline std::string shared_dir() {
+  return HEARTH_SHARED_DIR;
+}
 
 // Every *.gguf under the shared model folders except the legacy v1 one, sorted.
 inline std::vector<std::string> shared_gguf_files() {

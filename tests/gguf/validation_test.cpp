@@ -11,21 +11,21 @@
 namespace hearth::gguf {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ByteBuilder;
+using ::testing::HasSubstr;
 
 Status parse_status(const ByteBuilder& b) {
   auto f = GgufFile::parse(b.bytes());
   return f.ok() ? OkStatus() : f.status();
 }
 
-#define EXPECT_REJECTED(builder, ...)                                  \
-  do {                                                                 \
-    Status st_ = parse_status(builder);                                \
-    ASSERT_FALSE(st_.ok()) << "accepted a malformed file";             \
-    for (const char* part : {__VA_ARGS__}) {                           \
-      EXPECT_THAT(st_.message(), HasSubstr(part)) << st_.to_string();  \
-    }                                                                  \
+#define EXPECT_REJECTED(builder, ...)                                 \
+  do {                                                                \
+    Status st_ = parse_status(builder);                               \
+    ASSERT_FALSE(st_.ok()) << "accepted a malformed file";            \
+    for (const char* part : {__VA_ARGS__}) {                          \
+      EXPECT_THAT(st_.message(), HasSubstr(part)) << st_.to_string(); \
+    }                                                                 \
   } while (0)
 
 // A valid file with one 32-float F32 tensor; tests patch it.
@@ -51,7 +51,9 @@ TEST(Validation, TooShortForMagic) {
   EXPECT_REJECTED(b, "too short", "byte 0");
 }
 
-TEST(Validation, EmptyFile) { EXPECT_REJECTED(ByteBuilder(), "0 bytes"); }
+TEST(Validation, EmptyFile) {
+  EXPECT_REJECTED(ByteBuilder(), "0 bytes");
+}
 
 TEST(Validation, BadMagic) {
   ByteBuilder b;
@@ -218,8 +220,8 @@ TEST(Validation, TooManyDims) {
 }
 
 TEST(Validation, DimensionProductOverflow) {
-  EXPECT_REJECTED(one_tensor(0, {uint64_t{1} << 40, uint64_t{1} << 40}), "tensor 'w'",
-                  "ne[1]", "overflows");
+  EXPECT_REJECTED(one_tensor(0, {uint64_t{1} << 40, uint64_t{1} << 40}), "tensor 'w'", "ne[1]",
+                  "overflows");
 }
 
 TEST(Validation, DimensionAboveInt64) {

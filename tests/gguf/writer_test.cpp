@@ -48,8 +48,7 @@ TEST(Writer, RoundTrip) {
   EXPECT_EQ(*f->get_u32("llama.block_count"), 2u);
   EXPECT_EQ(*f->get_f32("llama.rope.freq_base"), 10000.0f);
   EXPECT_TRUE(*f->get_bool("flag"));
-  EXPECT_EQ(*f->get_string_array("tokens"),
-            (std::vector<std::string>{"<unk>", "<s>", "▁hello"}));
+  EXPECT_EQ(*f->get_string_array("tokens"), (std::vector<std::string>{"<unk>", "<s>", "▁hello"}));
   EXPECT_EQ(*f->get_f32_array("scores"), (std::vector<float>{0.0f, -1.5f, 2.25f}));
   EXPECT_EQ(*f->get_i32_array("types"), (std::vector<int32_t>{2, 3, 1}));
   ASSERT_EQ(f->tensors().size(), 3u);
@@ -171,9 +170,9 @@ TEST(Writer, StreamingMatchesSerialize) {
   ASSERT_TRUE(lazy.add_tensor_spec("a", {32, 2}, TensorType::kF32).ok());
   ASSERT_TRUE(lazy.add_tensor("b", {64}, TensorType::kQ8_0, iota_bytes(68, 3)).ok());
   ASSERT_TRUE(lazy.add_tensor_spec("c", {5}, TensorType::kF16).ok());
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("hearth_stream_" + std::to_string(getpid()) + ".gguf"))
-          .string();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("hearth_stream_" + std::to_string(getpid()) + ".gguf"))
+                               .string();
   std::vector<size_t> calls;
   Status st = lazy.write_file_streaming(path, [&](size_t i, std::span<uint8_t> dst) -> Status {
     calls.push_back(i);
@@ -195,9 +194,8 @@ TEST(Writer, StreamingFillErrorLeavesNoFile) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("hearth_fail_" + std::to_string(getpid()) + ".gguf"))
                                .string();
-  Status st = w.write_file_streaming(path, [](size_t, std::span<uint8_t>) -> Status {
-    return Internal("generator broke");
-  });
+  Status st = w.write_file_streaming(
+      path, [](size_t, std::span<uint8_t>) -> Status { return Internal("generator broke"); });
   EXPECT_THAT(st.message(), HasSubstr("generator broke"));
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
@@ -209,22 +207,46 @@ Value random_scalar(ValueType t) {
   Value v;
   v.type = t;
   switch (t) {
-    case ValueType::kUint8: v.data = uint64_t{*rc::gen::arbitrary<uint8_t>()}; break;
-    case ValueType::kUint16: v.data = uint64_t{*rc::gen::arbitrary<uint16_t>()}; break;
-    case ValueType::kUint32: v.data = uint64_t{*rc::gen::arbitrary<uint32_t>()}; break;
-    case ValueType::kUint64: v.data = *rc::gen::arbitrary<uint64_t>(); break;
-    case ValueType::kInt8: v.data = int64_t{*rc::gen::arbitrary<int8_t>()}; break;
-    case ValueType::kInt16: v.data = int64_t{*rc::gen::arbitrary<int16_t>()}; break;
-    case ValueType::kInt32: v.data = int64_t{*rc::gen::arbitrary<int32_t>()}; break;
-    case ValueType::kInt64: v.data = *rc::gen::arbitrary<int64_t>(); break;
+    case ValueType::kUint8:
+      v.data = uint64_t{*rc::gen::arbitrary<uint8_t>()};
+      break;
+    case ValueType::kUint16:
+      v.data = uint64_t{*rc::gen::arbitrary<uint16_t>()};
+      break;
+    case ValueType::kUint32:
+      v.data = uint64_t{*rc::gen::arbitrary<uint32_t>()};
+      break;
+    case ValueType::kUint64:
+      v.data = *rc::gen::arbitrary<uint64_t>();
+      break;
+    case ValueType::kInt8:
+      v.data = int64_t{*rc::gen::arbitrary<int8_t>()};
+      break;
+    case ValueType::kInt16:
+      v.data = int64_t{*rc::gen::arbitrary<int16_t>()};
+      break;
+    case ValueType::kInt32:
+      v.data = int64_t{*rc::gen::arbitrary<int32_t>()};
+      break;
+    case ValueType::kInt64:
+      v.data = *rc::gen::arbitrary<int64_t>();
+      break;
     // Finite values only: a signalling NaN cannot survive float -> double -> float.
     case ValueType::kFloat32:
-      v.data = static_cast<double>(static_cast<float>(*rc::gen::inRange(-1000000, 1000000)) / 64.0f);
+      v.data =
+          static_cast<double>(static_cast<float>(*rc::gen::inRange(-1000000, 1000000)) / 64.0f);
       break;
-    case ValueType::kFloat64: v.data = *rc::gen::inRange(-1000000, 1000000) / 3.0; break;
-    case ValueType::kBool: v.data = *rc::gen::arbitrary<bool>(); break;
-    case ValueType::kString: v.data = *rc::gen::arbitrary<std::string>(); break;
-    case ValueType::kArray: break;
+    case ValueType::kFloat64:
+      v.data = *rc::gen::inRange(-1000000, 1000000) / 3.0;
+      break;
+    case ValueType::kBool:
+      v.data = *rc::gen::arbitrary<bool>();
+      break;
+    case ValueType::kString:
+      v.data = *rc::gen::arbitrary<std::string>();
+      break;
+    case ValueType::kArray:
+      break;
   }
   return v;
 }
