@@ -242,6 +242,32 @@ size_t mutate(Subject& s, Rng& rng, Mutator& m, int* kind_out) {
   }
 }
 
+// Under ASan, parsing a 512-token vocabulary per variant dominates the run time, so
+// each file is first rewritten (with GgufWriter) with its metadata arrays cut to 64
+// elements; header, tensor infos and tensor data keep their real shapes.
+std::vector<uint8_t> shrink_metadata(const std::vector<uint8_t>& bytes) {
+  auto f = GgufFile::parse(bytes);
+  if (!f.ok()) return bytes;
+  GgufWriter w;
+  for (const auto& [key, value] : f->metadata()) {
+    const auto* elems = value.as_array();
+    if (elems != nullptr && elems->size() > 64) {
+      w.set(key, Value::array(value.array_type,
+                              std::vector<Value>(elems->begin(), elems->begin() + 64)));
+    } else {
+      w.set(key, value);
+    }
+  }
+  for (const auto& t : f->tensors()) {
+    if (!w.add_tensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes))
+             .ok()) {
+      return bytes;
+    }
+  }
+  auto out = w.serialize();
+  return out.ok() ? std::move(out).value() : bytes;
+}
+
 TEST(Mutation, TwentyThousandVariantsNeverCrash) {
   const bool asan = std::getenv("HEARTH_ASAN") != nullptr;
   std::vector<Subject> subjects;
@@ -249,10 +275,11 @@ TEST(Mutation, TwentyThousandVariantsNeverCrash) {
     Subject s;
     s.path = path;
     s.bytes = testing::read_bytes(path);
+    if (asan) s.bytes = shrink_metadata(s.bytes);
     Walker w(s.bytes, s.layout);
     if (!w.run()) s.layout = Layout{};
-    // Under ASan parsing big vocabularies is slow: mutate only the small-vocab files.
-    if (asan && s.layout.n_values > 20000) continue;
+    // Under ASan, big files cost seconds each to shrink and copy: use the small-vocab ones.
+    if (asan && s.bytes.size() > (16u << 20)) continue;
     subjects.push_back(std::move(s));
   }
   {
@@ -322,7 +349,8 @@ TEST(Mutation, TwentyThousandVariantsNeverCrash) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("mutation: %d variants over %zu files: %d loaded, %d rejected (%.1f s)%s\n", total,
-              subjects.size(), loaded, rejected, secs, asan ? " [asan: small-vocab files]" : "");
+              subjects.size(), loaded, rejected, secs,
+              asan ? " [asan: metadata arrays cut to 64]" : "");
   for (const auto& [kind, n] : per_kind) std::printf("  kind %d: %d\n", kind, n);
   EXPECT_GE(loaded + rejected, kMinVariants);
   EXPECT_GT(rejected, 0);
