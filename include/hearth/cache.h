@@ -174,6 +174,8 @@ class Cache {
   SchedulerStatus scheduler_status() const;
 
   struct Impl;  // internal; public so src/cache/ helpers can name it
+  // Internal state, for white-box tests (src/cache/cache_impl.h).
+  Impl& internals() { return *impl_; }
 
  private:
   explicit Cache(std::unique_ptr<Impl> impl);
