@@ -39,6 +39,11 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
   if (why.code() == ErrorCode::kDataLoss) {
     impl->drop_corrupt(row, why);
   } else {
+    // Unreadable, not known bad: miss now, and let a rescan of the (now
+    // degraded) tier bring the row back once the device recovers.
+    if (why.code() == ErrorCode::kIo) {
+      if (FileTier* ft = impl->file_tier(row->tier)) ft->set_degraded(true);
+    }
     impl->meta.drop(row->key);
   }
   return why;
