@@ -2,6 +2,7 @@
 // snapshots, eviction, tier recovery and the background sweeper.
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "cache/cache_impl.h"
 #include "hearth/cache_crc32c.h"
@@ -104,7 +105,13 @@ RowPtr Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f) {
   row->ns_id = f.info.ns.id();
   row->tokens = std::make_shared<const std::vector<Token>>(f.info.tokens);
   row->hits.store(f.info.hit_count);
-  row->last_used_ns.store(now_ns());
+  // Map the persisted wall-clock last use onto the steady clock so LRU order
+  // survives a restart.
+  uint64_t now_unix = static_cast<uint64_t>(std::time(nullptr));
+  uint64_t age_s = now_unix > f.info.last_used_time ? now_unix - f.info.last_used_time : 0;
+  uint64_t now = now_ns();
+  uint64_t age_ns = std::min<uint64_t>(age_s, now / 1000000000ull) * 1000000000ull;
+  row->last_used_ns.store(now - age_ns);
   // Rebuild the 48 header bytes from what was parsed (the scan kept no copy).
   KvcBuildMeta m;
   m.save_reason = f.info.save_reason;
