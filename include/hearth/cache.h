@@ -65,7 +65,8 @@ class Cache;
 
 // A checked-out row: while it lives, the row's refcount is held and eviction
 // skips it, and its bytes stay readable (RAM slab pinned, file descriptor open).
-// Movable; checkin happens in the destructor.
+// Movable; checkin happens in the destructor. A lease must not outlive the
+// Cache that issued it.
 class Lease {
  public:
   Lease(Lease&&) noexcept;
@@ -149,6 +150,7 @@ class Cache {
   EvictResult evict_bytes(uint64_t target, std::span<const Tier> tiers = {});
   // Evicts every available, unreferenced row; returns the count.
   uint64_t gc();
+  // Published rows, oldest use first, then in-flight saves (status kReserved).
   std::vector<RowInfo> dump() const;
   size_t row_count() const;
 

@@ -551,6 +551,16 @@ std::vector<RowInfo> Cache::dump() const {
   for (const auto& [k, r] : impl_->meta.snapshot()->rows) out.push_back(impl_->to_info(*r));
   std::sort(out.begin(), out.end(),
             [](const RowInfo& a, const RowInfo& b) { return a.last_used_ns < b.last_used_ns; });
+  // In-flight saves last, as reserved rows.
+  for (const auto& [k, res] : impl_->meta.reservations()) {
+    RowInfo i;
+    i.key = k;
+    i.tier = res.tier;
+    i.size = res.bytes;
+    i.status = RowStatus::kReserved;
+    i.location = res.path;
+    out.push_back(std::move(i));
+  }
   return out;
 }
 

@@ -194,6 +194,11 @@ bool MetaIndex::reserved(const CacheKey& key) const {
   return reservations_.count(key) > 0;
 }
 
+std::vector<std::pair<CacheKey, Reservation>> MetaIndex::reservations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {reservations_.begin(), reservations_.end()};
+}
+
 std::vector<RowPtr> MetaIndex::lru_candidates(uint32_t tier_mask) const {
   SnapshotPtr s = snapshot();
   std::vector<std::pair<uint64_t, RowPtr>> v;

@@ -80,6 +80,7 @@ class MetaIndex {
   // Blocks until key is published, no longer reserved, or the deadline.
   RowPtr wait_published(const CacheKey& key, std::chrono::steady_clock::time_point deadline);
   bool reserved(const CacheKey& key) const;
+  std::vector<std::pair<CacheKey, Reservation>> reservations() const;
 
   // Bytes held (published + reserved) per tier.
   uint64_t tier_bytes(Tier t) const { return bytes_[static_cast<int>(t)].load(); }

@@ -207,6 +207,8 @@ TEST(Cache, ResumeWaitsForInFlightSave) {
     impl.meta.publish(key, *token, row);
   });
   EXPECT_FALSE(cache->lookup_exact(key));  // not yet
+  ASSERT_EQ(cache->dump().size(), 1u);
+  EXPECT_EQ(cache->dump()[0].status, RowStatus::kReserved);
   auto start = std::chrono::steady_clock::now();
   auto hit = cache->lookup_exact_or_wait(key, 5000);
   auto waited = std::chrono::steady_clock::now() - start;
