@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "cache/cache_impl.h"
+#include "cache/slab_alloc.h"
 #include "hearth/cache_crc32c.h"
 
 namespace hearth::cache {
@@ -314,22 +315,29 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
   }
   // RAM tier: take the caller's vector, or copy the span once with the CRC
   // computed on the copy while it is hot in cache.
-  std::shared_ptr<std::vector<uint8_t>> ram_payload;
+  std::shared_ptr<const void> ram_owner;
+  const uint8_t* ram_data = nullptr;
   uint32_t crc = 0;
   if (!ft) {
     if (owned != nullptr) {
-      ram_payload = std::make_shared<std::vector<uint8_t>>(std::move(*owned));
-      crc = crc32c(ram_payload->data(), ram_payload->size());
+      auto v = std::make_shared<std::vector<uint8_t>>(std::move(*owned));
+      crc = crc32c(v->data(), v->size());
+      ram_data = v->data();
+      payload = *v;
+      ram_owner = std::move(v);
     } else {
-      ram_payload = std::make_shared<std::vector<uint8_t>>(payload.size());
+      Slab slab = allocate_slab(payload.size());
+      if (slab.data == nullptr) return fail(ResourceExhausted("ram slab allocation failed"));
       constexpr size_t kChunk = 1u << 20;
       for (size_t off = 0; off < payload.size(); off += kChunk) {
         size_t n = std::min(kChunk, payload.size() - off);
-        std::memcpy(ram_payload->data() + off, payload.data() + off, n);
-        crc = crc32c_extend(crc, ram_payload->data() + off, n);
+        std::memcpy(slab.data + off, payload.data() + off, n);
+        crc = crc32c_extend(crc, slab.data + off, n);
       }
+      ram_data = slab.data;
+      payload = {slab.data, payload.size()};
+      ram_owner = std::move(slab.owner);
     }
-    payload = *ram_payload;
   } else {
     crc = crc32c(payload.data(), payload.size());
   }
@@ -361,7 +369,8 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
 
   if (!ft) {
     row->ram_prefix = std::make_shared<const std::vector<uint8_t>>(std::move(prefix).value());
-    row->ram_payload = std::move(ram_payload);
+    row->ram_owner = std::move(ram_owner);
+    row->ram_data = ram_data;
     row->location = "ram";
     row->verified.store(true);  // built from the caller's bytes just now
     if (!meta.publish(key, *token, row)) return fail(Cancelled("reservation expired"));

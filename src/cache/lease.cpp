@@ -70,8 +70,8 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
   uint64_t t0 = now_ns();
   bool check = s.impl->cfg.verify_on_load;
   uint32_t crc = 0;
-  if (row.ram_payload) {
-    const uint8_t* src = row.ram_payload->data();
+  if (row.ram_prefix) {
+    const uint8_t* src = row.ram_data;
     // An immutable in-process slab is verified once; later loads are a memcpy.
     bool need = check && !row.verified.load(std::memory_order_acquire);
     for (size_t off = 0; off < dst.size(); off += kChunk) {
@@ -112,8 +112,8 @@ Result<std::span<const uint8_t>> Lease::view() {
   const Row& row = *s.row;
   uint64_t t0 = now_ns();
   std::span<const uint8_t> payload;
-  if (row.ram_payload) {
-    payload = {row.ram_payload->data(), row.ram_payload->size()};
+  if (row.ram_prefix) {
+    payload = {row.ram_data, row.payload_bytes};
     if (s.impl->cfg.verify_on_load && !row.verified.load(std::memory_order_acquire)) {
       if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
         return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));

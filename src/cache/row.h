@@ -30,7 +30,8 @@ struct Row {
   // RAM tier: the file image as two slabs, header/TLVs and payload, so an
   // async save can adopt the caller's payload vector without copying it.
   std::shared_ptr<const std::vector<uint8_t>> ram_prefix;
-  std::shared_ptr<const std::vector<uint8_t>> ram_payload;
+  std::shared_ptr<const void> ram_owner;  // keeps ram_data alive
+  const uint8_t* ram_data = nullptr;
 
   // Pin state: low 31 bits = active checkouts, top bit = dead (evicted or
   // dropped). Checkout increments and backs off if dead; eviction CASes 0 ->
