@@ -90,19 +90,25 @@ inline __m256i bytes_from_bits(const uint8_t* p) {
 
 // ---- 32-element formats --------------------------------------------------------
 
+// Formats against Q8_0 activations use the working-format side arrays (float
+// scales, int32 block sums). Q4_0 / Q5_0 are decoded unsigned and their bias is
+// taken off through the block sums: sum((q - B) y) = sum(q y) - B * sum(y),
+// exact in integers, so the result equals the scalar reference's.
 struct FmtQ4_0 {
   using W = BlockQ4_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
-  static __m256i decode(const W& b) {
-    return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8));
-  }
-  static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = 3;  // bias 8
+  static __m256i decode(const W& b) { return nibbles32(b.qs); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
 struct FmtQ8_0 {
   using W = BlockQ8_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = -1;  // signed weights: no bias
   static __m256i decode(const W& b) { return load256(b.qs); }
   static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
 };
@@ -110,17 +116,20 @@ struct FmtQ5_0 {
   using W = BlockQ5_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
-  // nibble | 0xF0 where the fifth bit is clear == (nibble + 16*bit - 16) as int8.
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = 4;  // bias 16
   static __m256i decode(const W& b) {
-    const __m256i hi = _mm256_andnot_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
+    const __m256i hi = _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(nibbles32(b.qs), hi);
   }
-  static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
 struct FmtQ4_1 {
   using W = BlockQ4_1;
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kSide = false;
+  static constexpr int kBiasShift = -1;
   static __m256i decode(const W& b) { return nibbles32(b.qs); }
   static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
@@ -128,6 +137,8 @@ struct FmtQ5_1 {
   using W = BlockQ5_1;
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kSide = false;
+  static constexpr int kBiasShift = -1;
   static __m256i decode(const W& b) {
     const __m256i hi = _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(nibbles32(b.qs), hi);
@@ -135,10 +146,13 @@ struct FmtQ5_1 {
   static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
 
-template <class X>
-inline __m128 act_scales4(const X* x) {
-  return halves4(x[0].d, x[1].d, x[2].d, x[3].d);
-}
+// One activation row as seen by dot32.
+template <class Fmt>
+struct ActRow {
+  const typename Fmt::X* blocks;
+  const float* scales;  // side arrays (kSide formats only)
+  const int32_t* sums;
+};
 
 // Canonical order: block b -> phase b % 4, acc = fma(dw*dx, isum, acc)
 // [, acc = fma(mw, sx, acc)], result (p0+p1)+(p2+p3). Groups of 4 blocks are
@@ -148,24 +162,38 @@ void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* 
   using W = typename Fmt::W;
   using X = typename Fmt::X;
   const W* w = static_cast<const W*>(vw);
-  const X* xs[NT];
+  const int64_t nb = n / kQK32;
+  ActRow<Fmt> xs[NT];
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) {
-    xs[t] = reinterpret_cast<const X*>(x + static_cast<size_t>(t) * x_stride);
+    const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
+    xs[t].blocks = reinterpret_cast<const X*>(row);
+    if constexpr (Fmt::kSide) {
+      xs[t].scales = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
+      xs[t].sums = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    }
     acc[t] = _mm_setzero_ps();
   }
-  const int64_t nb = n / kQK32;
   int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     __m256i wq[4];
     for (int k = 0; k < 4; ++k) wq[k] = Fmt::decode(w[b + k]);
     const __m128 wd = halves4(w[b].d, w[b + 1].d, w[b + 2].d, w[b + 3].d);
     for (int t = 0; t < NT; ++t) {
-      const X* xb = xs[t] + b;
-      const __m128i isum = hsum4(Fmt::dot(wq[0], load256(xb[0].qs)), Fmt::dot(wq[1], load256(xb[1].qs)),
-                                 Fmt::dot(wq[2], load256(xb[2].qs)), Fmt::dot(wq[3], load256(xb[3].qs)));
-      const __m128 dd = _mm_mul_ps(wd, act_scales4(xb));
-      acc[t] = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(isum), acc[t]);
+      const X* xb = xs[t].blocks + b;
+      __m128i isum = hsum4(Fmt::dot(wq[0], load256(xb[0].qs)), Fmt::dot(wq[1], load256(xb[1].qs)),
+                           Fmt::dot(wq[2], load256(xb[2].qs)), Fmt::dot(wq[3], load256(xb[3].qs)));
+      __m128 xd;
+      if constexpr (Fmt::kSide) {
+        xd = _mm_loadu_ps(xs[t].scales + b);
+        if constexpr (Fmt::kBiasShift >= 0) {
+          const __m128i ysum = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xs[t].sums + b));
+          isum = _mm_sub_epi32(isum, _mm_slli_epi32(ysum, Fmt::kBiasShift));
+        }
+      } else {
+        xd = halves4(xb[0].d, xb[1].d, xb[2].d, xb[3].d);
+      }
+      acc[t] = _mm_fmadd_ps(_mm_mul_ps(wd, xd), _mm_cvtepi32_ps(isum), acc[t]);
       if constexpr (Fmt::kMin) {
         const __m128 wm = halves4(w[b].m, w[b + 1].m, w[b + 2].m, w[b + 3].m);
         const __m128 xsum = halves4(xb[0].s, xb[1].s, xb[2].s, xb[3].s);
@@ -177,10 +205,12 @@ void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* 
     float a[4];
     _mm_storeu_ps(a, acc[t]);
     for (int64_t bb = b; bb < nb; ++bb) {
-      const int32_t isum = hsum8(Fmt::dot(Fmt::decode(w[bb]), load256(xs[t][bb].qs)));
-      const float dd = h2f(w[bb].d) * h2f(xs[t][bb].d);
+      const X& xb = xs[t].blocks[bb];
+      int32_t isum = hsum8(Fmt::dot(Fmt::decode(w[bb]), load256(xb.qs)));
+      if constexpr (Fmt::kBiasShift >= 0) isum -= xs[t].sums[bb] * (1 << Fmt::kBiasShift);
+      const float dd = h2f(w[bb].d) * h2f(xb.d);
       a[bb & 3] = fma_ss(dd, static_cast<float>(isum), a[bb & 3]);
-      if constexpr (Fmt::kMin) a[bb & 3] = fma_ss(h2f(w[bb].m), h2f(xs[t][bb].s), a[bb & 3]);
+      if constexpr (Fmt::kMin) a[bb & 3] = fma_ss(h2f(w[bb].m), h2f(xb.s), a[bb & 3]);
     }
     out[t] = (a[0] + a[1]) + (a[2] + a[3]);
   }
