@@ -63,6 +63,14 @@ inline int32_t hsum8(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
   return _mm_cvtsi128_si32(s);
 }
+// Two horizontal sums at once: *sa = sum of a's lanes, *sb = sum of b's.
+inline void hsum8x2(__m256i a, __m256i b, int32_t* sa, int32_t* sb) {
+  const __m256i h = _mm256_hadd_epi32(a, b);
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  t = _mm_hadd_epi32(t, t);
+  *sa = _mm_cvtsi128_si32(t);
+  *sb = _mm_extract_epi32(t, 1);
+}
 // Four horizontal sums at once: lane k = sum of the 8 lanes of input k.
 inline __m128i hsum4(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i ab = _mm256_hadd_epi32(a, b);
@@ -86,6 +94,15 @@ inline __m256i bytes_from_bits(const uint8_t* p) {
   __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), idx);
   bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
   return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+// Control for _mm256_shuffle_epi8 that broadcasts int16 lane `lo` of each
+// 128-bit half into the low half's lanes and lane `hi` into the high half's.
+inline __m256i pick16(int lo, int hi) {
+  const int a = 2 * lo, b = 2 * hi;
+  const __m128i clo = _mm_set1_epi16(static_cast<short>(a | ((a + 1) << 8)));
+  const __m128i chi = _mm_set1_epi16(static_cast<short>(b | ((b + 1) << 8)));
+  return _mm256_set_m128i(chi, clo);
 }
 
 // ---- 32-element formats --------------------------------------------------------
@@ -224,23 +241,31 @@ void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* 
 struct DecodedQ4K {
   __m256i q[8];
   __m256i scale[8];
-  uint8_t mins[8];
+  __m256i mins16;  // int16 lanes 2j, 2j+1 = min of sub-block j (pairs with the 16 bsums)
 };
+inline __m256i expand_mins(const uint8_t mins[8]) {
+  const __m128i m = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+}
 inline void decode_q4k(const BlockQ4_K& b, DecodedQ4K* d) {
-  uint8_t sc[8];
-  k4_unpack_scales(b.scales, sc, d->mins);
+  uint8_t sc[8], mins[8];
+  k4_unpack_scales(b.scales, sc, mins);
+  d->mins16 = expand_mins(mins);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int j = 0; j < 4; ++j) {
     const __m256i raw = load256(b.qs + 32 * j);
     d->q[2 * j] = _mm256_and_si256(raw, m4);
     d->q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
   }
-  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_set1_epi16(sc[j]);
+  const __m256i sc16 = _mm256_broadcastsi128_si256(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_shuffle_epi8(sc16, pick16(j, j));
 }
 struct DecodedQ5K : DecodedQ4K {};
 inline void decode_q5k(const BlockQ5_K& b, DecodedQ4K* d) {
-  uint8_t sc[8];
-  k4_unpack_scales(b.scales, sc, d->mins);
+  uint8_t sc[8], mins[8];
+  k4_unpack_scales(b.scales, sc, mins);
+  d->mins16 = expand_mins(mins);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   __m256i qh = load256(b.qh);
@@ -254,22 +279,22 @@ inline void decode_q5k(const BlockQ5_K& b, DecodedQ4K* d) {
     d->q[2 * j + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h1);
     qh = _mm256_srli_epi16(qh, 2);
   }
-  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_set1_epi16(sc[j]);
+  const __m256i sc16 = _mm256_broadcastsi128_si256(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_shuffle_epi8(sc16, pick16(j, j));
 }
 
 // Quants <= 31 unsigned: maddubs pairs <= 31*127*2; times a 6-bit scale in madd.
-inline int32_t isum_k4(const DecodedQ4K& d, const BlockQ8_K& x) {
+// Mins: madd of the 16 block sums with the doubled mins (|bsum| <= 16*127,
+// min <= 63: exact in int32).
+inline void isum_k4(const DecodedQ4K& d, const BlockQ8_K& x, int32_t* isum, int32_t* imin) {
   __m256i sumi = _mm256_setzero_si256();
   for (int j = 0; j < 8; ++j) {
     const __m256i p = _mm256_maddubs_epi16(d.q[j], load256(x.qs + 32 * j));
     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, d.scale[j]));
   }
-  return hsum8(sumi);
-}
-inline int32_t imin_k4(const DecodedQ4K& d, const BlockQ8_K& x) {
-  int32_t s = 0;
-  for (int j = 0; j < 8; ++j) s += d.mins[j] * (x.bsums[2 * j] + x.bsums[2 * j + 1]);
-  return s;
+  const __m256i mins = _mm256_madd_epi16(load256(x.bsums), d.mins16);
+  hsum8x2(sumi, mins, isum, imin);
 }
 
 template <class WBlock, void (*Decode)(const WBlock&, DecodedQ4K*), int NT>
@@ -283,8 +308,8 @@ void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float*
     const float wd = h2f(w[b].d), wdmin = h2f(w[b].dmin);
     for (int t = 0; t < NT; ++t) {
       const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
-      const int32_t isum = isum_k4(dec, xb);
-      const int32_t imin = imin_k4(dec, xb);
+      int32_t isum, imin;
+      isum_k4(dec, xb, &isum, &imin);
       const float d = xb.d * wd;
       const float dmin = xb.d * wdmin;
       acc[t] = fma_ss(d, static_cast<float>(isum), acc[t]);
@@ -300,7 +325,7 @@ void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float*
 struct DecodedQ6K {
   __m256i q[8];
   __m256i scale[8];
-  const int8_t* scales;
+  __m256i scales16;  // the 16 sub-block scales as int16 (pairs with the bsums)
 };
 inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -318,10 +343,15 @@ inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
     d->q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
     d->q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
   }
-  for (int g = 0; g < 8; ++g) {
-    d->scale[g] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * g + 1]), _mm_set1_epi16(b.scales[2 * g]));
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  d->scales16 = _mm256_cvtepi8_epi16(raw);
+  // Scales 0..7 and 8..15 as int16, each copied into both 128-bit halves.
+  const __m256i first = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(raw));
+  const __m256i second = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(raw, 8)));
+  for (int g = 0; g < 4; ++g) {
+    d->scale[g] = _mm256_shuffle_epi8(first, pick16(2 * g, 2 * g + 1));
+    d->scale[g + 4] = _mm256_shuffle_epi8(second, pick16(2 * g, 2 * g + 1));
   }
-  d->scales = b.scales;
 }
 // maddubs pairs <= 63*127*2 = 16002; madd by |scale| <= 128 fits int32.
 inline int32_t isum_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
@@ -330,9 +360,9 @@ inline int32_t isum_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
     const __m256i p = _mm256_maddubs_epi16(d.q[g], load256(x.qs + 32 * g));
     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, d.scale[g]));
   }
-  int32_t bias = 0;
-  for (int j = 0; j < 16; ++j) bias += d.scales[j] * x.bsums[j];
-  return hsum8(sumi) - 32 * bias;
+  int32_t total, bias;
+  hsum8x2(sumi, _mm256_madd_epi16(load256(x.bsums), d.scales16), &total, &bias);
+  return total - 32 * bias;
 }
 
 template <int NT>
