@@ -141,4 +141,8 @@ float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
 
 void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) { active_kernels().axpy_f16(a, x, y, n); }
 
+float dot_f32(const float* a, const float* b, int64_t n) {
+  return active_kernels().dot[static_cast<int>(gguf::TensorType::kF32)](a, b, n);
+}
+
 }  // namespace hearth::engine

@@ -123,6 +123,8 @@ TEST(AttentionKernelsTest, DotF16F32AndAxpyMatchScalar) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits(y1[i]), bits(y2[i])) << t->isa << " i=" << i;
     }
     EXPECT_EQ(bits(dot_f16_f32(k.data(), q.data(), n)), bits(want));
+    const float f32_want = scalar_kernels().dot[static_cast<int>(TensorType::kF32)](kf.data(), q.data(), n);
+    EXPECT_EQ(bits(dot_f32(kf.data(), q.data(), n)), bits(f32_want)) << "n=" << n;
   }
 }
 
