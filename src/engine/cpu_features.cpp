@@ -59,7 +59,9 @@ const KernelSet& active_kernels() {
   static const KernelSet* chosen = [] {
     const CpuFeatures& f = cpu_features();
     // Features first: the tables must not even be built on a CPU without them.
-    if (f.avx2 && f.fma && f.f16c && avx2_kernels() != nullptr) return avx2_kernels();
+    const bool avx2_ok = f.avx2 && f.fma && f.f16c;
+    if (avx2_ok && f.avxvnni && avxvnni_kernels() != nullptr) return avxvnni_kernels();
+    if (avx2_ok && avx2_kernels() != nullptr) return avx2_kernels();
     if (f.neon && neon_kernels() != nullptr) return neon_kernels();
     return &scalar_kernels();
   }();

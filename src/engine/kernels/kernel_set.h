@@ -51,7 +51,7 @@ using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
 struct KernelSet {
-  const char* isa;                // "scalar", "avx2", "neon"
+  const char* isa;                // "scalar", "avx2", "avx2-vnni", "neon"
   VecDotFn dot[kTypeSlots];       // by weight type; nullptr = unsupported
   MultiDotFn multi[kTypeSlots];   // by weight type; nullptr = loop over dot
   DotF16F32Fn dot_f16_f32;
@@ -64,6 +64,9 @@ const KernelSet& scalar_kernels();
 // Calling into it on a CPU without those features is undefined: use
 // active_kernels() unless you checked cpu_features() yourself.
 const KernelSet* avx2_kernels();
+// The AVX2 table with AVX-VNNI 32-block kernels (x86 builds), else nullptr.
+// Same rule: only call into it when cpu_features() reports avxvnni too.
+const KernelSet* avxvnni_kernels();
 // The NEON table on AArch64 builds, else nullptr.
 const KernelSet* neon_kernels();
 
