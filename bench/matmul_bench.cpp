@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/cpu_features.h"
@@ -32,7 +32,8 @@ std::vector<uint8_t> make_matrix(TensorType t, int64_t rows, int64_t cols) {
     for (auto& v : x) v = dist(rng);
     (void)quantize_row(t, x.data(), m.data() + r * row_bytes, cols);
   }
-  for (int64_t r = 64; r < rows; ++r) std::memcpy(m.data() + r * row_bytes, m.data() + (r % 64) * row_bytes, row_bytes);
+  for (int64_t r = 64; r < rows; ++r)
+    std::memcpy(m.data() + r * row_bytes, m.data() + (r % 64) * row_bytes, row_bytes);
   return m;
 }
 
@@ -53,10 +54,11 @@ void BM_Matmul(benchmark::State& state, TensorType t, int64_t rows, int64_t cols
     benchmark::DoNotOptimize(y.data());
   }
   const double flops = 2.0 * static_cast<double>(rows * cols * n_tokens);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-  state.counters["GB/s_weights"] = benchmark::Counter(
-      static_cast<double>(m.size()), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s_weights"] = benchmark::Counter(static_cast<double>(m.size()),
+                                                      benchmark::Counter::kIsIterationInvariantRate,
+                                                      benchmark::Counter::kIs1000);
   state.SetLabel(std::string(kernel_isa()) + " " + quant_type_name(t));
 }
 

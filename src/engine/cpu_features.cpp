@@ -68,8 +68,12 @@ const KernelSet& active_kernels() {
   return *chosen;
 }
 
-const char* kernel_isa() { return active_kernels().isa; }
+const char* kernel_isa() {
+  return active_kernels().isa;
+}
 
-const char* numerics_id() { return "hearth-canon-v1"; }
+const char* numerics_id() {
+  return "hearth-canon-v1";
+}
 
 }  // namespace hearth::engine

@@ -20,9 +20,13 @@ constexpr int64_t kRowsPerBlock = 8;
 
 }  // namespace
 
-size_t WeightView::row_bytes() const { return quant_row_bytes(type, cols); }
+size_t WeightView::row_bytes() const {
+  return quant_row_bytes(type, cols);
+}
 
-void MatmulScratch::Free::operator()(uint8_t* p) const { std::free(p); }
+void MatmulScratch::Free::operator()(uint8_t* p) const {
+  std::free(p);
+}
 
 uint8_t* MatmulScratch::reserve(size_t bytes) {
   if (bytes > capacity_) {
@@ -59,7 +63,8 @@ size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int
     }
     // Padding bytes are zeroed so rows are fully defined (hashable, comparable).
     const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
-    std::memset(out + quant_row_bytes(at, cols), 0, q8_0_side_offset(nb) - quant_row_bytes(at, cols));
+    std::memset(out + quant_row_bytes(at, cols), 0,
+                q8_0_side_offset(nb) - quant_row_bytes(at, cols));
     std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
   }
   return activation_row_bytes(weight_type, cols);
@@ -128,18 +133,22 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 }
 
 void dequantize_rows(const WeightView& w, int64_t first, int64_t count, float* out) {
-  for (int64_t i = 0; i < count; ++i) dequantize_row(w.type, w.row(first + i), out + i * w.cols, w.cols);
+  for (int64_t i = 0; i < count; ++i)
+    dequantize_row(w.type, w.row(first + i), out + i * w.cols, w.cols);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out) {
-  for (int64_t i = 0; i < n_ids; ++i) dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
+  for (int64_t i = 0; i < n_ids; ++i)
+    dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
 }
 
 float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
   return active_kernels().dot_f16_f32(k, q, n);
 }
 
-void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) { active_kernels().axpy_f16(a, x, y, n); }
+void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
+  active_kernels().axpy_f16(a, x, y, n);
+}
 
 float dot_f32(const float* a, const float* b, int64_t n) {
   return active_kernels().dot[static_cast<int>(gguf::TensorType::kF32)](a, b, n);

@@ -2,8 +2,8 @@
 // checks matmul with a real weight matrix against a float reference.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <string>
 

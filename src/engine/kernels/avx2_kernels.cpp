@@ -108,7 +108,8 @@ void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float*
     Decode(w[b], &dec);
     const float wd = h2f(w[b].d), wdmin = h2f(w[b].dmin);
     for (int t = 0; t < NT; ++t) {
-      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
+      const BlockQ8_K& xb =
+          reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
       int32_t isum, imin;
       isum_k4(dec, xb, &isum, &imin);
       const float d = xb.d * wd;
@@ -176,7 +177,8 @@ void dot_q6k(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float
     decode_q6k(w[b], &dec);
     const float wd = h2f(w[b].d);
     for (int t = 0; t < NT; ++t) {
-      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
+      const BlockQ8_K& xb =
+          reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
       acc[t] = fma_ss(xb.d * wd, static_cast<float>(isum_q6k(dec, xb)), acc[t]);
     }
   }
@@ -205,7 +207,8 @@ float dot_q3k(const void* vw, const void* vx, int64_t n) {
         const __m256i sub = _mm256_and_si256(
             _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), _mm256_setzero_si256()), four);
         const __m256i y = load256(x[b].qs + 128 * h + 32 * g);
-        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, y), _mm256_maddubs_epi16(sub, y));
+        const __m256i p =
+            _mm256_sub_epi16(_mm256_maddubs_epi16(lo, y), _mm256_maddubs_epi16(sub, y));
         const int k = 8 * h + 2 * g;
         const __m256i s = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(sc[k + 1] - 32)),
                                            _mm_set1_epi16(static_cast<short>(sc[k] - 32)));
@@ -263,23 +266,27 @@ inline __m256 load_bf16x8(const uint16_t* p) {
 }
 
 // LoadA/LoadB: 8 floats from element i; ScalarA/ScalarB: one element.
-#define HEARTH_LANES_DOT(NAME, TA, TB, LOADA, LOADB, SCA, SCB)                             \
-  float NAME(const TA* a, const TB* b, int64_t n) {                                        \
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),        \
-                     _mm256_setzero_ps()};                                                 \
-    const int64_t full = n - n % 32;                                                       \
-    for (int64_t i = 0; i < full; i += 32) {                                               \
-      for (int k = 0; k < 4; ++k) {                                                        \
-        acc[k] = _mm256_fmadd_ps(LOADA(a + i + 8 * k), LOADB(b + i + 8 * k), acc[k]);      \
-      }                                                                                    \
-    }                                                                                      \
-    float r = reduce_lanes(acc[0], acc[1], acc[2], acc[3]);                                \
-    for (int64_t i = full; i < n; ++i) r = fma_ss(SCA(a[i]), SCB(b[i]), r);               \
-    return r;                                                                              \
+#define HEARTH_LANES_DOT(NAME, TA, TB, LOADA, LOADB, SCA, SCB)                        \
+  float NAME(const TA* a, const TB* b, int64_t n) {                                   \
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),   \
+                     _mm256_setzero_ps()};                                            \
+    const int64_t full = n - n % 32;                                                  \
+    for (int64_t i = 0; i < full; i += 32) {                                          \
+      for (int k = 0; k < 4; ++k) {                                                   \
+        acc[k] = _mm256_fmadd_ps(LOADA(a + i + 8 * k), LOADB(b + i + 8 * k), acc[k]); \
+      }                                                                               \
+    }                                                                                 \
+    float r = reduce_lanes(acc[0], acc[1], acc[2], acc[3]);                           \
+    for (int64_t i = full; i < n; ++i) r = fma_ss(SCA(a[i]), SCB(b[i]), r);           \
+    return r;                                                                         \
   }
 
-inline __m256 load_f32x8(const float* p) { return _mm256_loadu_ps(p); }
-inline float same(float v) { return v; }
+inline __m256 load_f32x8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline float same(float v) {
+  return v;
+}
 inline float bf2f(uint16_t h) {
   const uint32_t u = static_cast<uint32_t>(h) << 16;
   float f;
@@ -302,7 +309,9 @@ float dot_f16(const void* w, const void* x, int64_t n) {
 float dot_bf16(const void* w, const void* x, int64_t n) {
   return lanes_bf16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
 }
-float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) { return lanes_f16_f32(k, q, n); }
+float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
+  return lanes_f16_f32(k, q, n);
+}
 
 void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
   const __m256 va = _mm256_set1_ps(a);

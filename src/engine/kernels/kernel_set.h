@@ -51,9 +51,9 @@ using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
 struct KernelSet {
-  const char* isa;                // "scalar", "avx2", "avx2-vnni", "neon"
-  VecDotFn dot[kTypeSlots];       // by weight type; nullptr = unsupported
-  MultiDotFn multi[kTypeSlots];   // by weight type; nullptr = loop over dot
+  const char* isa;               // "scalar", "avx2", "avx2-vnni", "neon"
+  VecDotFn dot[kTypeSlots];      // by weight type; nullptr = unsupported
+  MultiDotFn multi[kTypeSlots];  // by weight type; nullptr = loop over dot
   DotF16F32Fn dot_f16_f32;
   AxpyF16Fn axpy_f16;
 };
