@@ -61,6 +61,7 @@ class Sampler {
   Rng rng_;
   std::vector<Candidate> cand_;        // reused between calls
   std::vector<float> penalized_;       // reused between calls
+  std::vector<int32_t> window_;        // reused between calls
 };
 
 }  // namespace hearth
