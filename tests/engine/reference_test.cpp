@@ -70,6 +70,7 @@ TEST_P(ReferenceTest, AgreesWithLlamaCpp) {
   EXPECT_LE(r->max_abs_diff, r->bounds.max_abs);
   EXPECT_LE(r->mean_abs_diff, r->bounds.mean_abs);
   EXPECT_EQ(r->top1_violations, 0);
+  EXPECT_TRUE(r->prompt_tokens_match) << "tokenizing prompt_text does not give prompt_tokens";
 }
 
 std::vector<std::string> cases_or_placeholder() {

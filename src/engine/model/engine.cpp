@@ -87,7 +87,12 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   {
     HEARTH_ASSIGN_OR_RETURN(auto vocab, vocab_from_gguf(impl->file));
     HEARTH_ASSIGN_OR_RETURN(auto tok, Tokenizer::create(std::move(vocab)));
-    impl->tokenizer = std::shared_ptr<Tokenizer>(std::move(tok));
+    if (tok.n_vocab() > hp.n_vocab) {
+      return InvalidArgument("tokenizer has " + std::to_string(tok.n_vocab()) +
+                             " tokens but token_embd.weight has only " +
+                             std::to_string(hp.n_vocab) + " rows");
+    }
+    impl->tokenizer = std::make_shared<Tokenizer>(std::move(tok));
   }
 #endif
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "hearth/sampler.h"
+#include "hearth/tokenizer.h"
 
 namespace hearth::engine {
 namespace {
@@ -97,6 +98,9 @@ Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& 
   }
   ReferenceReport r;
   r.bounds = reference_bounds(engine.info());
+  auto ids = engine.tokenizer().encode(c.prompt_text, /*add_special=*/true,
+                                       /*parse_special=*/false);
+  r.prompt_tokens_match = ids.ok() && *ids == c.prompt_tokens;
   HEARTH_RETURN_IF_ERROR(engine.seq_clear(0));
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < c.prompt_tokens.size(); ++i) {
@@ -134,7 +138,7 @@ Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& 
   }
   r.mean_abs_diff = count ? sum / count : 0;
   r.pass = r.max_abs_diff <= r.bounds.max_abs && r.mean_abs_diff <= r.bounds.mean_abs &&
-           r.top1_violations == 0;
+           r.top1_violations == 0 && r.prompt_tokens_match;
   return r;
 }
 
