@@ -15,7 +15,7 @@ struct HeadQuery {
   int32_t layer;
   int32_t pos;      // attends to positions 0..pos
   int32_t kv_head;
-  const uint16_t* q;  // head_dim F16 values
+  const float* q;  // head_dim values, already rounded to F16
 };
 
 // out: head_dim floats. scores: scratch of at least pos+1 floats.

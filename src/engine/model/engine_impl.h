@@ -22,7 +22,7 @@ namespace kb = engine::kb;
 // Scratch for one chunk of up to n_batch tokens, allocated once at load.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
-  std::vector<uint16_t> q16;
+  std::vector<float> q16;          // Q rounded to F16 (held as float)
   std::vector<float> scores;       // n_threads * n_ctx
   std::vector<int32_t> out_rows;   // chunk-local rows that need output
   std::vector<float> out_x;        // gathered rows for the output head

@@ -99,9 +99,9 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
   float* xn = s.xn.data();
 
   // Embeddings: dequantized rows of token_embd.
-  const uint8_t* emb = static_cast<const uint8_t*>(w.token_embd.data);
+  const uint8_t* emb = w.token_embd.data;
   for (int64_t t = 0; t < T; ++t) {
-    kb::dequantize_row(w.token_embd.type, emb + chunk[t].token * w.token_embd_row_bytes,
+    kb::dequantize_row(w.token_embd.type, emb + static_cast<size_t>(chunk[t].token) * w.token_embd_row_bytes,
                        x + t * e, e);
   }
   // RoPE angles per token (shared by all layers and heads).
@@ -135,8 +135,8 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
       for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
       for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
-      uint16_t* q16 = s.q16.data() + t * qd;
-      for (int32_t i = 0; i < qd; ++i) q16[i] = fp32_to_fp16(q[i]);
+      float* q16 = s.q16.data() + t * qd;
+      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
     }
     attention(chunk, l);
     kb::matmul(L.wo, s.att.data(), T, s.proj.data(), *pool, s.mm);
