@@ -73,6 +73,9 @@ struct ModelConfig {
                                   // -1 = unlimited
   int32_t n_threads = 0;          // engine threads; 0 = hardware default
   BatchStrategy batch_strategy = BatchStrategy::kDecodeFirst;
+  // Prefer the free sequence whose resident KV cells share the longest prefix with a new
+  // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
+  bool slot_affinity = true;
 
   FingerprintMode fingerprint_mode = FingerprintMode::kGgufChunked;
   std::string fingerprint_hex;              // required for kFastUnsafe (64 hex chars)
@@ -93,6 +96,8 @@ struct CacheOptions {
   std::string disk_dir;              // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
   int32_t writer_threads = 2;        // async save workers
+  // Test hook: async saves wait this long before publishing (exercises resume waits).
+  int32_t testing_publish_delay_ms = 0;
 };
 
 struct RuntimeOptions {
