@@ -1,6 +1,6 @@
 #include "runtime/backend_factories.h"
 
-#include "runtime/memory_row_store.h"
+#include "runtime/cache_row_store.h"
 #include "runtime/stub_backend.h"
 
 namespace hearth::runtime {
@@ -19,8 +19,7 @@ Result<BackendFactory> named_backend_factory(const ModelConfig& config) {
 }
 
 Result<std::shared_ptr<RowStore>> make_row_store(const CacheOptions& options) {
-  auto store = std::make_shared<MemoryRowStore>(options.ram_bytes);
-  store->set_publish_delay(std::chrono::milliseconds(options.testing_publish_delay_ms));
+  HEARTH_ASSIGN_OR_RETURN(auto store, CacheRowStore::open(options));
   return std::shared_ptr<RowStore>(std::move(store));
 }
 

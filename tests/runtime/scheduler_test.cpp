@@ -74,13 +74,15 @@ TEST(Agents, SharedSystemPromptOneColdPrefillThreePrefixHits) {
     auto r = futures[static_cast<size_t>(a - 1)].get();
     ASSERT_TRUE(r.ok()) << r.status().to_string();
     EXPECT_EQ(r->cache_hit_kind, CacheHitKind::kPartial);
-    EXPECT_EQ(r->cache_delta.read, 768);  // (1000+ - 32) aligned down to 256
+    // At least the cold row (1000+ - 32, aligned down to 256); the radix lookup may also
+    // find the longer common prefix inside agent 0's finish row.
+    EXPECT_GE(r->cache_delta.read, 768);
     auto tokens = *rt->tokenize("m", prompt_for(a));
     expect_same_output(*r, cold_reference(tokens, p));
   }
   auto c = rt->cache_counters();
-  EXPECT_EQ(c["misses"], 1u);
-  EXPECT_EQ(c["hits_longest_prefix"], 3u);
+  EXPECT_EQ(c["runtime_misses"], 1u);
+  EXPECT_EQ(c["runtime_hits_longest_prefix"], 3u);
   EXPECT_EQ(c["saves_cold"], 1u);
 }
 

@@ -38,7 +38,7 @@ TEST_P(WarmCold, ExactHitOnParentKey) {
   ASSERT_TRUE(warm.ok());
   EXPECT_EQ(warm->cache_hit_kind, CacheHitKind::kExact);
   EXPECT_EQ(warm->cache_delta.read, turn1->committed_tokens);
-  EXPECT_EQ(rt->cache_counters()["hits_exact"], 1u);
+  EXPECT_EQ(rt->cache_counters()["runtime_hits_exact"], 1u);
   expect_same_output(*warm, cold_reference(prompt2, p2));
 }
 
@@ -83,7 +83,7 @@ TEST_P(WarmCold, ResumeWaitsForInFlightFinishSave) {
   ASSERT_TRUE(warm.ok());
   EXPECT_EQ(warm->cache_hit_kind, CacheHitKind::kResume);
   EXPECT_EQ(warm->cache_delta.read, turn1->committed_tokens);
-  EXPECT_EQ(rt->cache_counters()["hits_resume"], 1u);
+  EXPECT_EQ(rt->cache_counters()["runtime_hits_resume"], 1u);
   expect_same_output(*warm, cold_reference(prompt2, p2));
 }
 
@@ -102,7 +102,7 @@ TEST_P(WarmCold, StatelessResendHitsLongestPrefix) {
   ASSERT_TRUE(warm.ok());
   EXPECT_EQ(warm->cache_hit_kind, CacheHitKind::kPartial);
   EXPECT_EQ(warm->cache_delta.read, turn1->committed_tokens);
-  EXPECT_EQ(rt->cache_counters()["hits_longest_prefix"], 1u);
+  EXPECT_EQ(rt->cache_counters()["runtime_hits_longest_prefix"], 1u);
   expect_same_output(*warm, cold_reference(prompt2, params()));
 }
 
