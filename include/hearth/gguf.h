@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -202,10 +203,23 @@ class GgufWriter {
   Status add_tensor(std::string name, std::vector<uint64_t> dims, TensorType type,
                     std::vector<uint8_t> data);
 
-  // The whole file image.
+  // Declares a tensor whose bytes are produced only at write time, by
+  // write_file_streaming(): models too large to hold in memory (twice) stream out.
+  Status add_tensor_spec(std::string name, std::vector<uint64_t> dims, TensorType type);
+
+  // The whole file image. Fails if a tensor was declared with add_tensor_spec().
   Result<std::vector<uint8_t>> serialize() const;
   // Writes path.tmp, fsyncs, renames to path.
   Status write_file(const std::string& path) const;
+
+  // Fills dst (exactly the tensor's byte size) with the data of tensor number `index`
+  // (in add order). Called once per add_tensor_spec() tensor, in file order.
+  using TensorFiller = std::function<Status(size_t index, std::span<uint8_t> dst)>;
+  // Like write_file(), but tensor data is written one tensor at a time; tensors added
+  // with data are copied, tensors added with add_tensor_spec() come from fill.
+  Status write_file_streaming(const std::string& path, const TensorFiller& fill) const;
+
+  size_t tensor_count() const { return tensors_.size(); }
 
  private:
   struct PendingTensor {
@@ -213,7 +227,15 @@ class GgufWriter {
     std::vector<uint64_t> dims;
     TensorType type;
     std::vector<uint8_t> data;
+    uint64_t n_bytes = 0;
+    bool deferred = false;  // bytes come from a TensorFiller
   };
+  Status check_tensor(const std::string& name, const std::vector<uint64_t>& dims,
+                      TensorType type, uint64_t* n_bytes) const;
+  // Header, metadata and tensor infos, padded to the alignment; offsets[i] is tensor
+  // i's offset within the data section.
+  Result<std::vector<uint8_t>> serialize_header(std::vector<uint64_t>* offsets,
+                                                uint64_t* alignment) const;
   std::vector<std::pair<std::string, Value>> kv_;
   std::vector<PendingTensor> tensors_;
 };
