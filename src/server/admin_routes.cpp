@@ -113,6 +113,8 @@ void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   reply_json(res, {{"model", model.id}, {"text", text.value()}});
 }
 
+ApiError cache_error(const Status& s);
+
 void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (auto e = parse_json_object(req.body.empty() ? "{}" : req.body, body)) return reply_error(res, *e);
@@ -125,8 +127,19 @@ void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   if (!body.contains("bytes")) return reply_error(res, invalid_request("'bytes' is required", "bytes", "missing_field"));
   if (auto e = optional_int(body, "bytes", bytes)) return reply_error(res, *e);
   auto freed = ctx.service.cache_evict_bytes(tier, bytes);
-  if (!freed.ok()) return reply_error(res, from_status(freed.status()));
+  if (!freed.ok()) return reply_error(res, cache_error(freed.status()));
   reply_json(res, {{"requested_bytes", bytes}, {"freed_bytes", freed.value()}});
+}
+
+// Cache operations a backend lacks answer 501, not 400: the request was fine.
+ApiError cache_error(const Status& s) {
+  ApiError e = from_status(s);
+  if (s.code() == ErrorCode::kUnsupported) {
+    e.http_status = 501;
+    e.type = "server_error";
+    e.code = "not_implemented";
+  }
+  return e;
 }
 
 }  // namespace
@@ -183,7 +196,7 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
                }
              }
              auto rows = ctx.service.cache_rows_json(limit);
-             if (!rows.ok()) return reply_error(res, from_status(rows.status()));
+             if (!rows.ok()) return reply_error(res, cache_error(rows.status()));
              json parsed = json::parse(rows.value(), nullptr, false);
              if (parsed.is_discarded()) parsed = json::array();
              reply_json(res, {{"rows", parsed}});
@@ -193,7 +206,7 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
             }));
   http.Post("/hearth/cache/gc", with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
               auto removed = ctx.service.cache_gc();
-              if (!removed.ok()) return reply_error(res, from_status(removed.status()));
+              if (!removed.ok()) return reply_error(res, cache_error(removed.status()));
               reply_json(res, {{"removed", removed.value()}});
             }));
 }

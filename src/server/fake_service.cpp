@@ -127,18 +127,22 @@ Result<GenerateStats> FakeService::generate(const GenerateRequest& request, Gene
   return stats;
 }
 
-Result<std::vector<float>> FakeService::embed(const std::string& model,
-                                              const std::vector<TokenId>& tokens) {
+Result<std::vector<std::vector<float>>> FakeService::embed(const std::string& model,
+                                                           const std::vector<std::string>& inputs) {
   HEARTH_RETURN_IF_ERROR(model_info(model).status());
-  std::vector<float> v(8, 0.0f);
-  for (size_t i = 0; i < tokens.size(); ++i) v[(tokens[i] + i) % 8] += 1.0f;
-  double norm = 0;
-  for (float x : v) norm += x * x;
-  norm = std::sqrt(norm);
-  if (norm > 0) {
-    for (float& x : v) x = static_cast<float>(x / norm);
+  std::vector<std::vector<float>> out;
+  for (const auto& text : inputs) {
+    std::vector<float> v(8, 0.0f);
+    for (size_t i = 0; i < text.size(); ++i) v[(static_cast<unsigned char>(text[i]) + i) % 8] += 1.0f;
+    double norm = 0;
+    for (float x : v) norm += x * x;
+    norm = std::sqrt(norm);
+    if (norm > 0) {
+      for (float& x : v) x = static_cast<float>(x / norm);
+    }
+    out.push_back(std::move(v));
   }
-  return v;
+  return out;
 }
 
 std::map<std::string, int64_t> FakeService::cache_counters() {

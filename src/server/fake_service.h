@@ -41,8 +41,8 @@ class FakeService : public ServiceApi {
   Result<std::string> detokenize(const std::string& model,
                                  const std::vector<TokenId>& tokens) override;
   Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) override;
-  Result<std::vector<float>> embed(const std::string& model,
-                                   const std::vector<TokenId>& tokens) override;
+  Result<std::vector<std::vector<float>>> embed(const std::string& model,
+                                                const std::vector<std::string>& inputs) override;
   std::map<std::string, int64_t> cache_counters() override;
   std::vector<TierUsage> tier_usage() override;
   Result<std::string> cache_rows_json(int64_t limit) override;

@@ -65,7 +65,7 @@ struct GenerationOutcome {
 };
 
 // Runs the plan. emit(text) returns false once the client is gone, which cancels
-// handlers open their message there).
+// the generation.
 GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  const std::function<bool(const std::string&)>& emit);
 

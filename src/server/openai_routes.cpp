@@ -148,35 +148,32 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
   ModelDescription model;
   if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
 
-  // Normalise input into a list of token sequences.
+  // Normalise input into texts (token arrays are detokenized), counting tokens for
+  // usage and the context check.
   const json& input = body["input"];
-  std::vector<std::vector<TokenId>> items;
-  auto add_text = [&](const std::string& text) -> std::optional<ApiError> {
-    auto tok = ctx.service.tokenize(model.id, text, true, false);
-    if (!tok.ok()) return from_status(tok.status(), "input");
-    items.push_back(std::move(tok).value());
-    return std::nullopt;
-  };
-  auto token_list = [&](const json& arr) -> std::optional<ApiError> {
+  std::vector<std::string> texts;
+  auto add_tokens = [&](const json& arr) -> std::optional<ApiError> {
     std::vector<TokenId> t;
     for (const auto& x : arr) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
         return invalid_request("'input' token arrays must hold non-negative integers", "input", "invalid_type");
       }
       t.push_back(static_cast<TokenId>(x.get<int64_t>()));
     }
-    items.push_back(std::move(t));
+    auto text = ctx.service.detokenize(model.id, t);
+    if (!text.ok()) return from_status(text.status(), "input");
+    texts.push_back(std::move(text).value());
     return std::nullopt;
   };
   std::optional<ApiError> err;
   if (input.is_string()) {
-    err = add_text(input.get<std::string>());
+    texts.push_back(input.get<std::string>());
   } else if (input.is_array() && !input.empty() && input[0].is_number_integer()) {
-    err = token_list(input);
+    err = add_tokens(input);
   } else if (input.is_array() && !input.empty()) {
     for (const auto& x : input) {
-      if (x.is_string()) err = add_text(x.get<std::string>());
-      else if (x.is_array()) err = token_list(x);
+      if (x.is_string()) texts.push_back(x.get<std::string>());
+      else if (x.is_array()) err = add_tokens(x);
       else err = invalid_request("'input' must be a string, an array of strings, or token arrays", "input", "invalid_type");
       if (err) break;
     }
@@ -184,23 +181,28 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
     err = invalid_request("'input' must be a non-empty string or array", "input", "invalid_type");
   }
   if (err) return reply_error(res, *err);
-  if (items.size() > 256) return reply_error(res, invalid_request("'input' may hold at most 256 items", "input", "invalid_value"));
+  if (texts.size() > 256) return reply_error(res, invalid_request("'input' may hold at most 256 items", "input", "invalid_value"));
 
-  json data = json::array();
   int64_t prompt_tokens = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (model.context_length > 0 && static_cast<int64_t>(items[i].size()) > model.context_length) {
-      return reply_error(res, invalid_request("'input' item " + std::to_string(i) + " is " +
-                                                  std::to_string(items[i].size()) + " tokens, above the context of " +
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto tok = ctx.service.tokenize(model.id, texts[i], true, false);
+    if (!tok.ok()) return reply_error(res, from_status(tok.status(), "input"));
+    const auto n = static_cast<int64_t>(tok.value().size());
+    if (model.context_length > 0 && n > model.context_length) {
+      return reply_error(res, invalid_request("'input' item " + std::to_string(i) + " is " + std::to_string(n) +
+                                                  " tokens, above the context of " +
                                                   std::to_string(model.context_length),
                                               "input", "context_length_exceeded"));
     }
-    auto emb = ctx.service.embed(model.id, items[i]);
-    if (!emb.ok()) return reply_error(res, from_status(emb.status(), "input"));
-    prompt_tokens += static_cast<int64_t>(items[i].size());
+    prompt_tokens += n;
+  }
+  auto embeddings = ctx.service.embed(model.id, texts);
+  if (!embeddings.ok()) return reply_error(res, from_status(embeddings.status(), "input"));
+  json data = json::array();
+  for (size_t i = 0; i < embeddings.value().size(); ++i) {
     json e = {{"object", "embedding"}, {"index", i}};
-    if (base64) e["embedding"] = base64_floats(emb.value());
-    else e["embedding"] = emb.value();
+    if (base64) e["embedding"] = base64_floats(embeddings.value()[i]);
+    else e["embedding"] = embeddings.value()[i];
     data.push_back(std::move(e));
   }
   reply_json(res, {{"object", "list"},

@@ -41,8 +41,8 @@ Result<std::unique_ptr<ServiceApi>> make_service(const ServerConfig& config) {
     if (const char* delay = std::getenv("HEARTH_FAKE_TOKEN_DELAY_MS")) fake->set_token_delay_ms(std::atoi(delay));
     return std::unique_ptr<ServiceApi>(std::move(fake));
   }
-  if (config.backend != "runtime") {
-    return InvalidArgument("backend: expected \"runtime\" or \"fake\", got '" + config.backend + "'");
+  if (config.backend != "runtime" && config.backend != "stub") {
+    return InvalidArgument("backend: expected \"runtime\", \"stub\" or \"fake\", got '" + config.backend + "'");
   }
   return make_runtime_service(config);
 }

@@ -90,7 +90,9 @@ class ServiceApi {
   // cancellation requested by the sink: finish_reason is then "cancelled").
   virtual Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) = 0;
 
-  virtual Result<std::vector<float>> embed(const std::string& model, const std::vector<TokenId>& tokens) = 0;
+  // One L2-normalised embedding per input text.
+  virtual Result<std::vector<std::vector<float>>> embed(const std::string& model,
+                                                        const std::vector<std::string>& inputs) = 0;
 
   // Cache administration. Counters are name -> monotonic value.
   virtual std::map<std::string, int64_t> cache_counters() = 0;
