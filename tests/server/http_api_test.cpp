@@ -199,8 +199,8 @@ TEST_F(HttpApiTest, AnthropicErrorShape) {
 
 TEST_F(HttpApiTest, ValidationErrorsAndServerKeepsServing) {
   ServerConfig config;
-  config.limits.max_tokens = 100;
-  fake_.set_context_length(64);
+  config.limits.max_tokens = 200;
+  fake_.set_context_length(128);
   start(config);
   auto bad_json = client_->Post("/v1/chat/completions", "{not json", "application/json");
   expect_error(bad_json, 400, "");
@@ -213,7 +213,7 @@ TEST_F(HttpApiTest, ValidationErrorsAndServerKeepsServing) {
   expect_error(post("/v1/chat/completions", unknown_model), 404, "model");
   expect_error(post("/v1/chat/completions", chat_body(std::string(200, 'a'))), 400, "messages");
   expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 500}}), 400, "max_tokens");
-  expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 60}}), 400, "max_tokens");
+  expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 126}}), 400, "max_tokens");
   expect_error(post("/v1/embeddings", {{"model", "fake"}}), 400, "input");
   auto not_found = client_->Get("/v1/nothing");
   ASSERT_TRUE(not_found);

@@ -39,9 +39,8 @@ TEST(StopMatcher, EarliestOfSeveralStopsWins) {
 
 TEST(StopMatcher, IncompleteUtf8IsHeldBack) {
   StopMatcher m({});
-  const std::string snowman = "\xE2\x98\x83";
-  EXPECT_EQ(m.push("a" + snowman.substr(0, 2)), "a");
-  EXPECT_EQ(m.push(snowman.substr(2)), snowman);
+  EXPECT_EQ(m.push("a\xE2\x98"), "a");
+  EXPECT_EQ(m.push("\x83"), "\xE2\x98\x83");
 }
 
 RC_GTEST_PROP(StopMatcherProp, OutputIsTextBeforeFirstStop,
