@@ -58,8 +58,9 @@ const CpuFeatures& cpu_features() {
 const KernelSet& active_kernels() {
   static const KernelSet* chosen = [] {
     const CpuFeatures& f = cpu_features();
-    if (const KernelSet* k = avx2_kernels(); k && f.avx2 && f.fma && f.f16c) return k;
-    if (const KernelSet* k = neon_kernels(); k && f.neon) return k;
+    // Features first: the tables must not even be built on a CPU without them.
+    if (f.avx2 && f.fma && f.f16c && avx2_kernels() != nullptr) return avx2_kernels();
+    if (f.neon && neon_kernels() != nullptr) return neon_kernels();
     return &scalar_kernels();
   }();
   return *chosen;

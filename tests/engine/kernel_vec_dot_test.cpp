@@ -21,8 +21,8 @@ using testing::random_blocks;
 std::vector<const KernelSet*> runnable_tables() {
   std::vector<const KernelSet*> v;
   const CpuFeatures& f = cpu_features();
-  if (avx2_kernels() && f.avx2 && f.fma && f.f16c) v.push_back(avx2_kernels());
-  if (neon_kernels() && f.neon) v.push_back(neon_kernels());
+  if (f.avx2 && f.fma && f.f16c && avx2_kernels()) v.push_back(avx2_kernels());
+  if (f.neon && neon_kernels()) v.push_back(neon_kernels());
   return v;
 }
 
