@@ -61,6 +61,20 @@ TEST(PreTokenizer, Deepseek) {
   EXPECT_EQ(split(PreTokenizer::kDeepseekCoder, "x, 12"), (Words{"x", ",", " ", "1", "2"}));
 }
 
+// A long whitespace run that is not at the end of its fragment must not cost
+// quadratic time in the \s+$ matcher (this would take minutes if it did).
+TEST(PreTokenizer, LongWhitespaceRunsStayLinear) {
+  const std::string spaces(200000, ' ');
+  EXPECT_EQ(split(PreTokenizer::kDeepseekLlm, spaces + "1"), (Words{spaces, "1"}));
+  EXPECT_EQ(split(PreTokenizer::kDeepseekLlm, "1" + spaces), (Words{"1", spaces}));
+  const std::string digits(300000, '7');
+  EXPECT_EQ(split(PreTokenizer::kLlama3, digits).size(), 100000u);
+  EXPECT_EQ(split(PreTokenizer::kQwen2, digits).size(), 300000u);
+  const auto gpt2 = split(PreTokenizer::kGpt2, spaces + "x");
+  ASSERT_EQ(gpt2.size(), 2u);
+  EXPECT_EQ(gpt2[1], " x");
+}
+
 TEST(PreTokenizer, NamesMapToKinds) {
   EXPECT_EQ(*pre_tokenizer_from_name("llama-bpe"), PreTokenizer::kLlama3);
   EXPECT_EQ(*pre_tokenizer_from_name("refact"), PreTokenizer::kStarcoder);

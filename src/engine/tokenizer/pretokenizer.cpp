@@ -8,10 +8,11 @@
 namespace hearth::tokenizer {
 namespace {
 
-// A matcher looks at codepoints [pos, end) of one fragment and returns the length
-// of the match starting exactly at pos, or 0 when the regex does not match there.
-// (None of the regexes can match the empty string.)
-using Matcher = std::function<size_t(const std::vector<uint32_t>& cps, size_t pos, size_t end)>;
+// A matcher looks at codepoints [pos, end) of the fragment [begin, end) and returns
+// the length of the match starting exactly at pos, or 0 when the regex does not
+// match there. (None of the regexes can match the empty string.)
+using Matcher = std::function<size_t(const std::vector<uint32_t>& cps, size_t pos, size_t begin,
+                                     size_t end)>;
 
 struct Range {
   uint32_t lo;
@@ -83,7 +84,11 @@ size_t match_llama3(const std::vector<uint32_t>& cps, size_t pos, size_t end, si
   if (!is_cr_or_lf(c) && !is_number(c) && pos + 1 < end && is_letter(cps[pos + 1])) {
     return 1 + run_length(cps, pos + 1, end, is_letter);
   }
-  if (is_number(c)) return std::min(max_digits, run_length(cps, pos, end, is_number));
+  if (is_number(c)) {
+    size_t n = 1;  // bounded scan: a long digit run must not cost quadratic time
+    while (n < max_digits && pos + n < end && is_number(cps[pos + n])) ++n;
+    return n;
+  }
   const size_t body = (c == ' ' && pos + 1 < end && is_other(cps[pos + 1])) ? pos + 1 : pos;
   if (is_other(cps[body])) {
     size_t p = body + run_length(cps, body, end, is_other);
@@ -161,24 +166,29 @@ bool is_deepseek_cjk(uint32_t cp) {
   return !is_whitespace(cp) && in(std::begin(kDeepseekCjk), std::end(kDeepseekCjk), cp);
 }
 
-const Matcher kGpt2 = match_gpt2;
-const Matcher kNumberEach = [](const std::vector<uint32_t>& cps, size_t pos, size_t) -> size_t {
+const Matcher kGpt2 = [](const std::vector<uint32_t>& cps, size_t pos, size_t, size_t end) {
+  return match_gpt2(cps, pos, end);
+};
+const Matcher kNumberEach = [](const std::vector<uint32_t>& cps, size_t pos, size_t,
+                               size_t) -> size_t {
   return is_number(cps[pos]) ? 1 : 0;
 };
-const Matcher kNumberRun = [](const std::vector<uint32_t>& cps, size_t pos, size_t end) {
+const Matcher kNumberRun = [](const std::vector<uint32_t>& cps, size_t pos, size_t, size_t end) {
   return match_run(cps, pos, end, is_number);
 };
-const Matcher kThreeDigits = [](const std::vector<uint32_t>& cps, size_t pos,
+const Matcher kThreeDigits = [](const std::vector<uint32_t>& cps, size_t pos, size_t,
                                 size_t end) -> size_t {
   return (pos + 3 <= end && is_ascii_digit(cps[pos]) && is_ascii_digit(cps[pos + 1]) &&
           is_ascii_digit(cps[pos + 2]))
              ? 3
              : 0;
 };
-const Matcher kCrOrLf = [](const std::vector<uint32_t>& cps, size_t pos, size_t) -> size_t {
+const Matcher kCrOrLf = [](const std::vector<uint32_t>& cps, size_t pos, size_t,
+                           size_t) -> size_t {
   return is_cr_or_lf(cps[pos]) ? 1 : 0;
 };
-const Matcher kDeepseekCjkRun = [](const std::vector<uint32_t>& cps, size_t pos, size_t end) {
+const Matcher kDeepseekCjkRun = [](const std::vector<uint32_t>& cps, size_t pos, size_t,
+                                   size_t end) {
   return match_run(cps, pos, end, is_deepseek_cjk);
 };
 
@@ -187,45 +197,48 @@ std::vector<Matcher> matchers_for(PreTokenizer kind) {
     case PreTokenizer::kGpt2:
       return {kGpt2};
     case PreTokenizer::kLlama3:
-      return {[](const std::vector<uint32_t>& c, size_t p, size_t e) {
+      return {[](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
         return match_llama3(c, p, e, 3);
       }};
     case PreTokenizer::kQwen2:
-      return {[](const std::vector<uint32_t>& c, size_t p, size_t e) {
+      return {[](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
         return match_llama3(c, p, e, 1);
       }};
     case PreTokenizer::kStarcoder:
       return {kNumberEach, kGpt2};
     case PreTokenizer::kFalcon:
-      return {[](const std::vector<uint32_t>& c, size_t p, size_t e) {
+      return {[](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
                 return match_run(c, p, e, is_falcon_punct);
               },
               kGpt2, kThreeDigits};
     case PreTokenizer::kDeepseekLlm:
       return {kCrOrLf,
-              [](const std::vector<uint32_t>& c, size_t p, size_t e) {
+              [](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
                 return match_opt_space_run(c, p, e, is_deepseek_letter);
               },
-              [](const std::vector<uint32_t>& c, size_t p, size_t e) {
+              [](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
                 return match_opt_space_run(c, p, e, is_deepseek_punct);
               },
               // \s+$ : the whitespace run that ends the fragment.
-              [](const std::vector<uint32_t>& c, size_t p, size_t e) -> size_t {
+              [](const std::vector<uint32_t>& c, size_t p, size_t b, size_t e) -> size_t {
+                // Inside a run that already failed from an earlier position: fail
+                // fast, or a long run of spaces would cost quadratic time.
+                if (p > b && is_whitespace(c[p - 1])) return 0;
                 const size_t n = run_length(c, p, e, is_whitespace);
                 return p + n == e ? n : 0;
               },
               kDeepseekCjkRun, kNumberRun};
     case PreTokenizer::kDeepseekCoder:
       return {kCrOrLf,
-              [](const std::vector<uint32_t>& c, size_t p, size_t e) {
+              [](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
                 return match_opt_space_run(c, p, e, is_letter);
               },
-              [](const std::vector<uint32_t>& c, size_t p, size_t e) {
+              [](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
                 return match_opt_space_run(c, p, e, is_punctuation);
               },
               kDeepseekCjkRun, kNumberEach};
     case PreTokenizer::kDefault:
-      return {[](const std::vector<uint32_t>& c, size_t p, size_t e) {
+      return {[](const std::vector<uint32_t>& c, size_t p, size_t, size_t e) {
                 return match_run(c, p, e, is_default_punct);
               },
               kGpt2, kNumberRun, kThreeDigits};
@@ -245,7 +258,7 @@ std::vector<size_t> split_with(const Matcher& match, const std::vector<uint32_t>
     size_t gap_start = start;
     size_t pos = start;
     while (pos < end) {
-      const size_t n = match(cps, pos, end);
+      const size_t n = match(cps, pos, start, end);
       if (n == 0) {
         ++pos;
         continue;
