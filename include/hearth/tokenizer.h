@@ -41,9 +41,9 @@ struct Vocab {
   std::string model;
   // tokenizer.ggml.pre: the byte-level BPE pre-tokenizer ("default" when absent).
   std::string pre = "default";
-  std::vector<std::string> tokens;       // token text, indexed by id
-  std::vector<float> scores;             // empty, or one per token (SPM merge priority)
-  std::vector<TokenType> token_types;    // empty (all kNormal), or one per token
+  std::vector<std::string> tokens;     // token text, indexed by id
+  std::vector<float> scores;           // empty, or one per token (SPM merge priority)
+  std::vector<TokenType> token_types;  // empty (all kNormal), or one per token
   // BPE merges "A B" in priority order (first = highest). A "gpt2" vocabulary with
   // no merges uses tiktoken's convention instead: a pair's priority is the id of the
   // token formed by concatenating it (lower id merges first).
@@ -111,7 +111,7 @@ class Tokenizer {
   // well-known end-of-turn marker ("<|eot_id|>", "<|im_end|>", "<|end|>",
   // "<|endoftext|>", "<end_of_turn>", ...). False for out-of-range ids.
   bool is_eog(int32_t id) const;
-  bool is_control(int32_t id) const;  // TokenType::kControl; false when out of range
+  bool is_control(int32_t id) const;       // TokenType::kControl; false when out of range
   TokenType token_type(int32_t id) const;  // kUndefined when out of range
   // The stored token text (e.g. "▁Hello", "Ġworld", "<0x0A>"); "" when out of range.
   std::string_view token_text(int32_t id) const;

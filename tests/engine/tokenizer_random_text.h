@@ -28,9 +28,9 @@ inline void append_codepoint(std::string& out, uint32_t cp) {
 }
 
 inline std::string random_text(std::mt19937& rng) {
-  static const char* kWords[] = {"the", "Hello", "world", "token", "cache", "I'm", "don't",
-                                 "3.14", "2024", "foo_bar", "x", "(", ")", "==", "->",
-                                 "http://a.b/c", "<tag>", "Ünïcödé"};
+  static const char* kWords[] = {"the",   "Hello", "world", "token",        "cache", "I'm",
+                                 "don't", "3.14",  "2024",  "foo_bar",      "x",     "(",
+                                 ")",     "==",    "->",    "http://a.b/c", "<tag>", "Ünïcödé"};
   auto pick = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
   std::string out;
   const uint32_t parts = 1 + pick(12);
@@ -67,8 +67,8 @@ inline std::string random_text(std::mt19937& rng) {
         append_codepoint(out, pick(2) ? 0x20000 + pick(0x2A00) : 0x1780 + pick(0x54));
         break;
       case 9: {  // emoji, sometimes joined or with a variation selector
-        static const uint32_t kEmoji[] = {0x1F680, 0x1F999, 0x1F601, 0x2705, 0x1F636,
-                                          0x1F32B, 0x1F468, 0x1F469};
+        static const uint32_t kEmoji[] = {0x1F680, 0x1F999, 0x1F601, 0x2705,
+                                          0x1F636, 0x1F32B, 0x1F468, 0x1F469};
         append_codepoint(out, kEmoji[pick(8)]);
         if (pick(3) == 0) {
           append_codepoint(out, 0x200D);
@@ -86,8 +86,7 @@ inline std::string random_text(std::mt19937& rng) {
         uint32_t cp = 0x80 + pick(0xFF7D);  // up to U+FFFC
         if (cp >= 0xD800 && cp <= 0xDFFF) cp = 0x20AC;
         append_codepoint(out, cp);
-      }
-        break;
+      } break;
     }
   }
   return out;

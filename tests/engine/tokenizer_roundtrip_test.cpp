@@ -76,8 +76,7 @@ TEST_P(ArbitraryBytes, EncodeNeverFails) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabs, ArbitraryBytes,
-                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-llm",
-                                           "falcon"),
+                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-llm", "falcon"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) {

@@ -68,7 +68,8 @@ class SentencePieceCrossCheck : public SpmTokenizerFixture {
     ASSERT_TRUE(sp_.Encode(text, &want).ok());
     auto got = tok_->encode(text, /*add_special=*/false, /*parse_special=*/false);
     ASSERT_TRUE(got.ok()) << got.status().to_string();
-    EXPECT_EQ(std::vector<int32_t>(want.begin(), want.end()), *got) << label << ": '" << text << "'";
+    EXPECT_EQ(std::vector<int32_t>(want.begin(), want.end()), *got)
+        << label << ": '" << text << "'";
     std::string sp_text;
     ASSERT_TRUE(sp_.Decode(want, &sp_text).ok());
     auto ours = tok_->decode(*got);
@@ -87,8 +88,8 @@ TEST_F(SentencePieceCrossCheck, SameVocabulary) {
 }
 
 TEST_F(SentencePieceCrossCheck, LlamaCppInputs) {
-  const auto inputs = testing::read_vocab_inputs(
-      shared_path("models/vocab/ggml-vocab-llama-spm.gguf.inp"));
+  const auto inputs =
+      testing::read_vocab_inputs(shared_path("models/vocab/ggml-vocab-llama-spm.gguf.inp"));
   if (inputs.empty()) GTEST_SKIP() << "SKIPPED: llama-spm test inputs not present";
   for (size_t i = 0; i < inputs.size(); ++i) expect_same(inputs[i], "input " + std::to_string(i));
 }

@@ -35,7 +35,9 @@ const Tokenizer& byte_tokenizer() {
   return tok;
 }
 
-int32_t byte_id(uint8_t b) { return 3 + b; }
+int32_t byte_id(uint8_t b) {
+  return 3 + b;
+}
 constexpr int32_t kSpaceA = 259;
 constexpr int32_t kB = 260;
 
@@ -68,7 +70,9 @@ TEST(StreamDecoder, InvalidBytesAreReleasedOnceProvenInvalid) {
   EXPECT_EQ(push(d, byte_id(0xFF)), "\xFF");  // never valid
   EXPECT_EQ(push(d, byte_id(0x80)), "\x80");  // stray continuation
   EXPECT_EQ(push(d, byte_id(0xE2)), "");      // could still become valid
-  EXPECT_EQ(push(d, kB), "\xE2" "b");         // 'b' proves it cannot
+  EXPECT_EQ(push(d, kB),
+            "\xE2"
+            "b");  // 'b' proves it cannot
   EXPECT_EQ(push(d, byte_id(0xE0)), "");
   EXPECT_EQ(push(d, byte_id(0x80)), "\xE0\x80");  // overlong form: invalid second byte
   EXPECT_EQ(push(d, byte_id(0xF0)), "");
@@ -98,8 +102,11 @@ bool is_valid_utf8(const std::string& s) {
   size_t i = 0;
   while (i < s.size()) {
     const auto b = static_cast<uint8_t>(s[i]);
-    size_t n = b < 0x80 ? 1 : (b >= 0xC2 && b <= 0xDF) ? 2 : (b >= 0xE0 && b <= 0xEF) ? 3
-             : (b >= 0xF0 && b <= 0xF4) ? 4 : 0;
+    size_t n = b < 0x80                   ? 1
+               : (b >= 0xC2 && b <= 0xDF) ? 2
+               : (b >= 0xE0 && b <= 0xEF) ? 3
+               : (b >= 0xF0 && b <= 0xF4) ? 4
+                                          : 0;
     if (n == 0 || i + n > s.size()) return false;
     for (size_t k = 1; k < n; ++k) {
       if ((static_cast<uint8_t>(s[i + k]) & 0xC0) != 0x80) return false;
@@ -133,9 +140,9 @@ RC_GTEST_PROP(StreamDecoderProperty, LosslessAndCharacterAligned, (const std::st
 
 // Same with real UTF-8 text cut at every byte.
 RC_GTEST_PROP(StreamDecoderProperty, ValidTextSplitIntoBytes, ()) {
-  const auto cps = *rc::gen::container<std::vector<uint32_t>>(
-      rc::gen::oneOf(rc::gen::inRange<uint32_t>(0x20, 0x7F), rc::gen::inRange<uint32_t>(0x80, 0xD7FF),
-                     rc::gen::inRange<uint32_t>(0xE000, 0x10FFFF)));
+  const auto cps = *rc::gen::container<std::vector<uint32_t>>(rc::gen::oneOf(
+      rc::gen::inRange<uint32_t>(0x20, 0x7F), rc::gen::inRange<uint32_t>(0x80, 0xD7FF),
+      rc::gen::inRange<uint32_t>(0xE000, 0x10FFFF)));
   std::string text;
   for (uint32_t cp : cps) {
     if (cp < 0x80) {

@@ -16,7 +16,9 @@ inline std::string shared_path(const std::string& rel) {
   return std::string(HEARTH_SHARED_DIR) + "/" + rel;
 }
 
-inline bool file_exists(const std::string& path) { return std::filesystem::exists(path); }
+inline bool file_exists(const std::string& path) {
+  return std::filesystem::exists(path);
+}
 
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -31,8 +33,7 @@ inline std::vector<std::string> read_vocab_inputs(const std::string& path) {
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> out;
   size_t start = 0;
-  for (size_t found = text.find(sep); found != std::string::npos;
-       found = text.find(sep, start)) {
+  for (size_t found = text.find(sep); found != std::string::npos; found = text.find(sep, start)) {
     out.push_back(text.substr(start, found - start));
     start = found + sep.size();
   }

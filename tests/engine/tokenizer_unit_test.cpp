@@ -99,8 +99,8 @@ TEST(SpmTokenizer, ByteFallbackForUnknownCharacters) {
   ASSERT_TRUE(t.ok());
   auto ids = t->encode("x€", false, false);  // € = E2 82 AC, not a piece
   ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<int32_t>{id_of(*t, "▁"), id_of(*t, "x"), 3 + 0xE2, 3 + 0x82,
-                                        3 + 0xAC}));
+  EXPECT_EQ(*ids,
+            (std::vector<int32_t>{id_of(*t, "▁"), id_of(*t, "x"), 3 + 0xE2, 3 + 0x82, 3 + 0xAC}));
   EXPECT_EQ(t->token_to_piece(3 + 0xE2), "\xE2");
   auto back = t->decode(*ids);
   ASSERT_TRUE(back.ok());
@@ -187,7 +187,7 @@ TEST(BpeTokenizer, MergeListOrderDecides) {
   auto ids = t->encode("abc", false, false);
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(*ids, (std::vector<int32_t>{0, 5}));  // "b c" first -> a, bc
-  ids = t->encode("ab ab", false, false);  // words "ab", " ab"
+  ids = t->encode("ab ab", false, false);         // words "ab", " ab"
   ASSERT_TRUE(ids.ok());
   EXPECT_EQ(*ids, (std::vector<int32_t>{4, 7}));
   auto text = t->decode(*ids);

@@ -28,8 +28,8 @@ int count_mismatches(const Tokenizer& tok, const std::string& vector_base,
   const auto inputs = read_vocab_inputs(vector_base + ".inp");
   const auto outputs = read_vocab_outputs(vector_base + ".out");
   if (inputs.size() != 46 || outputs.size() != inputs.size()) {
-    *first_diff = "expected 46 inputs and outputs, got " + std::to_string(inputs.size()) +
-                  " and " + std::to_string(outputs.size());
+    *first_diff = "expected 46 inputs and outputs, got " + std::to_string(inputs.size()) + " and " +
+                  std::to_string(outputs.size());
     return 46;
   }
   int mismatches = 0;
@@ -49,7 +49,8 @@ int count_mismatches(const Tokenizer& tok, const std::string& vector_base,
 class GgufVocabVectors : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GgufVocabVectors, AllLinesMatch) {
-  const std::string base = shared_path(std::string("models/vocab/ggml-vocab-") + GetParam() + ".gguf");
+  const std::string base =
+      shared_path(std::string("models/vocab/ggml-vocab-") + GetParam() + ".gguf");
   if (!file_exists(base) || !file_exists(base + ".inp")) {
     GTEST_SKIP() << "SKIPPED: " << base << " not present";
   }
@@ -61,8 +62,7 @@ TEST_P(GgufVocabVectors, AllLinesMatch) {
 
 INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVocabVectors,
                          ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-coder",
-                                           "deepseek-llm", "falcon", "mpt", "refact",
-                                           "starcoder"),
+                                           "deepseek-llm", "falcon", "mpt", "refact", "starcoder"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) {
@@ -86,7 +86,8 @@ TEST(TokenizerVectors, Llama3BpeFromGpt2Files) {
   if (!file_exists(dir + "/encoder.json") || !file_exists(base + ".inp")) {
     GTEST_SKIP() << "SKIPPED: llama3.2-bpe files or vectors not present";
   }
-  auto vocab = tokenizer::vocab_from_gpt2_files(dir + "/encoder.json", dir + "/vocab.bpe", "llama3");
+  auto vocab =
+      tokenizer::vocab_from_gpt2_files(dir + "/encoder.json", dir + "/vocab.bpe", "llama3");
   ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
   EXPECT_EQ(vocab->tokens.size(), 128000u);
   auto tok = Tokenizer::create(std::move(vocab).value());

@@ -44,8 +44,8 @@ class BpeWord {
       }
     }
     for (size_t offset = 0; offset < word_.size();) {
-      const size_t len = std::min(utf8_lead_length(static_cast<uint8_t>(word_[offset])),
-                                  word_.size() - offset);
+      const size_t len =
+          std::min(utf8_lead_length(static_cast<uint8_t>(word_[offset])), word_.size() - offset);
       const int index = static_cast<int>(symbols_.size());
       offset += len;
       symbols_.push_back({index - 1, offset == word_.size() ? -1 : index + 1, offset - len, len});
@@ -106,8 +106,8 @@ class BpeWord {
       return;
     }
     for (size_t pos = 0; pos < text.size();) {
-      const size_t len = std::min(utf8_lead_length(static_cast<uint8_t>(text[pos])),
-                                  text.size() - pos);
+      const size_t len =
+          std::min(utf8_lead_length(static_cast<uint8_t>(text[pos])), text.size() - pos);
       const int32_t char_id = impl_.lookup(text.substr(pos, len));
       if (char_id >= 0) {
         out.push_back(char_id);

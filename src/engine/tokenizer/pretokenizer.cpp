@@ -11,8 +11,8 @@ namespace {
 // A matcher looks at codepoints [pos, end) of the fragment [begin, end) and returns
 // the length of the match starting exactly at pos, or 0 when the regex does not
 // match there. (None of the regexes can match the empty string.)
-using Matcher = std::function<size_t(const std::vector<uint32_t>& cps, size_t pos, size_t begin,
-                                     size_t end)>;
+using Matcher =
+    std::function<size_t(const std::vector<uint32_t>& cps, size_t pos, size_t begin, size_t end)>;
 
 struct Range {
   uint32_t lo;
@@ -27,9 +27,13 @@ bool in(const Range* begin, const Range* end, uint32_t cp) {
 }
 
 // "Other" in [^\s\p{L}\p{N}]: anything that is not whitespace, letter or number.
-bool is_other(uint32_t cp) { return !is_whitespace(cp) && !is_letter(cp) && !is_number(cp); }
+bool is_other(uint32_t cp) {
+  return !is_whitespace(cp) && !is_letter(cp) && !is_number(cp);
+}
 
-bool is_cr_or_lf(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+bool is_cr_or_lf(uint32_t cp) {
+  return cp == '\r' || cp == '\n';
+}
 
 size_t run_length(const std::vector<uint32_t>& cps, size_t pos, size_t end,
                   bool (*pred)(uint32_t)) {
@@ -42,9 +46,7 @@ size_t run_length(const std::vector<uint32_t>& cps, size_t pos, size_t end,
 size_t match_contraction(const std::vector<uint32_t>& cps, size_t pos, size_t end,
                          bool ignore_case) {
   if (cps[pos] != '\'' || pos + 1 >= end) return 0;
-  const auto lower = [&](uint32_t c) {
-    return (ignore_case && c >= 'A' && c <= 'Z') ? c + 32 : c;
-  };
+  const auto lower = [&](uint32_t c) { return (ignore_case && c >= 'A' && c <= 'Z') ? c + 32 : c; };
   const uint32_t a = lower(cps[pos + 1]);
   if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
   if (pos + 2 >= end) return 0;
@@ -125,27 +127,35 @@ bool is_default_punct(uint32_t cp) {
   return is_punctuation(cp) || cp == '$' || cp == '+' || cp == '<' || cp == '=' || cp == '>' ||
          cp == '^' || cp == '~' || cp == '|';
 }
-bool is_falcon_punct(uint32_t cp) { return is_default_punct(cp) || cp == '`'; }
-bool is_ascii_digit(uint32_t cp) { return cp >= '0' && cp <= '9'; }
+bool is_falcon_punct(uint32_t cp) {
+  return is_default_punct(cp) || cp == '`';
+}
+bool is_ascii_digit(uint32_t cp) {
+  return cp >= '0' && cp <= '9';
+}
 
 // DeepSeek LLM's explicit letter list (cased letters), from its tokenizer.json.
 constexpr Range kDeepseekLetters[] = {
-    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA},
-    {0x1BC, 0x1BF}, {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377},
-    {0x37B, 0x37D}, {0x37F, 0x37F}, {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C},
-    {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481}, {0x48A, 0x52F}, {0x531, 0x556},
-    {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA}, {0x1CBD, 0x1CBF},
-    {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15}, {0x1F18, 0x1F1D},
-    {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B},
-    {0x1F5D, 0x1F5D}, {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE},
-    {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC}, {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC},
-    {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102}, {0x2107, 0x2107}, {0x210A, 0x2113},
-    {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126}, {0x2128, 0x2128},
-    {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F}, {0x2145, 0x2149},
-    {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE},
-    {0x2CF2, 0x2CF3}, {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787},
-    {0xA78B, 0xA78E}, {0xAB70, 0xABBF}, {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A},
-    {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
+    {0x41, 0x5A},       {0x61, 0x7A},       {0xB5, 0xB5},       {0xC0, 0xD6},
+    {0xD8, 0xF6},       {0xF8, 0x1BA},      {0x1BC, 0x1BF},     {0x1C4, 0x293},
+    {0x295, 0x2AF},     {0x370, 0x373},     {0x376, 0x377},     {0x37B, 0x37D},
+    {0x37F, 0x37F},     {0x386, 0x386},     {0x388, 0x38A},     {0x38C, 0x38C},
+    {0x38E, 0x3A1},     {0x3A3, 0x3F5},     {0x3F7, 0x481},     {0x48A, 0x52F},
+    {0x531, 0x556},     {0x10A0, 0x10C5},   {0x13A0, 0x13F5},   {0x13F8, 0x13FD},
+    {0x1C90, 0x1CBA},   {0x1CBD, 0x1CBF},   {0x1D00, 0x1D2B},   {0x1D6B, 0x1D77},
+    {0x1D79, 0x1D9A},   {0x1E00, 0x1F15},   {0x1F18, 0x1F1D},   {0x1F20, 0x1F45},
+    {0x1F48, 0x1F4D},   {0x1F50, 0x1F57},   {0x1F59, 0x1F59},   {0x1F5B, 0x1F5B},
+    {0x1F5D, 0x1F5D},   {0x1F5F, 0x1F7D},   {0x1F80, 0x1FB4},   {0x1FB6, 0x1FBC},
+    {0x1FBE, 0x1FBE},   {0x1FC2, 0x1FC4},   {0x1FC6, 0x1FCC},   {0x1FD0, 0x1FD3},
+    {0x1FD6, 0x1FDB},   {0x1FE0, 0x1FEC},   {0x1FF2, 0x1FF4},   {0x1FF6, 0x1FFC},
+    {0x2102, 0x2102},   {0x2107, 0x2107},   {0x210A, 0x2113},   {0x2115, 0x2115},
+    {0x2119, 0x211D},   {0x2124, 0x2124},   {0x2126, 0x2126},   {0x2128, 0x2128},
+    {0x212A, 0x212D},   {0x212F, 0x2134},   {0x2139, 0x2139},   {0x213C, 0x213F},
+    {0x2145, 0x2149},   {0x214E, 0x214E},   {0x2183, 0x2184},   {0x2C00, 0x2C7B},
+    {0x2C7E, 0x2CE4},   {0x2CEB, 0x2CEE},   {0x2CF2, 0x2CF3},   {0xA640, 0xA66D},
+    {0xA680, 0xA69B},   {0xA722, 0xA76F},   {0xA771, 0xA787},   {0xA78B, 0xA78E},
+    {0xAB70, 0xABBF},   {0xFB00, 0xFB06},   {0xFB13, 0xFB17},   {0xFF21, 0xFF3A},
+    {0xFF41, 0xFF5A},   {0x10400, 0x1044F}, {0x104B0, 0x104D3}, {0x104D8, 0x104FB},
     {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
 };
 bool is_deepseek_letter(uint32_t cp) {
@@ -170,9 +180,7 @@ const Matcher kGpt2 = [](const std::vector<uint32_t>& cps, size_t pos, size_t, s
   return match_gpt2(cps, pos, end);
 };
 const Matcher kNumberEach = [](const std::vector<uint32_t>& cps, size_t pos, size_t,
-                               size_t) -> size_t {
-  return is_number(cps[pos]) ? 1 : 0;
-};
+                               size_t) -> size_t { return is_number(cps[pos]) ? 1 : 0; };
 const Matcher kNumberRun = [](const std::vector<uint32_t>& cps, size_t pos, size_t, size_t end) {
   return match_run(cps, pos, end, is_number);
 };
@@ -183,8 +191,7 @@ const Matcher kThreeDigits = [](const std::vector<uint32_t>& cps, size_t pos, si
              ? 3
              : 0;
 };
-const Matcher kCrOrLf = [](const std::vector<uint32_t>& cps, size_t pos, size_t,
-                           size_t) -> size_t {
+const Matcher kCrOrLf = [](const std::vector<uint32_t>& cps, size_t pos, size_t, size_t) -> size_t {
   return is_cr_or_lf(cps[pos]) ? 1 : 0;
 };
 const Matcher kDeepseekCjkRun = [](const std::vector<uint32_t>& cps, size_t pos, size_t,

@@ -17,14 +17,14 @@
 namespace hearth::tokenizer {
 
 enum class PreTokenizer {
-  kDefault,        // llama.cpp's fallback list (punctuation runs, gpt-2, digits)
-  kGpt2,           // gpt-2, mpt, olmo, phi-2, ...
-  kLlama3,         // llama3 / llama-bpe, dbrx, smaug-bpe: digits in groups of 1-3
-  kQwen2,          // qwen2, stablelm2: like llama3 but one digit per word
+  kDefault,  // llama.cpp's fallback list (punctuation runs, gpt-2, digits)
+  kGpt2,     // gpt-2, mpt, olmo, phi-2, ...
+  kLlama3,   // llama3 / llama-bpe, dbrx, smaug-bpe: digits in groups of 1-3
+  kQwen2,    // qwen2, stablelm2: like llama3 but one digit per word
   kDeepseekLlm,
   kDeepseekCoder,
   kFalcon,
-  kStarcoder,      // starcoder, refact, command-r, smollm, codeshell, exaone, ...
+  kStarcoder,  // starcoder, refact, command-r, smollm, codeshell, exaone, ...
 };
 
 // Maps a tokenizer.ggml.pre value to its pre-tokenizer; Unsupported for unknown names.

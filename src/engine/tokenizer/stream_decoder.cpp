@@ -23,11 +23,16 @@ size_t sequence_length(uint8_t lead) {
 bool valid_second(uint8_t lead, uint8_t b) {
   if ((b & 0xC0) != 0x80) return false;
   switch (lead) {
-    case 0xE0: return b >= 0xA0;
-    case 0xED: return b <= 0x9F;
-    case 0xF0: return b >= 0x90;
-    case 0xF4: return b <= 0x8F;
-    default: return true;
+    case 0xE0:
+      return b >= 0xA0;
+    case 0xED:
+      return b <= 0x9F;
+    case 0xF0:
+      return b >= 0x90;
+    case 0xF4:
+      return b <= 0x8F;
+    default:
+      return true;
   }
 }
 

@@ -18,9 +18,9 @@ constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // "▁" U+2581
 // Texts that end a turn in common chat formats; a control or user-defined token
 // with one of these texts counts as end-of-generation (llama.cpp does the same).
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-    "_<EOT>", "<|end_of_text|>", "<｜end▁of▁sentence｜>", "<|return|>", "<|call|>",
-    "<|eom_id|>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>",         "<end_of_turn>",         "<|endoftext|>",
+    "<EOT>",      "_<EOT>",     "<|end_of_text|>", "<｜end▁of▁sentence｜>", "<|return|>",
+    "<|call|>",   "<|eom_id|>",
 };
 
 std::string replace_spaces(std::string_view text) {
@@ -98,8 +98,8 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
   if (n == 0) return InvalidArgument("tokenizer: the vocabulary has no tokens");
   if (n > static_cast<size_t>(INT32_MAX)) return InvalidArgument("tokenizer: vocabulary too large");
   if (!vocab.scores.empty() && vocab.scores.size() != n) {
-    return InvalidArgument("tokenizer: " + std::to_string(vocab.scores.size()) +
-                           " scores for " + std::to_string(n) + " tokens");
+    return InvalidArgument("tokenizer: " + std::to_string(vocab.scores.size()) + " scores for " +
+                           std::to_string(n) + " tokens");
   }
   if (!vocab.token_types.empty() && vocab.token_types.size() != n) {
     return InvalidArgument("tokenizer: " + std::to_string(vocab.token_types.size()) +
@@ -164,10 +164,9 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
       impl->special_tokens.push_back(static_cast<int32_t>(i));
     }
   }
-  std::stable_sort(impl->special_tokens.begin(), impl->special_tokens.end(),
-                   [&](int32_t a, int32_t b) {
-                     return vocab.tokens[a].size() > vocab.tokens[b].size();
-                   });
+  std::stable_sort(
+      impl->special_tokens.begin(), impl->special_tokens.end(),
+      [&](int32_t a, int32_t b) { return vocab.tokens[a].size() > vocab.tokens[b].size(); });
 
   impl->eog.assign(n, false);
   for (int32_t id : {vocab.eos_id, vocab.eot_id}) {
@@ -280,19 +279,43 @@ Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool render_
   return out;
 }
 
-int32_t Tokenizer::n_vocab() const { return static_cast<int32_t>(impl_->vocab.tokens.size()); }
-int32_t Tokenizer::bos_id() const { return impl_->vocab.bos_id; }
-int32_t Tokenizer::eos_id() const { return impl_->vocab.eos_id; }
-int32_t Tokenizer::eot_id() const { return impl_->vocab.eot_id; }
-int32_t Tokenizer::unk_id() const { return impl_->vocab.unk_id; }
-int32_t Tokenizer::pad_id() const { return impl_->vocab.pad_id; }
-bool Tokenizer::add_bos() const { return impl_->vocab.add_bos && impl_->vocab.bos_id >= 0; }
-bool Tokenizer::add_eos() const { return impl_->vocab.add_eos && impl_->vocab.eos_id >= 0; }
-const std::string& Tokenizer::model() const { return impl_->vocab.model; }
-const std::string& Tokenizer::pre() const { return impl_->vocab.pre; }
-const Vocab& Tokenizer::vocab() const { return impl_->vocab; }
+int32_t Tokenizer::n_vocab() const {
+  return static_cast<int32_t>(impl_->vocab.tokens.size());
+}
+int32_t Tokenizer::bos_id() const {
+  return impl_->vocab.bos_id;
+}
+int32_t Tokenizer::eos_id() const {
+  return impl_->vocab.eos_id;
+}
+int32_t Tokenizer::eot_id() const {
+  return impl_->vocab.eot_id;
+}
+int32_t Tokenizer::unk_id() const {
+  return impl_->vocab.unk_id;
+}
+int32_t Tokenizer::pad_id() const {
+  return impl_->vocab.pad_id;
+}
+bool Tokenizer::add_bos() const {
+  return impl_->vocab.add_bos && impl_->vocab.bos_id >= 0;
+}
+bool Tokenizer::add_eos() const {
+  return impl_->vocab.add_eos && impl_->vocab.eos_id >= 0;
+}
+const std::string& Tokenizer::model() const {
+  return impl_->vocab.model;
+}
+const std::string& Tokenizer::pre() const {
+  return impl_->vocab.pre;
+}
+const Vocab& Tokenizer::vocab() const {
+  return impl_->vocab;
+}
 
-bool Tokenizer::is_eog(int32_t id) const { return is_valid(id) && impl_->eog[id]; }
+bool Tokenizer::is_eog(int32_t id) const {
+  return is_valid(id) && impl_->eog[id];
+}
 
 bool Tokenizer::is_control(int32_t id) const {
   return is_valid(id) && impl_->types[id] == TokenType::kControl;

@@ -143,12 +143,25 @@ bool is_number(uint32_t cp) {
   return in_ranges(kNumberRanges, cp);
 }
 
-bool is_punctuation(uint32_t cp) { return in_ranges(kPunctuationRanges, cp); }
+bool is_punctuation(uint32_t cp) {
+  return in_ranges(kPunctuationRanges, cp);
+}
 
 bool is_whitespace(uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85:
-    case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
       return true;
     default:
@@ -156,7 +169,9 @@ bool is_whitespace(uint32_t cp) {
   }
 }
 
-const std::string& byte_to_unicode(uint8_t byte) { return byte_level().byte_to_utf8[byte]; }
+const std::string& byte_to_unicode(uint8_t byte) {
+  return byte_level().byte_to_utf8[byte];
+}
 
 int unicode_to_byte(uint32_t cp) {
   if (cp < 256) {

@@ -51,18 +51,21 @@ Result<Vocab> vocab_from_gpt2_files(const std::string& encoder_json_path,
                                     const std::string& vocab_bpe_path, std::string_view pre) {
   HEARTH_ASSIGN_OR_RETURN(std::string json_text, read_file(encoder_json_path));
   nlohmann::json encoder = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (!encoder.is_object()) return InvalidArgument("'" + encoder_json_path + "' is not a JSON object");
+  if (!encoder.is_object())
+    return InvalidArgument("'" + encoder_json_path + "' is not a JSON object");
   Vocab v;
   v.model = "gpt2";
   v.pre = std::string(pre);
   v.add_space_prefix = false;
   for (auto it = encoder.begin(); it != encoder.end(); ++it) {
     if (!it.value().is_number_integer()) {
-      return InvalidArgument("'" + encoder_json_path + "': id of '" + it.key() + "' is not an integer");
+      return InvalidArgument("'" + encoder_json_path + "': id of '" + it.key() +
+                             "' is not an integer");
     }
     const int64_t id = it.value().get<int64_t>();
     if (id < 0 || id > 10'000'000) {
-      return InvalidArgument("'" + encoder_json_path + "': id " + std::to_string(id) + " out of range");
+      return InvalidArgument("'" + encoder_json_path + "': id " + std::to_string(id) +
+                             " out of range");
     }
     if (static_cast<size_t>(id) >= v.tokens.size()) v.tokens.resize(static_cast<size_t>(id) + 1);
     v.tokens[static_cast<size_t>(id)] = it.key();
@@ -105,7 +108,8 @@ Result<Vocab> vocab_from_tiktoken(const std::string& path, std::string_view pre)
     }
     std::string encoded;
     for (char c : *bytes) encoded += byte_to_unicode(static_cast<uint8_t>(c));
-    if (static_cast<size_t>(rank) >= v.tokens.size()) v.tokens.resize(static_cast<size_t>(rank) + 1);
+    if (static_cast<size_t>(rank) >= v.tokens.size())
+      v.tokens.resize(static_cast<size_t>(rank) + 1);
     v.tokens[static_cast<size_t>(rank)] = std::move(encoded);
   }
   return v;

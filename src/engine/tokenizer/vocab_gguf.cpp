@@ -67,12 +67,12 @@ Result<Vocab> vocab_from_gguf(const gguf::GgufFile& file) {
   }
 
   const bool spm = v.model == "llama";
-  HEARTH_ASSIGN_OR_RETURN(v.bos_id, read_id(file, "tokenizer.ggml.bos_token_id",
-                                            spm && n > 1 ? 1 : -1, n));
-  HEARTH_ASSIGN_OR_RETURN(v.eos_id, read_id(file, "tokenizer.ggml.eos_token_id",
-                                            spm && n > 2 ? 2 : -1, n));
-  HEARTH_ASSIGN_OR_RETURN(v.unk_id, read_id(file, "tokenizer.ggml.unknown_token_id",
-                                            spm && n > 0 ? 0 : -1, n));
+  HEARTH_ASSIGN_OR_RETURN(v.bos_id,
+                          read_id(file, "tokenizer.ggml.bos_token_id", spm && n > 1 ? 1 : -1, n));
+  HEARTH_ASSIGN_OR_RETURN(v.eos_id,
+                          read_id(file, "tokenizer.ggml.eos_token_id", spm && n > 2 ? 2 : -1, n));
+  HEARTH_ASSIGN_OR_RETURN(
+      v.unk_id, read_id(file, "tokenizer.ggml.unknown_token_id", spm && n > 0 ? 0 : -1, n));
   HEARTH_ASSIGN_OR_RETURN(v.pad_id, read_id(file, "tokenizer.ggml.padding_token_id", -1, n));
   HEARTH_ASSIGN_OR_RETURN(v.eot_id, read_id(file, "tokenizer.ggml.eot_token_id", -1, n));
 
