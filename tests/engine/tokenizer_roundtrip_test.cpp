@@ -101,5 +101,63 @@ TEST(SpmRoundTrip, ArbitraryBytesRoundTrip) {
   }
 }
 
+bool is_valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<uint8_t>(s[i]);
+    const size_t n = b < 0x80                   ? 1
+                     : (b >= 0xC2 && b <= 0xDF) ? 2
+                     : (b >= 0xE0 && b <= 0xEF) ? 3
+                     : (b >= 0xF0 && b <= 0xF4) ? 4
+                                                : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<uint8_t>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
+// Streaming real token sequences (emoji and rare CJK arrive as byte tokens in SPM,
+// as partial byte-level characters in BPE): every chunk is whole UTF-8 and the
+// chunks add up to the full text.
+class StreamRealVocab : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StreamRealVocab, ChunksAreWholeCharacters) {
+  const Tokenizer* tok = load_cached(GetParam());
+  if (tok == nullptr) GTEST_SKIP() << "SKIPPED: vocabulary " << GetParam() << " not present";
+  std::mt19937 rng(4242);
+  int split_chars = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string text = testing::random_text(rng);
+    auto ids = tok->encode(text, false, false);
+    ASSERT_TRUE(ids.ok());
+    StreamDecoder stream(*tok);
+    std::string joined;
+    for (int32_t id : *ids) {
+      auto chunk = stream.push(id);
+      ASSERT_TRUE(chunk.ok());
+      ASSERT_TRUE(is_valid_utf8(*chunk)) << "case " << i;
+      if (stream.pending_bytes() > 0) ++split_chars;
+      joined += *chunk;
+    }
+    joined += stream.flush();
+    std::string pieces;
+    for (int32_t id : *ids) pieces += tok->token_to_piece(id);
+    ASSERT_EQ(joined, pieces) << "case " << i;
+  }
+  EXPECT_GT(split_chars, 0);  // the data did exercise held-back sequences
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabs, StreamRealVocab, ::testing::Values("llama-spm", "gpt-2"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
 }  // namespace
 }  // namespace hearth
