@@ -4,7 +4,8 @@
 // match llama.cpp's for the same vocabulary and text (see docs/tokenizer.md).
 //
 // A Tokenizer is immutable after create(); all its methods are const and safe to
-// call from several threads at once. Copies are cheap (shared immutable state).
+// call from several threads at once. Copies are cheap (shared immutable state); a
+// moved-from Tokenizer may only be assigned to or destroyed.
 #pragma once
 
 #include <cstdint>
@@ -64,7 +65,8 @@ struct Vocab {
 // add_eos_token,add_space_prefix}. Absent optional keys get llama.cpp's defaults
 // (SPM: bos 1, eos 2, unk 0, add_bos true, add_space_prefix true; BPE: no specials,
 // add_bos true only for the llama3 pre-tokenizer, add_space_prefix false). A special
-// id outside the vocabulary is dropped (-1) with a warning, as llama.cpp does.
+// id outside the vocabulary is dropped (-1), as llama.cpp does (logged as a warning
+// unless it is -1 or 0xFFFFFFFF, the usual spellings of "none").
 // Errors name the key that was missing or malformed.
 Result<Vocab> vocab_from_gguf(const gguf::GgufFile& file);
 
@@ -86,8 +88,8 @@ class Tokenizer {
 
   // The raw bytes a token stands for: SPM "▁" -> ' ', "<0xXX>" byte tokens -> that
   // byte, byte-level BPE characters -> their bytes, user-defined tokens -> their text.
-  // Control tokens give their text when render_special, else "". An out-of-range id
-  // gives "" (use decode() to get an error instead).
+  // Control and unknown tokens give their text when render_special, else ""; unused
+  // tokens give "". An out-of-range id gives "" (use decode() to get an error instead).
   std::string token_to_piece(int32_t id, bool render_special = true) const;
 
   // Concatenated pieces. As llama.cpp does, one leading space is dropped from the
