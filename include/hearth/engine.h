@@ -57,6 +57,8 @@ struct ModelInfo {
   double bits_per_weight = 0;    // weight bytes * 8 / weight elements
   uint64_t n_params = 0;         // elements of all weight tensors
   uint64_t weight_bytes = 0;     // bytes of all weight tensors
+  uint64_t token_embd_bytes = 0; // of which token_embd.weight (decode reads one row of it
+                                 // unless it is tied to the output projection)
 };
 
 // One token of a batch. pos must equal the sequence's current length when the token is

@@ -52,6 +52,8 @@ ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
   }
   mi.n_params = w.n_params;
   mi.weight_bytes = w.n_bytes;
+  mi.token_embd_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(w.token_embd.cols)) *
+                        static_cast<uint64_t>(w.token_embd.rows);
   mi.bits_per_weight = w.n_params ? static_cast<double>(w.n_bytes) * 8.0 / w.n_params : 0.0;
   return mi;
 }

@@ -24,7 +24,7 @@ struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
   std::vector<float> q16;          // Q rounded to F16 (held as float)
   std::vector<float> scores;       // n_threads * n_ctx
-  std::vector<int32_t> out_rows;   // chunk-local rows that need output
+  std::vector<int32_t> next_pos;   // validate(): expected position per sequence
   std::vector<float> out_x;        // gathered rows for the output head
   kb::MatmulScratch mm;
 };
@@ -53,7 +53,7 @@ struct Engine::Impl {
 
   // Checks the batch against the current sequence lengths. allow_private admits the
   // embed sequence.
-  Status validate(std::span<const BatchToken> batch, bool allow_private) const;
+  Status validate(std::span<const BatchToken> batch, bool allow_private);
   // Evaluates a validated batch. logits: n_vocab rows for tokens with logits = true.
   // hidden (optional): final-normed hidden state of every token (n_embd rows).
   void run(std::span<const BatchToken> batch, std::vector<float>* logits,

@@ -16,30 +16,32 @@ namespace hearth {
 
 using engine::KvStore;
 
-Status Engine::Impl::validate(std::span<const BatchToken> batch, bool allow_private) const {
+Status Engine::Impl::validate(std::span<const BatchToken> batch, bool allow_private) {
   if (batch.empty()) return InvalidArgument("forward: empty batch");
   const int32_t n_seq = allow_private ? kv->n_seq() : opts.n_seq_max;
-  std::vector<int32_t> next(static_cast<size_t>(kv->n_seq()));
-  for (int32_t s = 0; s < kv->n_seq(); ++s) next[static_cast<size_t>(s)] = kv->len(s);
+  // Expected next position per sequence; reused, so validation allocates nothing.
+  std::vector<int32_t>& next = s.next_pos;
+  next.resize(static_cast<size_t>(kv->n_seq()));
+  for (int32_t q = 0; q < kv->n_seq(); ++q) next[static_cast<size_t>(q)] = kv->len(q);
   for (size_t i = 0; i < batch.size(); ++i) {
     const BatchToken& t = batch[i];
-    const std::string where = "forward: batch[" + std::to_string(i) + "]: ";
+    auto where = [&] { return "forward: batch[" + std::to_string(i) + "]: "; };
     if (t.token < 0 || t.token >= hp.n_vocab) {
-      return OutOfRange(where + "token id " + std::to_string(t.token) +
+      return OutOfRange(where() + "token id " + std::to_string(t.token) +
                         " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")");
     }
     if (t.seq < 0 || t.seq >= n_seq) {
-      return InvalidArgument(where + "seq " + std::to_string(t.seq) + " is outside [0, " +
+      return InvalidArgument(where() + "seq " + std::to_string(t.seq) + " is outside [0, " +
                              std::to_string(opts.n_seq_max) + ")");
     }
     int32_t& expect = next[static_cast<size_t>(t.seq)];
     if (t.pos != expect) {
-      return InvalidArgument(where + "pos " + std::to_string(t.pos) + " of seq " +
+      return InvalidArgument(where() + "pos " + std::to_string(t.pos) + " of seq " +
                              std::to_string(t.seq) + " must be " + std::to_string(expect) +
                              " (positions of a sequence are contiguous)");
     }
     if (t.pos >= kv->n_ctx()) {
-      return OutOfRange(where + "context overflow: seq " + std::to_string(t.seq) +
+      return OutOfRange(where() + "context overflow: seq " + std::to_string(t.seq) +
                         " position " + std::to_string(t.pos) + " exceeds n_ctx " +
                         std::to_string(kv->n_ctx()));
     }
