@@ -81,6 +81,10 @@ struct ModelConfig {
   std::string fingerprint_hex;              // required for kFastUnsafe (64 hex chars)
   std::optional<std::string> ctx_params_hash_hex;  // default: SHA-256 of KvIdentity::kv_layout
 
+  // LoRA adapters to attach at load (and after every restart); folded into the
+  // fingerprint. Backends without adapter support fail the load with Unsupported.
+  std::vector<AdapterSpec> adapters;
+
   Tier tier = Tier::kRam;  // where this model's saves go
   ModelSavePolicy policy;
 

@@ -132,6 +132,15 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
     if (!config.factory) {
       HEARTH_ASSIGN_OR_RETURN(config.factory, named_backend_factory(config));
     }
+    if (!config.adapters.empty()) {
+      // Attach adapters inside the factory so a restarted worker gets them too.
+      config.factory = [inner = config.factory,
+                        adapters = config.adapters]() -> Result<std::unique_ptr<Backend>> {
+        HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, inner());
+        HEARTH_RETURN_IF_ERROR(b->set_adapters(adapters));
+        return b;
+      };
+    }
     HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, config.factory());
     const BackendInfo info = backend->info();
     if (info.n_seq_max < config.n_seq_max)

@@ -42,6 +42,14 @@ TEST(Registry, IdsInfoListAndErrors) {
   EXPECT_EQ(rt->list_models().size(), 1u);
 }
 
+TEST(Registry, AdaptersUnsupportedByStubFailTheLoad) {
+  auto rt = make_runtime();
+  auto cfg = stub_config("lora", 1);
+  cfg.adapters = {AdapterSpec{"adapter.gguf", 1.0f}};
+  EXPECT_EQ(rt->load_model(cfg).status().code(), ErrorCode::kUnsupported);
+  EXPECT_TRUE(rt->list_models().empty());
+}
+
 TEST(Registry, FingerprintModes) {
   auto rt = make_runtime();
   auto cfg = stub_config("fast", 1);
