@@ -2,6 +2,7 @@
 // snapshots, eviction, tier recovery and the background sweeper.
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "cache/cache_impl.h"
 #include "hearth/cache_crc32c.h"
@@ -104,7 +105,13 @@ RowPtr Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f) {
   row->ns_id = f.info.ns.id();
   row->tokens = std::make_shared<const std::vector<Token>>(f.info.tokens);
   row->hits.store(f.info.hit_count);
-  row->last_used_ns.store(now_ns());
+  // Map the persisted wall-clock last use onto the steady clock so LRU order
+  // survives a restart.
+  uint64_t now_unix = static_cast<uint64_t>(std::time(nullptr));
+  uint64_t age_s = now_unix > f.info.last_used_time ? now_unix - f.info.last_used_time : 0;
+  uint64_t now = now_ns();
+  uint64_t age_ns = std::min<uint64_t>(age_s, now / 1000000000ull) * 1000000000ull;
+  row->last_used_ns.store(now - age_ns);
   // Rebuild the 48 header bytes from what was parsed (the scan kept no copy).
   KvcBuildMeta m;
   m.save_reason = f.info.save_reason;
@@ -287,7 +294,8 @@ RowInfo Cache::Impl::to_info(const Row& r) const {
 void Cache::Impl::touch(const Row& r) { r.last_used_ns.store(now_ns(), std::memory_order_relaxed); }
 
 Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
-                                      std::span<const uint8_t> payload) {
+                                      std::span<const uint8_t> payload,
+                                      std::vector<uint8_t>* owned) {
   Timer timer;
   auto fail = [&](Status s) -> Result<CacheKey> {
     counters.add(Counter::kSaveErrors);
@@ -304,7 +312,27 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
     counters.add(Counter::kDuplicateDropped);
     return AlreadyExists("key already published");
   }
-  uint32_t crc = crc32c(payload.data(), payload.size());
+  // RAM tier: take the caller's vector, or copy the span once with the CRC
+  // computed on the copy while it is hot in cache.
+  std::shared_ptr<std::vector<uint8_t>> ram_payload;
+  uint32_t crc = 0;
+  if (!ft) {
+    if (owned != nullptr) {
+      ram_payload = std::make_shared<std::vector<uint8_t>>(std::move(*owned));
+      crc = crc32c(ram_payload->data(), ram_payload->size());
+    } else {
+      ram_payload = std::make_shared<std::vector<uint8_t>>(payload.size());
+      constexpr size_t kChunk = 1u << 20;
+      for (size_t off = 0; off < payload.size(); off += kChunk) {
+        size_t n = std::min(kChunk, payload.size() - off);
+        std::memcpy(ram_payload->data() + off, payload.data() + off, n);
+        crc = crc32c_extend(crc, ram_payload->data() + off, n);
+      }
+    }
+    payload = *ram_payload;
+  } else {
+    crc = crc32c(payload.data(), payload.size());
+  }
   auto prefix = kvc_build_prefix_with_crc(m, payload.size(), crc);
   if (!prefix.ok()) return fail(prefix.status());
   uint64_t size = prefix->size() + payload.size();
@@ -332,11 +360,8 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
   row->last_used_ns.store(now_ns());
 
   if (!ft) {
-    auto slab = std::make_shared<std::vector<uint8_t>>();
-    slab->reserve(size);
-    slab->insert(slab->end(), prefix->begin(), prefix->end());
-    slab->insert(slab->end(), payload.begin(), payload.end());
-    row->slab = std::move(slab);
+    row->ram_prefix = std::make_shared<const std::vector<uint8_t>>(std::move(prefix).value());
+    row->ram_payload = std::move(ram_payload);
     row->location = "ram";
     row->verified.store(true);  // built from the caller's bytes just now
     if (!meta.publish(key, *token, row)) return fail(Cancelled("reservation expired"));
@@ -407,10 +432,10 @@ bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payloa
     impl->counters.add(Counter::kSavesDropped);
     return false;
   }
-  auto job = [impl, tier, m = std::move(meta), p = std::move(payload)]() {
+  auto job = [impl, tier, m = std::move(meta), p = std::move(payload)]() mutable {
     impl->slots.acquire_until(std::chrono::steady_clock::time_point::max());
     SlotGuard slot(&impl->slots);
-    (void)impl->do_save(tier, m, p);
+    (void)impl->do_save(tier, m, p, &p);
   };
   if (!impl->pool->submit(std::move(job))) {
     impl->counters.add(Counter::kSavesDropped);

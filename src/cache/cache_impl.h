@@ -45,7 +45,10 @@ struct Cache::Impl {
   bool enabled(Tier t) const;
   FileTier* file_tier(Tier t) const { return files[static_cast<int>(t)].get(); }
 
-  Result<CacheKey> do_save(Tier tier, const KvcBuildMeta& meta, std::span<const uint8_t> payload);
+  // `owned`, when given, is the payload's own vector: the RAM tier adopts it
+  // instead of copying.
+  Result<CacheKey> do_save(Tier tier, const KvcBuildMeta& meta, std::span<const uint8_t> payload,
+                           std::vector<uint8_t>* owned = nullptr);
   Status make_room(Tier tier, uint64_t bytes);
   EvictResult evict(uint64_t target, uint32_t tier_mask);
   // Removes the row from the index (even if pinned) and deletes its file.

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include "hearth/cache_crc32c.h"
 
@@ -226,6 +227,11 @@ void FileTier::write_hits(const std::string& path, uint32_t hits) {
   if (fd < 0) return;
   uint8_t le[4] = {uint8_t(hits), uint8_t(hits >> 8), uint8_t(hits >> 16), uint8_t(hits >> 24)};
   io_->pwrite(fd, le, 4, kKvcHitCountOffset);
+  // last_used_time (header offset 32): restores LRU order after a restart.
+  uint64_t now = static_cast<uint64_t>(std::time(nullptr));
+  uint8_t t[8];
+  for (int i = 0; i < 8; ++i) t[i] = uint8_t(now >> (8 * i));
+  io_->pwrite(fd, t, 8, 32);
   io_->close(fd);
 }
 

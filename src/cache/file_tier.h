@@ -61,7 +61,8 @@ class FileTier {
   // files. Error only when the directory cannot be listed.
   Result<std::vector<ScannedFile>> scan(uint64_t* removed_tmp = nullptr,
                                         uint64_t* removed_bad = nullptr);
-  // Best-effort write of the persisted hit counter (header offset 12).
+  // Best-effort write of the persisted hit counter (header offset 12) and
+  // last_used_time (offset 32). Neither is covered by the payload CRC.
   void write_hits(const std::string& path, uint32_t hits);
 
   bool degraded() const { return degraded_.load(std::memory_order_acquire); }

@@ -70,8 +70,8 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
   uint64_t t0 = now_ns();
   bool check = s.impl->cfg.verify_on_load;
   uint32_t crc = 0;
-  if (row.slab) {
-    const uint8_t* src = row.slab->data() + row.payload_offset;
+  if (row.ram_payload) {
+    const uint8_t* src = row.ram_payload->data();
     // An immutable in-process slab is verified once; later loads are a memcpy.
     bool need = check && !row.verified.load(std::memory_order_acquire);
     for (size_t off = 0; off < dst.size(); off += kChunk) {
@@ -112,8 +112,8 @@ Result<std::span<const uint8_t>> Lease::view() {
   const Row& row = *s.row;
   uint64_t t0 = now_ns();
   std::span<const uint8_t> payload;
-  if (row.slab) {
-    payload = {row.slab->data() + row.payload_offset, row.payload_bytes};
+  if (row.ram_payload) {
+    payload = {row.ram_payload->data(), row.ram_payload->size()};
     if (s.impl->cfg.verify_on_load && !row.verified.load(std::memory_order_acquire)) {
       if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
         return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
@@ -147,8 +147,8 @@ Result<Lease> Cache::checkout(const CacheKey& key) {
   auto st = std::make_unique<Lease::State>();
   st->impl = impl;
   st->row = row;
-  if (row->slab) {
-    auto parsed = kvc_parse_meta(*row->slab);
+  if (row->ram_prefix) {
+    auto parsed = kvc_parse_meta(*row->ram_prefix, row->size);
     if (!parsed.ok()) return corrupt(impl, row, parsed.status());
     st->kvc = std::move(parsed).value();
   } else {

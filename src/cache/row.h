@@ -27,7 +27,10 @@ struct Row {
   std::string location;        // final path, or "ram"
   Digest256 ns_id{};
   std::shared_ptr<const std::vector<Token>> tokens;
-  std::shared_ptr<const std::vector<uint8_t>> slab;  // RAM tier: prefix || payload
+  // RAM tier: the file image as two slabs, header/TLVs and payload, so an
+  // async save can adopt the caller's payload vector without copying it.
+  std::shared_ptr<const std::vector<uint8_t>> ram_prefix;
+  std::shared_ptr<const std::vector<uint8_t>> ram_payload;
 
   // Pin state: low 31 bits = active checkouts, top bit = dead (evicted or
   // dropped). Checkout increments and backs off if dead; eviction CASes 0 ->

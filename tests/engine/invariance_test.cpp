@@ -117,15 +117,17 @@ TEST_P(InvarianceTest, BitIdenticalAcrossBatchingThreadsAndNeighbours) {
   auto e2 = load(path, 2);
   ASSERT_TRUE(e1 && e2);
   const auto prompt = random_tokens(kPromptLen, e1->info().n_vocab, 7);
-  const RunResult base = run(*e2, prompt, kPromptLen, false);
-  expect_same(base, run(*e2, prompt, 1, false), "chunk 1, 2 threads");
-  expect_same(base, run(*e1, prompt, kPromptLen, false), "one batch, 1 thread");
+  // Mostly one thread: the test machine is shared and waking workers is slow there;
+  // the two-thread runs cover thread-count invariance.
+  const RunResult base = run(*e1, prompt, kPromptLen, false);
+  expect_same(base, run(*e1, prompt, 1, false), "chunk 1");
+  expect_same(base, run(*e2, prompt, kPromptLen, false), "one batch, 2 threads");
   if (!full) return;
-  expect_same(base, run(*e2, prompt, 7, false), "chunk 7");
-  expect_same(base, run(*e1, prompt, 64, false), "chunk 64, 1 thread");
-  expect_same(base, run(*e2, prompt, 7, true), "chunk 7 with three other sequences");
-  expect_same(base, run(*e1, prompt, 64, true), "chunk 64 with three others, 1 thread");
-  auto small_batch = load(path, 2, 13);
+  expect_same(base, run(*e1, prompt, 7, false), "chunk 7");
+  expect_same(base, run(*e1, prompt, 64, false), "chunk 64");
+  expect_same(base, run(*e1, prompt, 7, true), "chunk 7 with three other sequences");
+  expect_same(base, run(*e2, prompt, 64, true), "chunk 64 with three others, 2 threads");
+  auto small_batch = load(path, 1, 13);
   ASSERT_TRUE(small_batch);
   expect_same(base, run(*small_batch, prompt, kPromptLen, true), "n_batch 13 internal split");
 }

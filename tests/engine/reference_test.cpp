@@ -39,6 +39,7 @@ Engine* engine_for(const std::string& model, Status& error) {
     EngineOptions opts;
     opts.n_seq_max = 1;
     opts.n_ctx = 512;
+    opts.n_threads = 1;  // the test machine is shared; bits do not depend on it
     auto e = Engine::load(model, opts);
     if (!e.ok()) {
       error = e.status();

@@ -63,6 +63,14 @@ inline int32_t hsum8(__m256i v) {
   s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
   return _mm_cvtsi128_si32(s);
 }
+// Two horizontal sums at once: *sa = sum of a's lanes, *sb = sum of b's.
+inline void hsum8x2(__m256i a, __m256i b, int32_t* sa, int32_t* sb) {
+  const __m256i h = _mm256_hadd_epi32(a, b);
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  t = _mm_hadd_epi32(t, t);
+  *sa = _mm_cvtsi128_si32(t);
+  *sb = _mm_extract_epi32(t, 1);
+}
 // Four horizontal sums at once: lane k = sum of the 8 lanes of input k.
 inline __m128i hsum4(__m256i a, __m256i b, __m256i c, __m256i d) {
   const __m256i ab = _mm256_hadd_epi32(a, b);
@@ -88,21 +96,36 @@ inline __m256i bytes_from_bits(const uint8_t* p) {
   return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
 }
 
+// Control for _mm256_shuffle_epi8 that broadcasts int16 lane `lo` of each
+// 128-bit half into the low half's lanes and lane `hi` into the high half's.
+inline __m256i pick16(int lo, int hi) {
+  const int a = 2 * lo, b = 2 * hi;
+  const __m128i clo = _mm_set1_epi16(static_cast<short>(a | ((a + 1) << 8)));
+  const __m128i chi = _mm_set1_epi16(static_cast<short>(b | ((b + 1) << 8)));
+  return _mm256_set_m128i(chi, clo);
+}
+
 // ---- 32-element formats --------------------------------------------------------
 
+// Formats against Q8_0 activations use the working-format side arrays (float
+// scales, int32 block sums). Q4_0 / Q5_0 are decoded unsigned and their bias is
+// taken off through the block sums: sum((q - B) y) = sum(q y) - B * sum(y),
+// exact in integers, so the result equals the scalar reference's.
 struct FmtQ4_0 {
   using W = BlockQ4_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
-  static __m256i decode(const W& b) {
-    return _mm256_sub_epi8(nibbles32(b.qs), _mm256_set1_epi8(8));
-  }
-  static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = 3;  // bias 8
+  static __m256i decode(const W& b) { return nibbles32(b.qs); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
 struct FmtQ8_0 {
   using W = BlockQ8_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = -1;  // signed weights: no bias
   static __m256i decode(const W& b) { return load256(b.qs); }
   static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
 };
@@ -110,17 +133,20 @@ struct FmtQ5_0 {
   using W = BlockQ5_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
-  // nibble | 0xF0 where the fifth bit is clear == (nibble + 16*bit - 16) as int8.
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = 4;  // bias 16
   static __m256i decode(const W& b) {
-    const __m256i hi = _mm256_andnot_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(static_cast<char>(0xF0)));
+    const __m256i hi = _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(nibbles32(b.qs), hi);
   }
-  static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
 struct FmtQ4_1 {
   using W = BlockQ4_1;
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kSide = false;
+  static constexpr int kBiasShift = -1;
   static __m256i decode(const W& b) { return nibbles32(b.qs); }
   static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
@@ -128,6 +154,8 @@ struct FmtQ5_1 {
   using W = BlockQ5_1;
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kSide = false;
+  static constexpr int kBiasShift = -1;
   static __m256i decode(const W& b) {
     const __m256i hi = _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(0x10));
     return _mm256_or_si256(nibbles32(b.qs), hi);
@@ -135,10 +163,13 @@ struct FmtQ5_1 {
   static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
 };
 
-template <class X>
-inline __m128 act_scales4(const X* x) {
-  return halves4(x[0].d, x[1].d, x[2].d, x[3].d);
-}
+// One activation row as seen by dot32.
+template <class Fmt>
+struct ActRow {
+  const typename Fmt::X* blocks;
+  const float* scales;  // side arrays (kSide formats only)
+  const int32_t* sums;
+};
 
 // Canonical order: block b -> phase b % 4, acc = fma(dw*dx, isum, acc)
 // [, acc = fma(mw, sx, acc)], result (p0+p1)+(p2+p3). Groups of 4 blocks are
@@ -148,24 +179,38 @@ void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* 
   using W = typename Fmt::W;
   using X = typename Fmt::X;
   const W* w = static_cast<const W*>(vw);
-  const X* xs[NT];
+  const int64_t nb = n / kQK32;
+  ActRow<Fmt> xs[NT];
   __m128 acc[NT];
   for (int t = 0; t < NT; ++t) {
-    xs[t] = reinterpret_cast<const X*>(x + static_cast<size_t>(t) * x_stride);
+    const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
+    xs[t].blocks = reinterpret_cast<const X*>(row);
+    if constexpr (Fmt::kSide) {
+      xs[t].scales = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
+      xs[t].sums = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    }
     acc[t] = _mm_setzero_ps();
   }
-  const int64_t nb = n / kQK32;
   int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
     __m256i wq[4];
     for (int k = 0; k < 4; ++k) wq[k] = Fmt::decode(w[b + k]);
     const __m128 wd = halves4(w[b].d, w[b + 1].d, w[b + 2].d, w[b + 3].d);
     for (int t = 0; t < NT; ++t) {
-      const X* xb = xs[t] + b;
-      const __m128i isum = hsum4(Fmt::dot(wq[0], load256(xb[0].qs)), Fmt::dot(wq[1], load256(xb[1].qs)),
-                                 Fmt::dot(wq[2], load256(xb[2].qs)), Fmt::dot(wq[3], load256(xb[3].qs)));
-      const __m128 dd = _mm_mul_ps(wd, act_scales4(xb));
-      acc[t] = _mm_fmadd_ps(dd, _mm_cvtepi32_ps(isum), acc[t]);
+      const X* xb = xs[t].blocks + b;
+      __m128i isum = hsum4(Fmt::dot(wq[0], load256(xb[0].qs)), Fmt::dot(wq[1], load256(xb[1].qs)),
+                           Fmt::dot(wq[2], load256(xb[2].qs)), Fmt::dot(wq[3], load256(xb[3].qs)));
+      __m128 xd;
+      if constexpr (Fmt::kSide) {
+        xd = _mm_loadu_ps(xs[t].scales + b);
+        if constexpr (Fmt::kBiasShift >= 0) {
+          const __m128i ysum = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xs[t].sums + b));
+          isum = _mm_sub_epi32(isum, _mm_slli_epi32(ysum, Fmt::kBiasShift));
+        }
+      } else {
+        xd = halves4(xb[0].d, xb[1].d, xb[2].d, xb[3].d);
+      }
+      acc[t] = _mm_fmadd_ps(_mm_mul_ps(wd, xd), _mm_cvtepi32_ps(isum), acc[t]);
       if constexpr (Fmt::kMin) {
         const __m128 wm = halves4(w[b].m, w[b + 1].m, w[b + 2].m, w[b + 3].m);
         const __m128 xsum = halves4(xb[0].s, xb[1].s, xb[2].s, xb[3].s);
@@ -177,10 +222,12 @@ void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* 
     float a[4];
     _mm_storeu_ps(a, acc[t]);
     for (int64_t bb = b; bb < nb; ++bb) {
-      const int32_t isum = hsum8(Fmt::dot(Fmt::decode(w[bb]), load256(xs[t][bb].qs)));
-      const float dd = h2f(w[bb].d) * h2f(xs[t][bb].d);
+      const X& xb = xs[t].blocks[bb];
+      int32_t isum = hsum8(Fmt::dot(Fmt::decode(w[bb]), load256(xb.qs)));
+      if constexpr (Fmt::kBiasShift >= 0) isum -= xs[t].sums[bb] * (1 << Fmt::kBiasShift);
+      const float dd = h2f(w[bb].d) * h2f(xb.d);
       a[bb & 3] = fma_ss(dd, static_cast<float>(isum), a[bb & 3]);
-      if constexpr (Fmt::kMin) a[bb & 3] = fma_ss(h2f(w[bb].m), h2f(xs[t][bb].s), a[bb & 3]);
+      if constexpr (Fmt::kMin) a[bb & 3] = fma_ss(h2f(w[bb].m), h2f(xb.s), a[bb & 3]);
     }
     out[t] = (a[0] + a[1]) + (a[2] + a[3]);
   }
@@ -194,23 +241,31 @@ void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* 
 struct DecodedQ4K {
   __m256i q[8];
   __m256i scale[8];
-  uint8_t mins[8];
+  __m256i mins16;  // int16 lanes 2j, 2j+1 = min of sub-block j (pairs with the 16 bsums)
 };
+inline __m256i expand_mins(const uint8_t mins[8]) {
+  const __m128i m = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+}
 inline void decode_q4k(const BlockQ4_K& b, DecodedQ4K* d) {
-  uint8_t sc[8];
-  k4_unpack_scales(b.scales, sc, d->mins);
+  uint8_t sc[8], mins[8];
+  k4_unpack_scales(b.scales, sc, mins);
+  d->mins16 = expand_mins(mins);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int j = 0; j < 4; ++j) {
     const __m256i raw = load256(b.qs + 32 * j);
     d->q[2 * j] = _mm256_and_si256(raw, m4);
     d->q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
   }
-  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_set1_epi16(sc[j]);
+  const __m256i sc16 = _mm256_broadcastsi128_si256(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_shuffle_epi8(sc16, pick16(j, j));
 }
 struct DecodedQ5K : DecodedQ4K {};
 inline void decode_q5k(const BlockQ5_K& b, DecodedQ4K* d) {
-  uint8_t sc[8];
-  k4_unpack_scales(b.scales, sc, d->mins);
+  uint8_t sc[8], mins[8];
+  k4_unpack_scales(b.scales, sc, mins);
+  d->mins16 = expand_mins(mins);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i one = _mm256_set1_epi8(1);
   __m256i qh = load256(b.qh);
@@ -224,22 +279,22 @@ inline void decode_q5k(const BlockQ5_K& b, DecodedQ4K* d) {
     d->q[2 * j + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h1);
     qh = _mm256_srli_epi16(qh, 2);
   }
-  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_set1_epi16(sc[j]);
+  const __m256i sc16 = _mm256_broadcastsi128_si256(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_shuffle_epi8(sc16, pick16(j, j));
 }
 
 // Quants <= 31 unsigned: maddubs pairs <= 31*127*2; times a 6-bit scale in madd.
-inline int32_t isum_k4(const DecodedQ4K& d, const BlockQ8_K& x) {
+// Mins: madd of the 16 block sums with the doubled mins (|bsum| <= 16*127,
+// min <= 63: exact in int32).
+inline void isum_k4(const DecodedQ4K& d, const BlockQ8_K& x, int32_t* isum, int32_t* imin) {
   __m256i sumi = _mm256_setzero_si256();
   for (int j = 0; j < 8; ++j) {
     const __m256i p = _mm256_maddubs_epi16(d.q[j], load256(x.qs + 32 * j));
     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, d.scale[j]));
   }
-  return hsum8(sumi);
-}
-inline int32_t imin_k4(const DecodedQ4K& d, const BlockQ8_K& x) {
-  int32_t s = 0;
-  for (int j = 0; j < 8; ++j) s += d.mins[j] * (x.bsums[2 * j] + x.bsums[2 * j + 1]);
-  return s;
+  const __m256i mins = _mm256_madd_epi16(load256(x.bsums), d.mins16);
+  hsum8x2(sumi, mins, isum, imin);
 }
 
 template <class WBlock, void (*Decode)(const WBlock&, DecodedQ4K*), int NT>
@@ -253,8 +308,8 @@ void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float*
     const float wd = h2f(w[b].d), wdmin = h2f(w[b].dmin);
     for (int t = 0; t < NT; ++t) {
       const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
-      const int32_t isum = isum_k4(dec, xb);
-      const int32_t imin = imin_k4(dec, xb);
+      int32_t isum, imin;
+      isum_k4(dec, xb, &isum, &imin);
       const float d = xb.d * wd;
       const float dmin = xb.d * wdmin;
       acc[t] = fma_ss(d, static_cast<float>(isum), acc[t]);
@@ -270,7 +325,7 @@ void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float*
 struct DecodedQ6K {
   __m256i q[8];
   __m256i scale[8];
-  const int8_t* scales;
+  __m256i scales16;  // the 16 sub-block scales as int16 (pairs with the bsums)
 };
 inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -288,10 +343,15 @@ inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
     d->q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
     d->q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
   }
-  for (int g = 0; g < 8; ++g) {
-    d->scale[g] = _mm256_set_m128i(_mm_set1_epi16(b.scales[2 * g + 1]), _mm_set1_epi16(b.scales[2 * g]));
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  d->scales16 = _mm256_cvtepi8_epi16(raw);
+  // Scales 0..7 and 8..15 as int16, each copied into both 128-bit halves.
+  const __m256i first = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(raw));
+  const __m256i second = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(raw, 8)));
+  for (int g = 0; g < 4; ++g) {
+    d->scale[g] = _mm256_shuffle_epi8(first, pick16(2 * g, 2 * g + 1));
+    d->scale[g + 4] = _mm256_shuffle_epi8(second, pick16(2 * g, 2 * g + 1));
   }
-  d->scales = b.scales;
 }
 // maddubs pairs <= 63*127*2 = 16002; madd by |scale| <= 128 fits int32.
 inline int32_t isum_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
@@ -300,9 +360,9 @@ inline int32_t isum_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
     const __m256i p = _mm256_maddubs_epi16(d.q[g], load256(x.qs + 32 * g));
     sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, d.scale[g]));
   }
-  int32_t bias = 0;
-  for (int j = 0; j < 16; ++j) bias += d.scales[j] * x.bsums[j];
-  return hsum8(sumi) - 32 * bias;
+  int32_t total, bias;
+  hsum8x2(sumi, _mm256_madd_epi16(load256(x.bsums), d.scales16), &total, &bias);
+  return total - 32 * bias;
 }
 
 template <int NT>

@@ -19,8 +19,20 @@ namespace hearth::engine {
 // Q2_K..Q6_K -> Q8_K, F16 -> F16, BF16 -> BF16, F32 -> F32.
 gguf::TensorType activation_type(gguf::TensorType weight);
 
+// Working format of a Q8_0-partner activation row (what the kernels receive):
+// the nb = n/32 Q8_0 blocks, then at q8_0_side_offset(nb) nb floats (exactly
+// fp16_to_fp32 of each block's d) and nb int32 (each block's sum of quants).
+// The side arrays let SIMD kernels load 4 scales / sums at once; the scalar
+// reference reads only the blocks. Other partner formats are the plain GGUF rows.
+inline constexpr size_t q8_0_side_offset(int64_t nb) {
+  return static_cast<size_t>(nb * 34 + 31) / 32 * 32;
+}
+inline constexpr size_t q8_0_working_row_bytes(int64_t nb) {
+  return (q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8 + 31) / 32 * 32;
+}
+
 // One weight row (n elements of the weight type) . one activation row (n
-// elements of activation_type()).
+// elements of activation_type(), in the working format above).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
 
 // One weight row against nt <= kMaxTileTokens activation rows (row t at

@@ -7,7 +7,7 @@ namespace hearth::engine {
 #if !(defined(__x86_64__) || defined(__i386__))
 const KernelSet* avx2_kernels() { return nullptr; }
 #endif
-#if !defined(__ARM_NEON)
+#if !(defined(__ARM_NEON) && defined(__aarch64__))
 const KernelSet* neon_kernels() { return nullptr; }
 #endif
 

@@ -97,6 +97,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
 #endif
 
   impl->pool = std::make_unique<kb::ThreadPool>(options.n_threads);
+  impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
   impl->kv = std::make_unique<engine::KvStore>(options.n_seq_max + 1, hp.n_layer,
                                                 impl->opts.n_ctx, hp.kv_dim());
   ForwardScratch& s = impl->s;

@@ -38,6 +38,14 @@ struct Engine::Impl {
   int n_threads = 1;
   std::shared_ptr<Tokenizer> tokenizer;
   std::unique_ptr<kb::ThreadPool> pool;
+  std::unique_ptr<kb::ThreadPool> inline_pool;  // size 1: for work too small to split
+
+  // The pool for `macs` multiply-adds: waking workers costs more than tiny jobs save.
+  // Results do not depend on the choice (thread count never changes the bits).
+  kb::ThreadPool& pool_for(int64_t macs) { return macs < (int64_t{1} << 16) ? *inline_pool : *pool; }
+  void matmul(const kb::WeightView& w, const float* x, int64_t n_tokens, float* y) {
+    kb::matmul(w, x, n_tokens, y, pool_for(w.rows * w.cols * n_tokens), s.mm);
+  }
   std::unique_ptr<engine::KvStore> kv;  // n_seq_max user sequences + 1 private (embed)
   ForwardScratch s;
 

@@ -72,10 +72,13 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   const int32_t group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int64_t items = static_cast<int64_t>(chunk.size()) * hp.n_head;
-  const int64_t n_slots = std::min<int64_t>(n_threads, items);
+  int64_t macs = 0;
+  for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
+  kb::ThreadPool& tp = pool_for(macs);
+  const int64_t n_slots = std::min<int64_t>(tp.size(), items);
   // One slot per thread, each with its own score buffer; which thread runs a slot does
   // not matter, every (token, head) output is computed by one sequential loop.
-  pool->parallel_for(n_slots, [&](int64_t slot_begin, int64_t slot_end) {
+  tp.parallel_for(n_slots, [&](int64_t slot_begin, int64_t slot_end) {
     for (int64_t slot = slot_begin; slot < slot_end; ++slot) {
       float* scores = s.scores.data() + slot * kv->n_ctx();
       const int64_t lo = items * slot / n_slots, hi = items * (slot + 1) / n_slots;
@@ -115,9 +118,9 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
     for (int64_t t = 0; t < T; ++t) {
       engine::rms_norm(x + t * e, L.attn_norm.data, e, hp.rms_eps, xn + t * e);
     }
-    kb::matmul(L.wq, xn, T, s.q.data(), *pool, s.mm);
-    kb::matmul(L.wk, xn, T, s.k.data(), *pool, s.mm);
-    kb::matmul(L.wv, xn, T, s.v.data(), *pool, s.mm);
+    matmul(L.wq, xn, T, s.q.data());
+    matmul(L.wk, xn, T, s.k.data());
+    matmul(L.wv, xn, T, s.v.data());
     for (int64_t t = 0; t < T; ++t) {
       float* q = s.q.data() + t * qd;
       float* k = s.k.data() + t * kvd;
@@ -139,19 +142,19 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
     }
     attention(chunk, l);
-    kb::matmul(L.wo, s.att.data(), T, s.proj.data(), *pool, s.mm);
+    matmul(L.wo, s.att.data(), T, s.proj.data());
     for (int64_t i = 0; i < T * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
 
     for (int64_t t = 0; t < T; ++t) {
       engine::rms_norm(x + t * e, L.ffn_norm.data, e, hp.rms_eps, xn + t * e);
     }
-    kb::matmul(L.w_gate, xn, T, s.gate.data(), *pool, s.mm);
-    kb::matmul(L.w_up, xn, T, s.up.data(), *pool, s.mm);
+    matmul(L.w_gate, xn, T, s.gate.data());
+    matmul(L.w_up, xn, T, s.up.data());
     for (int64_t i = 0; i < T * ff; ++i) {
       const float g = s.gate[static_cast<size_t>(i)];
       s.gate[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * s.up[static_cast<size_t>(i)];
     }
-    kb::matmul(L.w_down, s.gate.data(), T, s.proj.data(), *pool, s.mm);
+    matmul(L.w_down, s.gate.data(), T, s.proj.data());
     for (int64_t i = 0; i < T * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
   }
 
@@ -171,7 +174,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       engine::rms_norm(x + t * e, w.output_norm.data, e, hp.rms_eps, s.out_x.data() + n_out * e);
       ++n_out;
     }
-    if (n_out > 0) kb::matmul(w.output, s.out_x.data(), n_out, logits, *pool, s.mm);
+    if (n_out > 0) matmul(w.output, s.out_x.data(), n_out, logits);
   }
 }
 

@@ -41,8 +41,9 @@ class SpmSession {
 
   void run(std::vector<int32_t>& out) {
     for (size_t offset = 0; offset < text_.size();) {
-      const size_t len = std::min(utf8_lead_length(static_cast<uint8_t>(text_[offset])),
-                                  text_.size() - offset);
+      // llama.cpp cuts by lead byte alone; checking the continuation bytes keeps a
+      // broken sequence from swallowing the next character (same ids for valid UTF-8).
+      const size_t len = utf8_char_length(text_, offset);
       const int index = static_cast<int>(symbols_.size());
       offset += len;
       symbols_.push_back({index - 1, offset == text_.size() ? -1 : index + 1, offset - len, len});

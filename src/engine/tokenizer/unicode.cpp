@@ -57,6 +57,15 @@ size_t utf8_lead_length(uint8_t lead) {
   return kLookup[lead >> 4];
 }
 
+size_t utf8_char_length(std::string_view s, size_t pos) {
+  const size_t n = utf8_lead_length(static_cast<uint8_t>(s[pos]));
+  if (n == 1 || pos + n > s.size()) return 1;
+  for (size_t i = 1; i < n; ++i) {
+    if ((static_cast<uint8_t>(s[pos + i]) & 0xC0) != 0x80) return 1;
+  }
+  return n;
+}
+
 uint32_t decode_utf8(std::string_view s, size_t& pos) {
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(s[i]); };
   const uint8_t b0 = byte(pos);

@@ -14,8 +14,12 @@ namespace hearth::tokenizer {
 constexpr uint32_t kReplacementChar = 0xFFFD;
 
 // Length of the UTF-8 sequence a lead byte announces, judged by its high nibble
-// only (1 for ASCII and stray continuation bytes, 2, 3 or 4). SPM splits text this way.
+// only (1 for ASCII and stray continuation bytes, 2, 3 or 4).
 size_t utf8_lead_length(uint8_t lead);
+
+// Length of the character at `pos`: the lead byte's length when the continuation
+// bytes are there, else 1 (so a broken sequence never swallows the next character).
+size_t utf8_char_length(std::string_view s, size_t pos);
 
 // Decodes the codepoint at `pos` and advances past it. An invalid or truncated
 // sequence yields U+FFFD and advances one byte.

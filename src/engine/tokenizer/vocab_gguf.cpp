@@ -14,8 +14,16 @@ Result<int32_t> read_id(const gguf::GgufFile& file, std::string_view key, int32_
   if (!file.has(key)) return fallback;
   HEARTH_ASSIGN_OR_RETURN(int64_t id, file.get_i64(key));
   if (id < 0 || static_cast<uint64_t>(id) >= n) {
-    log::warn("tokenizer: " + std::string(key) + " = " + std::to_string(id) +
-              " is outside the vocabulary of " + std::to_string(n) + " tokens; ignored");
+    // -1 and its u32 spelling 0xFFFFFFFF are common ways of writing "none".
+    const bool means_none = id == -1 || id == 0xFFFFFFFFll;
+    const std::string message = "tokenizer: " + std::string(key) + " = " + std::to_string(id) +
+                                " is outside the vocabulary of " + std::to_string(n) +
+                                " tokens; ignored";
+    if (means_none) {
+      log::debug(message);
+    } else {
+      log::warn(message);
+    }
     return -1;
   }
   return static_cast<int32_t>(id);
