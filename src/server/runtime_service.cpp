@@ -5,6 +5,7 @@
 #include "server/runtime_service.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "hearth/gguf.h"
 #include "hearth/log.h"
 #include "hearth/runtime.h"
+#include "runtime/stub_backend.h"
 
 namespace hearth::server {
 namespace {
@@ -78,6 +80,17 @@ class RuntimeService : public ServiceApi {
       else if (key == "continued_interval") c.policy.continued_interval = v;
       else if (key == "boundary_trim_tokens") c.policy.boundary_trim_tokens = v;
       else if (key == "boundary_align_tokens") c.policy.boundary_align_tokens = v;
+    }
+    if (c.backend == "stub") {
+      // Tests slow the stub down (HEARTH_STUB_STEP_DELAY_US) so a client can leave mid-stream.
+      rt::StubOptions stub;
+      if (c.n_ctx > 0) stub.n_ctx = c.n_ctx;
+      stub.n_seq_max = c.n_seq_max;
+      if (!c.model_path.empty()) stub.model_path = c.model_path;
+      if (const char* delay = std::getenv("HEARTH_STUB_STEP_DELAY_US")) {
+        stub.control->step_delay_us.store(std::atoi(delay));
+      }
+      c.factory = rt::stub_factory(stub);
     }
     std::string chat_template = read_chat_template(options.path);
     HEARTH_ASSIGN_OR_RETURN(std::string id, runtime_->load_model(std::move(c)));
