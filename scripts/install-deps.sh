@@ -18,8 +18,13 @@ PACKAGES=(
   libbenchmark-dev                       # micro-benchmarks
   clang-format                           # make format
   curl                                   # server integration tests
-  nodejs npm                             # server tests with the official client SDKs
 )
+# Server tests drive hearth with the official openai / @anthropic-ai/sdk clients:
+# Node.js with npm. Machines that already ship a Node (e.g. a nodesource build that
+# bundles npm) keep it; otherwise Debian's nodejs + npm are installed.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

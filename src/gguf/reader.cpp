@@ -21,6 +21,8 @@ namespace {
 // Bounds the memory the metadata can cost: every parsed element is a Value (~48
 // bytes), so without a cap a corrupted count in a large file could demand tens of GB.
 constexpr uint64_t kMaxMetadataValues = uint64_t{1} << 23;
+// Largest up-front reserve() taken from a count read from the file.
+constexpr uint64_t kReserveCap = uint64_t{1} << 16;
 
 std::string at(uint64_t pos) { return " (at byte " + std::to_string(pos) + ")"; }
 
@@ -168,7 +170,9 @@ Status Parser::read_value(uint32_t type_id, int depth, const std::string& what, 
                                  std::to_string(kMaxMetadataValues));
       }
       std::vector<Value> elems;
-      elems.reserve(static_cast<size_t>(count));  // bounded by the two checks above
+      // Bounded by the checks above, and capped again so that a corrupted count
+      // costs no large up-front allocation; real elements grow the vector as read.
+      elems.reserve(static_cast<size_t>(std::min<uint64_t>(count, kReserveCap)));
       for (uint64_t i = 0; i < count; ++i) {
         Value e;
         e.type = static_cast<ValueType>(elem_type);
@@ -252,8 +256,8 @@ Status Parser::read_header(GgufFile& f, uint64_t& n_tensors, uint64_t& n_kv) {
 }
 
 Status Parser::read_metadata(GgufFile& f, uint64_t n_kv) {
-  f.kv_.reserve(static_cast<size_t>(n_kv));  // bounded by read_header
-  kv_offsets_.reserve(static_cast<size_t>(n_kv));
+  f.kv_.reserve(static_cast<size_t>(std::min(n_kv, kReserveCap)));  // n_kv checked too
+  kv_offsets_.reserve(static_cast<size_t>(std::min(n_kv, kReserveCap)));
   std::unordered_set<std::string> seen;
   for (uint64_t i = 0; i < n_kv; ++i) {
     const uint64_t key_pos = pos_;
@@ -407,8 +411,8 @@ Status Parser::run(GgufFile& f) {
                     " tensor infos cannot fit in the " + std::to_string(remaining()) +
                     " bytes left after the metadata" + at(pos_));
   }
-  f.tensors_.reserve(static_cast<size_t>(n_tensors));
-  info_offsets_.reserve(static_cast<size_t>(n_tensors));
+  f.tensors_.reserve(static_cast<size_t>(std::min(n_tensors, kReserveCap)));
+  info_offsets_.reserve(static_cast<size_t>(std::min(n_tensors, kReserveCap)));
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     HEARTH_RETURN_IF_ERROR(read_tensor_info(f, i, names));

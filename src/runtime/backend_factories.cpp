@@ -1,6 +1,7 @@
 #include "runtime/backend_factories.h"
 
-#include "runtime/memory_row_store.h"
+#include "runtime/cache_row_store.h"
+#include "runtime/engine_backend.h"
 #include "runtime/stub_backend.h"
 
 namespace hearth::runtime {
@@ -13,14 +14,15 @@ Result<BackendFactory> named_backend_factory(const ModelConfig& config) {
     if (!config.model_path.empty()) o.model_path = config.model_path;
     return stub_factory(o);
   }
-  if (config.backend == "engine")
-    return Unsupported("the engine backend is not built into this runtime yet");
+  if (config.backend == "engine") {
+    if (config.model_path.empty()) return InvalidArgument("model_path is required");
+    return engine_factory(config);
+  }
   return InvalidArgument("unknown backend '" + config.backend + "' (expected engine or stub)");
 }
 
 Result<std::shared_ptr<RowStore>> make_row_store(const CacheOptions& options) {
-  auto store = std::make_shared<MemoryRowStore>(options.ram_bytes);
-  store->set_publish_delay(std::chrono::milliseconds(options.testing_publish_delay_ms));
+  HEARTH_ASSIGN_OR_RETURN(auto store, CacheRowStore::open(options));
   return std::shared_ptr<RowStore>(std::move(store));
 }
 

@@ -25,7 +25,11 @@ Result<Digest256> fingerprint_gguf_chunked(const std::string& path) {
 Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdentity& identity,
                                        const std::string& adapters_digest) {
   RowNamespace ns;
-  ns.quant_byte = identity.quant_byte;
+  auto quant = cache::quant_type_from_byte(identity.quant_byte);
+  if (!quant)
+    return InvalidArgument("backend reports quant byte " + std::to_string(identity.quant_byte) +
+                           ", which the cache does not know");
+  ns.quant = *quant;
   Digest256 base{};
   const bool exists = !identity.model_path.empty() && std::filesystem::exists(identity.model_path);
   switch (config.fingerprint_mode) {
@@ -59,6 +63,8 @@ Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdenti
   } else {
     // Rows made under an adapter set never collide with rows of the bare model.
     Sha256 h;
+    static constexpr char kTag[] = "hearth-adapters-v1";
+    h.update(kTag, sizeof kTag - 1);
     h.update(base.data(), base.size());
     h.update(adapters_digest.data(), adapters_digest.size());
     ns.fingerprint = h.digest();

@@ -149,26 +149,26 @@ void ModelWorker::lookup(Request& r) {
   if (r.params.parent_key) {
     auto key = digest_from_hex(*r.params.parent_key);
     if (key.ok()) {
-      RowPtr row = store_->lookup_exact(*key);
-      CacheHitKind kind = CacheHitKind::kExact;
-      if (!row) {
-        bool waited = false;
-        row = store_->lookup_exact_or_wait(
-            *key, std::chrono::milliseconds(std::max(0, p.session_resume_wait_ms)), &waited);
-        if (waited) kind = CacheHitKind::kResume;
-      }
-      if (row && row->tokens.size() <= r.prompt.size() &&
-          std::equal(row->tokens.begin(), row->tokens.end(), r.prompt.begin())) {
-        r.restore_row = std::move(row);
-        r.restore_kind = kind;
+      bool waited = false;
+      RowHit hit = store_->lookup_exact_or_wait(
+          *key, std::chrono::milliseconds(std::max(0, p.session_resume_wait_ms)), &waited);
+      // Usable when the row is a prefix of the new prompt (the usual next turn).
+      if (hit && hit.row->tokens.size() <= r.prompt.size() &&
+          std::equal(hit.row->tokens.begin(), hit.row->tokens.end(), r.prompt.begin())) {
+        r.restore_row = std::move(hit.row);
+        r.restore_len = r.restore_row->tokens.size();
+        r.restore_kind = waited ? CacheHitKind::kResume : CacheHitKind::kExact;
         return;
       }
     } else {
       log::debug("runtime: ignoring malformed parent_key: " + key.status().message());
     }
   }
-  if (RowPtr row = store_->lookup_longest_prefix(ns_, r.prompt, 1, p.boundary_align_tokens)) {
-    r.restore_row = std::move(row);
+  RowHit hit = store_->lookup_longest_prefix(ns_, r.prompt, 1,
+                                             static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
+  if (hit && hit.row->tokens.size() <= static_cast<size_t>(config_.n_ctx)) {
+    r.restore_len = std::min(hit.n_tokens, r.prompt.size());
+    r.restore_row = std::move(hit.row);
     r.restore_kind = CacheHitKind::kPartial;
   }
 }
@@ -289,8 +289,9 @@ void ModelWorker::admit(RequestPtr r) {
 
   // Reuse resident cells, restore a cached row, or start cold.
   const RowPtr& row = r->restore_row;
-  const size_t row_len = row ? row->tokens.size() : 0;
-  const bool row_complete = row && row_len == n && !row->last_logits.empty();
+  const size_t row_len = row ? r->restore_len : 0;  // usable tokens
+  const bool row_complete =
+      row && row_len == n && row->tokens.size() == n && !row->last_logits.empty();
   const size_t sticky = std::min(best_lcp, n - 1);
   if (sticky > 0 && sticky >= row_len && !row_complete) {
     check(backend.seq_truncate(s.seq, static_cast<int32_t>(sticky)), "seq_truncate");
@@ -299,15 +300,18 @@ void ModelWorker::admit(RequestPtr r) {
     s.hit = CacheHitKind::kSticky;
     s.delta.read = static_cast<int64_t>(sticky);
   } else if (row_len > 0) {
-    Status st = backend.kv_unpack(s.seq, row->kv, static_cast<int32_t>(row_len));
+    Status st = backend.kv_unpack(s.seq, row->kv, static_cast<int32_t>(row->tokens.size()));
     if (st.ok()) {
       s.resident = row->tokens;
       s.last_logits = row->last_logits;
       s.hit = r->restore_kind;
-      if (row_len == n && s.last_logits.empty()) {
-        // No stored logits for the last prompt position: recompute that one token.
-        check(backend.seq_truncate(s.seq, static_cast<int32_t>(n - 1)), "seq_truncate");
-        s.resident.resize(n - 1);
+      // Keep only what matches the prompt; without stored logits for the last prompt
+      // position, recompute that one token.
+      const size_t keep = row_complete ? n : std::min(row_len, n - 1);
+      if (keep < s.resident.size()) {
+        check(backend.seq_truncate(s.seq, static_cast<int32_t>(keep)), "seq_truncate");
+        s.resident.resize(keep);
+        s.last_logits.clear();
       }
       s.delta.read = static_cast<int64_t>(s.resident.size());
     } else {
@@ -503,8 +507,11 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   row.tokens.assign(s.resident.begin(), s.resident.begin() + n_tokens);
   row.kv = std::move(kv).value();
   if (static_cast<size_t>(n_tokens) == s.resident.size()) row.last_logits = s.last_logits;
-  auto key = store_->save(ns_, std::move(row), config_.tier, reason, sync,
-                          std::chrono::milliseconds(config_.policy.evict_save_timeout_ms));
+  RowMeta meta;
+  meta.quant_bits = static_cast<uint8_t>(std::clamp(backend_info_.quant_bits, 0, 255));
+  meta.context_size = static_cast<uint32_t>(config_.n_ctx);
+  meta.fingerprint_mode = static_cast<cache::FingerprintMode>(config_.fingerprint_mode);
+  auto key = store_->save(ns_, meta, std::move(row), config_.tier, reason, sync);
   if (!key.ok()) {
     log::warn(std::string("runtime: ") + save_reason_name(reason) +
               " save failed: " + key.status().to_string());

@@ -26,6 +26,7 @@ struct Request {
 
   // Cache lookup done on the caller's thread (it may wait for an in-flight parent save).
   RowPtr restore_row;
+  size_t restore_len = 0;  // leading tokens of restore_row that match the prompt
   CacheHitKind restore_kind = CacheHitKind::kCold;
 
   std::atomic<bool> cancelled{false};

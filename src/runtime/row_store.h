@@ -1,33 +1,27 @@
 // The runtime's view of the shared KV cache: rows of (tokens, packed KV, optional logits
 // of the last position) addressed by key = SHA-256(fingerprint || quant byte ||
-// ctx_params_hash || tokens as little-endian int32). One store serves every model; rows
-// are segregated by the namespace (fingerprint, quant byte, ctx_params_hash).
+// ctx_params_hash || tokens as u32 LE) (hearth::cache::make_key). One store serves every
+// model; rows are segregated by namespace (fingerprint, quant, ctx_params_hash).
 //
-// MemoryRowStore (memory_row_store.h) implements it in-process; CacheRowStore adapts the
-// hearth cache subsystem (include/hearth/cache*.h) when it is built in.
+// CacheRowStore (cache_row_store.h) implements it over hearth::cache::Cache.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "hearth/backend.h"
+#include "hearth/cache_key.h"
 #include "hearth/runtime.h"
-#include "hearth/sha256.h"
 
 namespace hearth::runtime {
 
-struct RowNamespace {
-  Digest256 fingerprint{};
-  uint8_t quant_byte = 0;
-  Digest256 ctx_params_hash{};
-  bool operator==(const RowNamespace&) const = default;
-};
+using RowNamespace = cache::KeyNamespace;
+using RowKey = cache::CacheKey;
 
 struct CacheRow {
   std::vector<TokenId> tokens;
@@ -36,32 +30,45 @@ struct CacheRow {
 };
 using RowPtr = std::shared_ptr<const CacheRow>;
 
+// A lookup hit: the row and how many of its leading tokens match the prompt (a radix hit
+// may cover only part of a row: restore it whole, then truncate to n_tokens).
+struct RowHit {
+  RowPtr row;
+  size_t n_tokens = 0;
+  explicit operator bool() const { return row != nullptr; }
+};
+
 enum class SaveReason { kCold, kContinued, kFinish, kEvict, kShutdown };
 const char* save_reason_name(SaveReason reason);
 
-Digest256 row_key(const RowNamespace& ns, std::span<const TokenId> tokens);
+RowKey row_key(const RowNamespace& ns, std::span<const TokenId> tokens);
+
+// Extra facts written into a row's KVC header.
+struct RowMeta {
+  uint8_t quant_bits = 16;
+  uint32_t context_size = 0;
+  cache::FingerprintMode fingerprint_mode = cache::FingerprintMode::kGgufChunked;
+};
 
 class RowStore {
  public:
   virtual ~RowStore() = default;
-  // Row stored under `key`, if published.
-  virtual RowPtr lookup_exact(const Digest256& key) = 0;
-  // Like lookup_exact, but when a save of `key` is in flight waits up to `wait` for it to
-  // publish. *waited reports whether a wait happened (a resume hit).
-  virtual RowPtr lookup_exact_or_wait(const Digest256& key, std::chrono::milliseconds wait,
+  // The row published under `key`. When a save of `key` is in flight, waits up to `wait`
+  // for it; *waited reports whether it had to (a resume hit).
+  virtual RowHit lookup_exact_or_wait(const RowKey& key, std::chrono::milliseconds wait,
                                       bool* waited) = 0;
-  // The longest published row of `ns` whose tokens are a prefix of `tokens` and at least
-  // `min_tokens` long (radix lookup, then a stride walk over `stride`-aligned lengths).
-  virtual RowPtr lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
-                                       int32_t min_tokens, int32_t stride) = 0;
-  // Stores a row. Async saves return once the row is queued (lookup_exact_or_wait sees it
-  // in flight); sync saves return once it is published or `deadline` passed.
-  virtual Result<Digest256> save(const RowNamespace& ns, CacheRow row, Tier tier,
-                                 SaveReason reason, bool sync,
-                                 std::chrono::milliseconds deadline) = 0;
-  // Counters by name, see Runtime::cache_counters.
+  // The row of `ns` sharing the longest token prefix with `tokens` (radix), else the
+  // stride walk over `stride`-aligned prefixes. Hits shorter than min_tokens are ignored.
+  virtual RowHit lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
+                                       size_t min_tokens, size_t stride) = 0;
+  // Async saves return once queued (a resume lookup sees the key in flight at once);
+  // sync saves return once published or failed. Returns the row's key.
+  virtual Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row,
+                              Tier tier, SaveReason reason, bool sync) = 0;
+  virtual bool tier_enabled(Tier tier) const = 0;
+  // Cache counters plus the runtime's own ("runtime_hits_exact", ...).
   virtual std::map<std::string, uint64_t> counters() const = 0;
-  // Records a lookup outcome the store cannot see itself (e.g. "misses").
+  // Bumps the runtime counter "runtime_<name>".
   virtual void count(const std::string& name) = 0;
   // Waits for queued async saves to publish (shutdown, tests).
   virtual void flush(std::chrono::milliseconds deadline) = 0;

@@ -147,7 +147,13 @@ Status StubBackend::step(std::span<const StepRow> rows,
       uint64_t prev = cells.empty() ? 0x5eed : cells.back();
       cells.push_back(next_cell(prev, t, static_cast<int32_t>(cells.size())));
     }
-    if (r.want_logits) logits_out->push_back(logits_for_cell(cells.back(), options_.eos_bias));
+    if (r.want_logits) {
+      // Like attention, the logits read every cell, so a restore that got any position
+      // wrong shows up.
+      uint64_t acc = 0;
+      for (uint64_t c : cells) acc = splitmix(acc ^ c);
+      logits_out->push_back(logits_for_cell(acc, options_.eos_bias));
+    }
   }
   return OkStatus();
 }

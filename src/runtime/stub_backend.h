@@ -2,7 +2,7 @@
 // engine, so scheduler and cache bugs show up as wrong outputs.
 //   tokens   = bytes + 3 (0 = BOS, 1 = EOS, 2 = unused); tokenize adds no BOS
 //   KV cell  = chain hash: cell[p] = mix(cell[p-1], token[p], p); cells live per sequence
-//   logits   = a pure function of the last cell (so of the whole token history), with
+//   logits   = a pure function of all cells of the sequence (so of its token history), with
 //              printable ASCII favoured and EOS suppressed unless eos_bias is raised
 // A restore that put the wrong cells back changes every later logit, so "warm equals cold"
 // checks are meaningful. step() rejects rows that do not start at the sequence's current

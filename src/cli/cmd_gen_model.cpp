@@ -1,0 +1,36 @@
+// `hearth gen-model`: a llama GGUF with seeded random weights (see gen_model.h).
+#include <cstdio>
+
+#include "cli/gen_model.h"
+#include "cli/registry.h"
+
+namespace hearth::cli {
+namespace {
+
+Registrar reg("gen-model", [](CLI::App& root) {
+  auto opts = std::make_shared<GenModelOptions>();
+  auto* cmd = root.add_subcommand(
+      "gen-model", "Write a llama-architecture GGUF with seeded random N(0, 0.02) weights");
+  cmd->add_option("--preset", opts->preset, "Model shape")
+      ->check(CLI::IsMember(preset_names()))
+      ->capture_default_str();
+  cmd->add_option("--type", opts->type, "Weight type")
+      ->check(CLI::IsMember(weight_type_names()))
+      ->capture_default_str();
+  cmd->add_option("--seed", opts->seed, "RNG seed")->capture_default_str();
+  cmd->add_option("--out", opts->out, "Output .gguf path")->required();
+  cmd->add_option("--vocab-from", opts->vocab_from,
+                  "Copy every tokenizer.* key from this GGUF (vocab size follows it)");
+  cmd->callback([opts] {
+    Status st = generate_model(*opts);
+    if (!st.ok()) {
+      std::fprintf(stderr, "hearth gen-model: %s\n", st.to_string().c_str());
+      exit_code() = 1;
+      return;
+    }
+    exit_code() = 0;
+  });
+});
+
+}  // namespace
+}  // namespace hearth::cli

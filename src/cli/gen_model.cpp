@@ -1,0 +1,289 @@
+// See gen_model.h. Weights stream to disk one tensor at a time; within a tensor,
+// chunks of rows are generated (and converted) in parallel, each chunk from its own
+// RNG stream, so the bytes do not depend on the number of threads.
+#include "cli/gen_model.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include "cli/gen_model_rng.h"
+#include "cli/gen_model_vocab.h"
+#include "engine/quant/quant.h"
+#include "hearth/fp16.h"
+
+namespace hearth::cli {
+namespace {
+
+using gguf::TensorType;
+
+constexpr ModelPreset kPresets[] = {
+    {"tiny", 512, 64, 2, 4, 2, 192, 512, 10000.0f, 1e-5f},
+    {"small", 512, 256, 4, 8, 4, 768, 2048, 10000.0f, 1e-5f},
+    {"tinyllama-1.1b", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 1e-5f},
+};
+
+constexpr WeightType kWeightTypes[] = {
+    {"f32", 0, TensorType::kF32},   {"f16", 1, TensorType::kF16},
+    {"bf16", 32, TensorType::kBF16}, {"q8_0", 7, TensorType::kQ8_0},
+    {"q4_0", 2, TensorType::kQ4_0}, {"q4_k_m", 15, TensorType::kQ4_K},
+};
+
+// llama.cpp's use_more_bits(): the first and last eighth of the layers, and every
+// third layer in between, get the bigger type in the *_K_M mixes.
+bool use_more_bits(uint32_t i, uint32_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2);
+}
+
+// When a row does not divide into the chosen type's blocks, llama.cpp falls back
+// to a type with 32-element blocks, and to F16 when even that does not fit.
+TensorType fit_row(TensorType t, uint64_t ne0) {
+  const gguf::TypeTraits* tr = gguf::type_traits(t);
+  if (ne0 % tr->block_size == 0) return t;
+  TensorType fallback = TensorType::kF16;
+  switch (t) {
+    case TensorType::kQ4_K: fallback = TensorType::kQ5_0; break;
+    case TensorType::kQ5_K: fallback = TensorType::kQ5_1; break;
+    case TensorType::kQ6_K: fallback = TensorType::kQ8_0; break;
+    default: break;
+  }
+  return ne0 % gguf::type_traits(fallback)->block_size == 0 ? fallback : TensorType::kF16;
+}
+
+TensorType weight_type_for(const WeightType& w, const std::string& role, uint32_t layer,
+                           uint32_t n_layer) {
+  if (w.base == TensorType::kF32 || w.base == TensorType::kF16 || w.base == TensorType::kBF16 ||
+      w.base == TensorType::kQ8_0) {
+    return w.base;
+  }
+  if (role == "output") return TensorType::kQ6_K;  // llama.cpp's rule for every 4/5-bit mix
+  if (w.llama_ftype == 15 && (role == "attn_v" || role == "ffn_down") &&
+      use_more_bits(layer, n_layer)) {
+    return TensorType::kQ6_K;
+  }
+  return w.base;
+}
+
+// Bytes of data for a tensor; the writer validated the shape already.
+uint64_t tensor_bytes(const PlannedTensor& t) {
+  uint64_t rows = 1;
+  for (size_t d = 1; d < t.dims.size(); ++d) rows *= t.dims[d];
+  return gguf::row_bytes(t.type, t.dims[0]) * rows;
+}
+
+// Converts n floats to `type` at dst.
+Status convert(TensorType type, const float* src, uint8_t* dst, int64_t n) {
+  switch (type) {
+    case TensorType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      return OkStatus();
+    case TensorType::kF16: {
+      int64_t i = 0;
+#if defined(__F16C__)
+      // Hardware conversion rounds to nearest even, exactly as fp32_to_fp16.
+      for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * i), h);
+      }
+#endif
+      for (; i < n; ++i) {
+        const uint16_t h = fp32_to_fp16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return OkStatus();
+    }
+    case TensorType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = fp32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
+      return OkStatus();
+    default:
+      return engine::quantize_row(type, src, dst, n);
+  }
+}
+
+// Fills one tensor: chunks of rows, each from stream (seed, tensor index, chunk).
+Status fill_tensor(const PlannedTensor& t, size_t index, uint64_t seed, double stddev,
+                   std::span<uint8_t> dst) {
+  const uint64_t ne0 = t.dims[0];
+  uint64_t rows = 1;
+  for (size_t d = 1; d < t.dims.size(); ++d) rows *= t.dims[d];
+  const uint64_t row_bytes = gguf::row_bytes(t.type, ne0);
+  const uint64_t rows_per_chunk = std::max<uint64_t>(1, (uint64_t{1} << 16) / ne0);
+  const uint64_t n_chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  std::atomic<uint64_t> next{0};
+  std::mutex mu;
+  Status first_error;
+  auto worker = [&] {
+    std::vector<float> scratch(rows_per_chunk * ne0);
+    for (;;) {
+      const uint64_t chunk = next.fetch_add(1);
+      if (chunk >= n_chunks) return;
+      const uint64_t row0 = chunk * rows_per_chunk;
+      const uint64_t n_rows = std::min(rows_per_chunk, rows - row0);
+      const size_t n = static_cast<size_t>(n_rows * ne0);
+      if (t.is_norm) {
+        std::fill(scratch.begin(), scratch.begin() + static_cast<ptrdiff_t>(n), 1.0f);
+      } else {
+        NormalGenerator gen(stream_seed(seed, index, chunk));
+        gen.fill(scratch.data(), n, stddev);
+      }
+      Status st = convert(t.type, scratch.data(), dst.data() + row0 * row_bytes,
+                          static_cast<int64_t>(n));
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = st;
+        next.store(n_chunks);
+        return;
+      }
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned n_threads = static_cast<unsigned>(std::min<uint64_t>(hw, n_chunks));
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < n_threads; ++i) threads.emplace_back(worker);
+  worker();
+  for (auto& th : threads) th.join();
+  if (!first_error.ok()) {
+    return Status(first_error.code(), "tensor '" + t.name + "': " + first_error.message());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+const ModelPreset* find_preset(const std::string& name) {
+  for (const auto& p : kPresets) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const auto& p : kPresets) out.emplace_back(p.name);
+  return out;
+}
+
+const WeightType* find_weight_type(const std::string& name) {
+  for (const auto& w : kWeightTypes) {
+    if (name == w.name) return &w;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> weight_type_names() {
+  std::vector<std::string> out;
+  for (const auto& w : kWeightTypes) out.emplace_back(w.name);
+  return out;
+}
+
+std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab,
+                                        const WeightType& w) {
+  const uint64_t embd = p.n_embd;
+  const uint64_t embd_kv = uint64_t{p.n_embd} / p.n_head * p.n_head_kv;
+  std::vector<PlannedTensor> out;
+  auto weight = [&](std::string name, std::string role, uint32_t layer,
+                    std::vector<uint64_t> dims) {
+    const TensorType t = fit_row(weight_type_for(w, role, layer, p.n_layer), dims[0]);
+    out.push_back({std::move(name), std::move(dims), t, false});
+  };
+  auto norm = [&](std::string name) {
+    out.push_back({std::move(name), {embd}, TensorType::kF32, true});
+  };
+  weight("token_embd.weight", "token_embd", 0, {embd, n_vocab});
+  for (uint32_t i = 0; i < p.n_layer; ++i) {
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    norm(blk + "attn_norm.weight");
+    weight(blk + "attn_q.weight", "attn_q", i, {embd, embd});
+    weight(blk + "attn_k.weight", "attn_k", i, {embd, embd_kv});
+    weight(blk + "attn_v.weight", "attn_v", i, {embd, embd_kv});
+    weight(blk + "attn_output.weight", "attn_output", i, {embd, embd});
+    norm(blk + "ffn_norm.weight");
+    weight(blk + "ffn_gate.weight", "ffn_gate", i, {embd, p.n_ff});
+    weight(blk + "ffn_up.weight", "ffn_up", i, {embd, p.n_ff});
+    weight(blk + "ffn_down.weight", "ffn_down", i, {p.n_ff, embd});
+  }
+  norm("output_norm.weight");
+  weight("output.weight", "output", 0, {embd, n_vocab});
+  return out;
+}
+
+Status generate_model(const GenModelOptions& opts) {
+  const ModelPreset* p = find_preset(opts.preset);
+  if (p == nullptr) return InvalidArgument("unknown preset '" + opts.preset + "'");
+  const WeightType* w = find_weight_type(opts.type);
+  if (w == nullptr) return InvalidArgument("unknown --type '" + opts.type + "'");
+  if (opts.out.empty()) return InvalidArgument("--out is required");
+  if (p->n_embd % p->n_head != 0 || p->n_head % p->n_head_kv != 0) {
+    return Internal("preset '" + opts.preset + "' has inconsistent head counts");
+  }
+
+  gguf::GgufWriter writer;
+  const std::string arch = "llama";
+  writer.set_string("general.architecture", arch);
+  writer.set_string("general.name", std::string("hearth-gen-") + p->name);
+  writer.set_u32("general.file_type", w->llama_ftype);
+  writer.set_u32("general.alignment", 32);
+  if (gguf::type_traits(w->base)->quantized) writer.set_u32("general.quantization_version", 2);
+  writer.set("hearth.gen_model.seed", gguf::Value::u64(opts.seed));
+
+  // Tokenizer first: the vocabulary decides n_vocab.
+  std::vector<std::pair<std::string, gguf::Value>> tokenizer_kv;
+  uint32_t n_vocab = p->n_vocab;
+  if (opts.vocab_from) {
+    HEARTH_ASSIGN_OR_RETURN(gguf::GgufFile src, gguf::GgufFile::open(*opts.vocab_from));
+    const gguf::Value* tokens = src.find("tokenizer.ggml.tokens");
+    if (tokens == nullptr || tokens->as_array() == nullptr || tokens->as_array()->empty()) {
+      return InvalidArgument(*opts.vocab_from + ": no tokenizer.ggml.tokens array to copy");
+    }
+    n_vocab = static_cast<uint32_t>(tokens->as_array()->size());
+    for (const auto& [key, value] : src.metadata()) {
+      if (key.rfind("tokenizer.", 0) == 0) tokenizer_kv.emplace_back(key, value);
+    }
+  } else {
+    BuiltinVocab v = builtin_vocab(n_vocab);
+    tokenizer_kv.emplace_back("tokenizer.ggml.model", gguf::Value::str("llama"));
+    tokenizer_kv.emplace_back("tokenizer.ggml.tokens", gguf::Value::string_array(v.tokens));
+    tokenizer_kv.emplace_back("tokenizer.ggml.scores", gguf::Value::f32_array(v.scores));
+    tokenizer_kv.emplace_back("tokenizer.ggml.token_type", gguf::Value::i32_array(v.token_types));
+    tokenizer_kv.emplace_back("tokenizer.ggml.bos_token_id", gguf::Value::u32(1));
+    tokenizer_kv.emplace_back("tokenizer.ggml.eos_token_id", gguf::Value::u32(2));
+    tokenizer_kv.emplace_back("tokenizer.ggml.unknown_token_id", gguf::Value::u32(0));
+    tokenizer_kv.emplace_back("tokenizer.ggml.add_bos_token", gguf::Value::boolean(true));
+    tokenizer_kv.emplace_back("tokenizer.ggml.add_eos_token", gguf::Value::boolean(false));
+  }
+
+  writer.set_u32(arch + ".vocab_size", n_vocab);
+  writer.set_u32(arch + ".context_length", p->n_ctx);
+  writer.set_u32(arch + ".embedding_length", p->n_embd);
+  writer.set_u32(arch + ".block_count", p->n_layer);
+  writer.set_u32(arch + ".feed_forward_length", p->n_ff);
+  writer.set_u32(arch + ".attention.head_count", p->n_head);
+  writer.set_u32(arch + ".attention.head_count_kv", p->n_head_kv);
+  writer.set_f32(arch + ".rope.freq_base", p->rope_base);
+  writer.set_u32(arch + ".rope.dimension_count", p->n_embd / p->n_head);
+  writer.set_f32(arch + ".attention.layer_norm_rms_epsilon", p->rms_eps);
+  for (auto& [key, value] : tokenizer_kv) writer.set(key, std::move(value));
+
+  const std::vector<PlannedTensor> plan = plan_tensors(*p, n_vocab, *w);
+  for (const auto& t : plan) {
+    HEARTH_RETURN_IF_ERROR(writer.add_tensor_spec(t.name, t.dims, t.type));
+  }
+  return writer.write_file_streaming(
+      opts.out, [&](size_t index, std::span<uint8_t> dst) -> Status {
+        const PlannedTensor& t = plan[index];
+        if (dst.size() != tensor_bytes(t)) return Internal("tensor '" + t.name + "' size mismatch");
+        return fill_tensor(t, index, opts.seed, opts.stddev, dst);
+      });
+}
+
+}  // namespace hearth::cli

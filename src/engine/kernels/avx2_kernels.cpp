@@ -1,0 +1,613 @@
+// AVX2 + FMA + F16C kernels (x86-64).
+//
+// Compiled under a target pragma so the rest of the build needs no -mavx2; only
+// reached through active_kernels() after cpu_features() reported AVX2, FMA and
+// F16C. Each kernel reproduces the canonical order of scalar_kernels.cpp bit
+// for bit: integer block sums are exact (maddubs/madd never saturate for the
+// value ranges of these formats, see the comments at each use), the per-block
+// float work is the same IEEE operations, lane for lane.
+//
+// Each format has one kernel template over NT, the number of activation rows
+// (tokens) that share the decoded weights: NT = 1 is the mat-vec dot, NT = 2..4
+// the prefill tile. Everything here has internal linkage, so no AVX2 code can
+// leak into other translation units through a shared inline/template definition.
+#include "engine/kernels/kernel_set.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "engine/quant/blocks.h"
+#include "engine/quant/scales.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace hearth::engine {
+namespace {
+
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m128 halves4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+  return _mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(a), static_cast<short>(b),
+                                     static_cast<short>(c), static_cast<short>(d), 0, 0, 0, 0));
+}
+
+inline float fma_ss(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
+inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// Signed x times signed y (y never -128: activation quantizers clamp to +-127),
+// pairwise summed to 8 int32 lanes. |x| <= 128, |y| <= 127: pair sums fit int16.
+inline __m256i dot_s8(__m256i x, __m256i y) {
+  const __m256i ax = _mm256_sign_epi8(x, x);
+  const __m256i sy = _mm256_sign_epi8(y, x);
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1));
+}
+// Unsigned x <= 31 times signed y: pair sums <= 31*128*2, fits int16.
+inline __m256i dot_u8(__m256i ux, __m256i y) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), _mm256_set1_epi16(1));
+}
+
+inline int32_t hsum8(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+// Two horizontal sums at once: *sa = sum of a's lanes, *sb = sum of b's.
+inline void hsum8x2(__m256i a, __m256i b, int32_t* sa, int32_t* sb) {
+  const __m256i h = _mm256_hadd_epi32(a, b);
+  __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  t = _mm_hadd_epi32(t, t);
+  *sa = _mm_cvtsi128_si32(t);
+  *sb = _mm_extract_epi32(t, 1);
+}
+// Four horizontal sums at once: lane k = sum of the 8 lanes of input k.
+inline __m128i hsum4(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_hadd_epi32(a, b);
+  const __m256i cd = _mm256_hadd_epi32(c, d);
+  const __m256i abcd = _mm256_hadd_epi32(ab, cd);
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
+}
+
+// 16 packed nibbles -> 32 bytes: low nibbles (elements 0..15), then high (16..31).
+inline __m256i nibbles32(const uint8_t* qs) {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+// 32 bits -> 32 bytes, 0xFF where the bit is set.
+inline __m256i bytes_from_bits(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i idx = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                        0x0101010101010101, 0x0000000000000000);
+  __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)), idx);
+  bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+  return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+// Control for _mm256_shuffle_epi8 that broadcasts int16 lane `lo` of each
+// 128-bit half into the low half's lanes and lane `hi` into the high half's.
+inline __m256i pick16(int lo, int hi) {
+  const int a = 2 * lo, b = 2 * hi;
+  const __m128i clo = _mm_set1_epi16(static_cast<short>(a | ((a + 1) << 8)));
+  const __m128i chi = _mm_set1_epi16(static_cast<short>(b | ((b + 1) << 8)));
+  return _mm256_set_m128i(chi, clo);
+}
+
+// ---- 32-element formats --------------------------------------------------------
+
+// Formats against Q8_0 activations use the working-format side arrays (float
+// scales, int32 block sums). Q4_0 / Q5_0 are decoded unsigned and their bias is
+// taken off through the block sums: sum((q - B) y) = sum(q y) - B * sum(y),
+// exact in integers, so the result equals the scalar reference's.
+struct FmtQ4_0 {
+  using W = BlockQ4_0;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = 3;  // bias 8
+  static __m256i decode(const W& b) { return nibbles32(b.qs); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
+};
+struct FmtQ8_0 {
+  using W = BlockQ8_0;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = -1;  // signed weights: no bias
+  static __m256i decode(const W& b) { return load256(b.qs); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_s8(w, y); }
+};
+struct FmtQ5_0 {
+  using W = BlockQ5_0;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  static constexpr bool kSide = true;
+  static constexpr int kBiasShift = 4;  // bias 16
+  static __m256i decode(const W& b) {
+    const __m256i hi = _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles32(b.qs), hi);
+  }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
+};
+struct FmtQ4_1 {
+  using W = BlockQ4_1;
+  using X = BlockQ8_1;
+  static constexpr bool kMin = true;
+  static constexpr bool kSide = false;
+  static constexpr int kBiasShift = -1;
+  static __m256i decode(const W& b) { return nibbles32(b.qs); }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
+};
+struct FmtQ5_1 {
+  using W = BlockQ5_1;
+  using X = BlockQ8_1;
+  static constexpr bool kMin = true;
+  static constexpr bool kSide = false;
+  static constexpr int kBiasShift = -1;
+  static __m256i decode(const W& b) {
+    const __m256i hi = _mm256_and_si256(bytes_from_bits(b.qh), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(nibbles32(b.qs), hi);
+  }
+  static __m256i dot(__m256i w, __m256i y) { return dot_u8(w, y); }
+};
+
+// One activation row as seen by dot32.
+template <class Fmt>
+struct ActRow {
+  const typename Fmt::X* blocks;
+  const float* scales;  // side arrays (kSide formats only)
+  const int32_t* sums;
+};
+
+// Canonical order: block b -> phase b % 4, acc = fma(dw*dx, isum, acc)
+// [, acc = fma(mw, sx, acc)], result (p0+p1)+(p2+p3). Groups of 4 blocks are
+// done with the 4 phases in the 4 lanes of one __m128.
+template <class Fmt, int NT>
+void dot32(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
+  using W = typename Fmt::W;
+  using X = typename Fmt::X;
+  const W* w = static_cast<const W*>(vw);
+  const int64_t nb = n / kQK32;
+  ActRow<Fmt> xs[NT];
+  __m128 acc[NT];
+  for (int t = 0; t < NT; ++t) {
+    const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
+    xs[t].blocks = reinterpret_cast<const X*>(row);
+    if constexpr (Fmt::kSide) {
+      xs[t].scales = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
+      xs[t].sums = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    }
+    acc[t] = _mm_setzero_ps();
+  }
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    __m256i wq[4];
+    for (int k = 0; k < 4; ++k) wq[k] = Fmt::decode(w[b + k]);
+    const __m128 wd = halves4(w[b].d, w[b + 1].d, w[b + 2].d, w[b + 3].d);
+    for (int t = 0; t < NT; ++t) {
+      const X* xb = xs[t].blocks + b;
+      __m128i isum = hsum4(Fmt::dot(wq[0], load256(xb[0].qs)), Fmt::dot(wq[1], load256(xb[1].qs)),
+                           Fmt::dot(wq[2], load256(xb[2].qs)), Fmt::dot(wq[3], load256(xb[3].qs)));
+      __m128 xd;
+      if constexpr (Fmt::kSide) {
+        xd = _mm_loadu_ps(xs[t].scales + b);
+        if constexpr (Fmt::kBiasShift >= 0) {
+          const __m128i ysum = _mm_loadu_si128(reinterpret_cast<const __m128i*>(xs[t].sums + b));
+          isum = _mm_sub_epi32(isum, _mm_slli_epi32(ysum, Fmt::kBiasShift));
+        }
+      } else {
+        xd = halves4(xb[0].d, xb[1].d, xb[2].d, xb[3].d);
+      }
+      acc[t] = _mm_fmadd_ps(_mm_mul_ps(wd, xd), _mm_cvtepi32_ps(isum), acc[t]);
+      if constexpr (Fmt::kMin) {
+        const __m128 wm = halves4(w[b].m, w[b + 1].m, w[b + 2].m, w[b + 3].m);
+        const __m128 xsum = halves4(xb[0].s, xb[1].s, xb[2].s, xb[3].s);
+        acc[t] = _mm_fmadd_ps(wm, xsum, acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    float a[4];
+    _mm_storeu_ps(a, acc[t]);
+    for (int64_t bb = b; bb < nb; ++bb) {
+      const X& xb = xs[t].blocks[bb];
+      int32_t isum = hsum8(Fmt::dot(Fmt::decode(w[bb]), load256(xb.qs)));
+      if constexpr (Fmt::kBiasShift >= 0) isum -= xs[t].sums[bb] * (1 << Fmt::kBiasShift);
+      const float dd = h2f(w[bb].d) * h2f(xb.d);
+      a[bb & 3] = fma_ss(dd, static_cast<float>(isum), a[bb & 3]);
+      if constexpr (Fmt::kMin) a[bb & 3] = fma_ss(h2f(w[bb].m), h2f(xb.s), a[bb & 3]);
+    }
+    out[t] = (a[0] + a[1]) + (a[2] + a[3]);
+  }
+}
+
+// ---- k-quants x Q8_K -------------------------------------------------------------
+
+// Integer part of one super-block against one activation block; returns isum and
+// sets *imin (the min-term integer sum; 0 for formats without mins).
+// Q4_K: 8 sub-blocks of 32, unsigned 4-bit quants, 6-bit scales and mins.
+struct DecodedQ4K {
+  __m256i q[8];
+  __m256i scale[8];
+  __m256i mins16;  // int16 lanes 2j, 2j+1 = min of sub-block j (pairs with the 16 bsums)
+};
+inline __m256i expand_mins(const uint8_t mins[8]) {
+  const __m128i m = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins));
+  return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
+}
+inline void decode_q4k(const BlockQ4_K& b, DecodedQ4K* d) {
+  uint8_t sc[8], mins[8];
+  k4_unpack_scales(b.scales, sc, mins);
+  d->mins16 = expand_mins(mins);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int j = 0; j < 4; ++j) {
+    const __m256i raw = load256(b.qs + 32 * j);
+    d->q[2 * j] = _mm256_and_si256(raw, m4);
+    d->q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+  }
+  const __m256i sc16 = _mm256_broadcastsi128_si256(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_shuffle_epi8(sc16, pick16(j, j));
+}
+struct DecodedQ5K : DecodedQ4K {};
+inline void decode_q5k(const BlockQ5_K& b, DecodedQ4K* d) {
+  uint8_t sc[8], mins[8];
+  k4_unpack_scales(b.scales, sc, mins);
+  d->mins16 = expand_mins(mins);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i one = _mm256_set1_epi8(1);
+  __m256i qh = load256(b.qh);
+  for (int j = 0; j < 4; ++j) {
+    const __m256i raw = load256(b.qs + 32 * j);
+    // Fifth bits: sub-block 2j at bit 2j of qh, 2j+1 at bit 2j+1 (qh shifted as we go;
+    // bits shifted in from the neighbouring byte are masked off).
+    const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(qh, one), 4);
+    const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4);
+    d->q[2 * j] = _mm256_or_si256(_mm256_and_si256(raw, m4), h0);
+    d->q[2 * j + 1] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), h1);
+    qh = _mm256_srli_epi16(qh, 2);
+  }
+  const __m256i sc16 = _mm256_broadcastsi128_si256(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc))));
+  for (int j = 0; j < 8; ++j) d->scale[j] = _mm256_shuffle_epi8(sc16, pick16(j, j));
+}
+
+// Quants <= 31 unsigned: maddubs pairs <= 31*127*2; times a 6-bit scale in madd.
+// Mins: madd of the 16 block sums with the doubled mins (|bsum| <= 16*127,
+// min <= 63: exact in int32).
+inline void isum_k4(const DecodedQ4K& d, const BlockQ8_K& x, int32_t* isum, int32_t* imin) {
+  __m256i sumi = _mm256_setzero_si256();
+  for (int j = 0; j < 8; ++j) {
+    const __m256i p = _mm256_maddubs_epi16(d.q[j], load256(x.qs + 32 * j));
+    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, d.scale[j]));
+  }
+  const __m256i mins = _mm256_madd_epi16(load256(x.bsums), d.mins16);
+  hsum8x2(sumi, mins, isum, imin);
+}
+
+template <class WBlock, void (*Decode)(const WBlock&, DecodedQ4K*), int NT>
+void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
+  const WBlock* w = static_cast<const WBlock*>(vw);
+  float acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  DecodedQ4K dec;
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    Decode(w[b], &dec);
+    const float wd = h2f(w[b].d), wdmin = h2f(w[b].dmin);
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
+      int32_t isum, imin;
+      isum_k4(dec, xb, &isum, &imin);
+      const float d = xb.d * wd;
+      const float dmin = xb.d * wdmin;
+      acc[t] = fma_ss(d, static_cast<float>(isum), acc[t]);
+      acc[t] = fma_ss(-dmin, static_cast<float>(imin), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = acc[t];
+}
+
+// Q6_K: 16 sub-blocks of 16, quants 0..63 (bias 32 applied through the block
+// sums), int8 scales. Decoded per 32-element group g (elements 32g..32g+31):
+// q[g] unsigned, scale[g] = scales 2g (low 128 bits) and 2g+1 (high 128 bits).
+struct DecodedQ6K {
+  __m256i q[8];
+  __m256i scale[8];
+  __m256i scales16;  // the 16 sub-block scales as int16 (pairs with the bsums)
+};
+inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i ql0 = load256(b.ql + 64 * h);
+    const __m256i ql1 = load256(b.ql + 64 * h + 32);
+    const __m256i qh = load256(b.qh + 32 * h);
+    const __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4);
+    const __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4);
+    const __m256i h2 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4);
+    const __m256i h3 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4);
+    d->q[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), h0);
+    d->q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), h1);
+    d->q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), h2);
+    d->q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), h3);
+  }
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  d->scales16 = _mm256_cvtepi8_epi16(raw);
+  // Scales 0..7 and 8..15 as int16, each copied into both 128-bit halves.
+  const __m256i first = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(raw));
+  const __m256i second = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(raw, 8)));
+  for (int g = 0; g < 4; ++g) {
+    d->scale[g] = _mm256_shuffle_epi8(first, pick16(2 * g, 2 * g + 1));
+    d->scale[g + 4] = _mm256_shuffle_epi8(second, pick16(2 * g, 2 * g + 1));
+  }
+}
+// maddubs pairs <= 63*127*2 = 16002; madd by |scale| <= 128 fits int32.
+inline int32_t isum_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
+  __m256i sumi = _mm256_setzero_si256();
+  for (int g = 0; g < 8; ++g) {
+    const __m256i p = _mm256_maddubs_epi16(d.q[g], load256(x.qs + 32 * g));
+    sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, d.scale[g]));
+  }
+  int32_t total, bias;
+  hsum8x2(sumi, _mm256_madd_epi16(load256(x.bsums), d.scales16), &total, &bias);
+  return total - 32 * bias;
+}
+
+template <int NT>
+void dot_q6k(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
+  const BlockQ6_K* w = static_cast<const BlockQ6_K*>(vw);
+  float acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+  DecodedQ6K dec;
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    decode_q6k(w[b], &dec);
+    const float wd = h2f(w[b].d);
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride)[b];
+      acc[t] = fma_ss(xb.d * wd, static_cast<float>(isum_q6k(dec, xb)), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = acc[t];
+}
+
+// Q3_K and Q2_K: 2-bit fields, 16-element sub-blocks; done one token at a time
+// (no tile kernel: these formats are rare in the models we target).
+float dot_q3k(const void* vw, const void* vx, int64_t n) {
+  const BlockQ3_K* w = static_cast<const BlockQ3_K*>(vw);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(vx);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  const __m256i four = _mm256_set1_epi8(4);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    int8_t sc[16];
+    unpack_q3k_scales(w[b].scales, sc);
+    const __m256i hmask = load256(w[b].hmask);
+    __m256i sumi = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = load256(w[b].qs + 32 * h);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * g), m3);
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * h + g)));
+        // 4 where the high bit is clear: q = lo - 4*(!hbit).
+        const __m256i sub = _mm256_and_si256(
+            _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), _mm256_setzero_si256()), four);
+        const __m256i y = load256(x[b].qs + 128 * h + 32 * g);
+        const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(lo, y), _mm256_maddubs_epi16(sub, y));
+        const int k = 8 * h + 2 * g;
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(sc[k + 1] - 32)),
+                                           _mm_set1_epi16(static_cast<short>(sc[k] - 32)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+      }
+    }
+    acc = fma_ss(x[b].d * h2f(w[b].d), static_cast<float>(hsum8(sumi)), acc);
+  }
+  return acc;
+}
+
+float dot_q2k(const void* vw, const void* vx, int64_t n) {
+  const BlockQ2_K* w = static_cast<const BlockQ2_K*>(vw);
+  const BlockQ8_K* x = static_cast<const BlockQ8_K*>(vx);
+  const __m256i m3 = _mm256_set1_epi8(3);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    __m256i sumi = _mm256_setzero_si256();
+    int32_t imin = 0;
+    for (int j = 0; j < 16; ++j) imin += (w[b].scales[j] >> 4) * x[b].bsums[j];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i qs = load256(w[b].qs + 32 * h);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i q = _mm256_and_si256(_mm256_srli_epi16(qs, 2 * g), m3);
+        const __m256i p = _mm256_maddubs_epi16(q, load256(x[b].qs + 128 * h + 32 * g));
+        const int k = 8 * h + 2 * g;
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[k + 1] & 0xF),
+                                           _mm_set1_epi16(w[b].scales[k] & 0xF));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+      }
+    }
+    const float d = x[b].d * h2f(w[b].d);
+    const float dmin = x[b].d * h2f(w[b].dmin);
+    acc = fma_ss(d, static_cast<float>(hsum8(sumi)), acc);
+    acc = fma_ss(-dmin, static_cast<float>(imin), acc);
+  }
+  return acc;
+}
+
+// ---- float formats: 4 x 8 lanes, canonical 32-lane order --------------------------
+
+inline float reduce_lanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
+}
+
+inline __m256 load_f16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load_bf16x8(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+// LoadA/LoadB: 8 floats from element i; ScalarA/ScalarB: one element.
+#define HEARTH_LANES_DOT(NAME, TA, TB, LOADA, LOADB, SCA, SCB)                             \
+  float NAME(const TA* a, const TB* b, int64_t n) {                                        \
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),        \
+                     _mm256_setzero_ps()};                                                 \
+    const int64_t full = n - n % 32;                                                       \
+    for (int64_t i = 0; i < full; i += 32) {                                               \
+      for (int k = 0; k < 4; ++k) {                                                        \
+        acc[k] = _mm256_fmadd_ps(LOADA(a + i + 8 * k), LOADB(b + i + 8 * k), acc[k]);      \
+      }                                                                                    \
+    }                                                                                      \
+    float r = reduce_lanes(acc[0], acc[1], acc[2], acc[3]);                                \
+    for (int64_t i = full; i < n; ++i) r = fma_ss(SCA(a[i]), SCB(b[i]), r);               \
+    return r;                                                                              \
+  }
+
+inline __m256 load_f32x8(const float* p) { return _mm256_loadu_ps(p); }
+inline float same(float v) { return v; }
+inline float bf2f(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+HEARTH_LANES_DOT(lanes_f32, float, float, load_f32x8, load_f32x8, same, same)
+HEARTH_LANES_DOT(lanes_f16, uint16_t, uint16_t, load_f16x8, load_f16x8, h2f, h2f)
+HEARTH_LANES_DOT(lanes_bf16, uint16_t, uint16_t, load_bf16x8, load_bf16x8, bf2f, bf2f)
+HEARTH_LANES_DOT(lanes_f16_f32, uint16_t, float, load_f16x8, load_f32x8, h2f, same)
+#undef HEARTH_LANES_DOT
+
+float dot_f32(const void* w, const void* x, int64_t n) {
+  return lanes_f32(static_cast<const float*>(w), static_cast<const float*>(x), n);
+}
+float dot_f16(const void* w, const void* x, int64_t n) {
+  return lanes_f16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
+}
+float dot_bf16(const void* w, const void* x, int64_t n) {
+  return lanes_bf16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
+}
+float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) { return lanes_f16_f32(k, q, n); }
+
+void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_f16x8(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] = fma_ss(a, h2f(x[i]), y[i]);
+}
+
+// ---- tables ------------------------------------------------------------------------
+
+// Adapters from the NT templates to the table's function types.
+template <void (*K1)(const void*, const uint8_t*, size_t, int64_t, float*)>
+float as_dot(const void* w, const void* x, int64_t n) {
+  float out;
+  K1(w, static_cast<const uint8_t*>(x), 0, n, &out);
+  return out;
+}
+template <template <int> class K>
+void as_multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, float* out) {
+  switch (nt) {
+    case 1: K<1>::run(w, x, stride, n, out); break;
+    case 2: K<2>::run(w, x, stride, n, out); break;
+    case 3: K<3>::run(w, x, stride, n, out); break;
+    default: K<4>::run(w, x, stride, n, out); break;
+  }
+}
+template <class Fmt>
+struct Dot32 {
+  template <int NT>
+  struct K {
+    static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+      dot32<Fmt, NT>(w, x, s, n, o);
+    }
+  };
+};
+template <int NT>
+struct KQ4K {
+  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+    dot_k4<BlockQ4_K, decode_q4k, NT>(w, x, s, n, o);
+  }
+};
+template <int NT>
+struct KQ5K {
+  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+    dot_k4<BlockQ5_K, decode_q5k, NT>(w, x, s, n, o);
+  }
+};
+template <int NT>
+struct KQ6K {
+  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+    dot_q6k<NT>(w, x, s, n, o);
+  }
+};
+
+}  // namespace
+}  // namespace hearth::engine
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+// The table itself is built outside the target region: building it stores
+// function addresses only, and must not execute AVX instructions on a CPU
+// that lacks them.
+namespace hearth::engine {
+namespace {
+
+template <template <int> class K>
+void fill(KernelSet* k, gguf::TensorType t) {
+  k->dot[static_cast<int>(t)] = as_dot<K<1>::run>;
+  k->multi[static_cast<int>(t)] = as_multi<K>;
+}
+
+KernelSet make_avx2() {
+  using T = gguf::TensorType;
+  KernelSet k{};
+  k.isa = "avx2";
+  fill<Dot32<FmtQ4_0>::K>(&k, T::kQ4_0);
+  fill<Dot32<FmtQ4_1>::K>(&k, T::kQ4_1);
+  fill<Dot32<FmtQ5_0>::K>(&k, T::kQ5_0);
+  fill<Dot32<FmtQ5_1>::K>(&k, T::kQ5_1);
+  fill<Dot32<FmtQ8_0>::K>(&k, T::kQ8_0);
+  fill<KQ4K>(&k, T::kQ4_K);
+  fill<KQ5K>(&k, T::kQ5_K);
+  fill<KQ6K>(&k, T::kQ6_K);
+  k.dot[static_cast<int>(T::kQ2_K)] = dot_q2k;
+  k.dot[static_cast<int>(T::kQ3_K)] = dot_q3k;
+  k.dot[static_cast<int>(T::kF32)] = dot_f32;
+  k.dot[static_cast<int>(T::kF16)] = dot_f16;
+  k.dot[static_cast<int>(T::kBF16)] = dot_bf16;
+  k.dot_f16_f32 = dot_f16_f32;
+  k.axpy_f16 = axpy_f16;
+  return k;
+}
+
+}  // namespace
+
+const KernelSet* avx2_kernels() {
+  static const KernelSet k = make_avx2();
+  return &k;
+}
+
+}  // namespace hearth::engine
+
+#endif  // x86

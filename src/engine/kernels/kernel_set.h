@@ -1,0 +1,73 @@
+// The dot-product kernels behind matmul, one table per instruction set.
+//
+// Every kernel computes each output with one fixed sequence of float operations
+// (the "canonical order", docs/engine-kernels.md): integer block sums are exact,
+// and the float part (scale products, FMAs into per-phase accumulators, the final
+// reduction tree) is the same in the scalar reference and in every SIMD kernel.
+// So all tables give bit-identical results; tests check it on random data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hearth/gguf.h"
+
+namespace hearth::engine {
+
+// Which quantized form an activation row takes before a dot with a weight row of
+// type `weight` (llama.cpp's pairing): Q4_0/Q5_0/Q8_0 -> Q8_0, Q4_1/Q5_1 -> Q8_1,
+// Q2_K..Q6_K -> Q8_K, F16 -> F16, BF16 -> BF16, F32 -> F32.
+gguf::TensorType activation_type(gguf::TensorType weight);
+
+// Working format of a Q8_0-partner activation row (what the kernels receive):
+// the nb = n/32 Q8_0 blocks, then at q8_0_side_offset(nb) nb floats (exactly
+// fp16_to_fp32 of each block's d) and nb int32 (each block's sum of quants).
+// The side arrays let SIMD kernels load 4 scales / sums at once; the scalar
+// reference reads only the blocks. Other partner formats are the plain GGUF rows.
+inline constexpr size_t q8_0_side_offset(int64_t nb) {
+  return static_cast<size_t>(nb * 34 + 31) / 32 * 32;
+}
+inline constexpr size_t q8_0_working_row_bytes(int64_t nb) {
+  return (q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8 + 31) / 32 * 32;
+}
+
+// One weight row (n elements of the weight type) . one activation row (n
+// elements of activation_type(), in the working format above).
+using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
+
+// One weight row against nt <= kMaxTileTokens activation rows (row t at
+// x + t * x_stride bytes): out[t] = vec_dot(w, x_t, n), bit for bit; the weight
+// row is decoded once per block and shared.
+inline constexpr int kMaxTileTokens = 4;
+using MultiDotFn = void (*)(const void* w, const uint8_t* x, size_t x_stride, int nt, int64_t n,
+                            float* out);
+
+// Attention helpers on f16 K/V rows: dot of an f16 row with an f32 row (32-lane
+// canonical order, like the F16 weight dot), and y[i] += a * f16(x[i]) (one FMA
+// per element).
+using DotF16F32Fn = float (*)(const uint16_t* k, const float* q, int64_t n);
+using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
+
+inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
+
+struct KernelSet {
+  const char* isa;                // "scalar", "avx2", "neon"
+  VecDotFn dot[kTypeSlots];       // by weight type; nullptr = unsupported
+  MultiDotFn multi[kTypeSlots];   // by weight type; nullptr = loop over dot
+  DotF16F32Fn dot_f16_f32;
+  AxpyF16Fn axpy_f16;
+};
+
+// The portable reference (always available).
+const KernelSet& scalar_kernels();
+// The AVX2+FMA+F16C table, or nullptr when not compiled in (non-x86 builds).
+// Calling into it on a CPU without those features is undefined: use
+// active_kernels() unless you checked cpu_features() yourself.
+const KernelSet* avx2_kernels();
+// The NEON table on AArch64 builds, else nullptr.
+const KernelSet* neon_kernels();
+
+// The best table this CPU can run (chosen once, at first use).
+const KernelSet& active_kernels();
+
+}  // namespace hearth::engine

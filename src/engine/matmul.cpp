@@ -1,0 +1,144 @@
+#include "engine/matmul.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "engine/quant/quant.h"
+#include "hearth/fp16.h"
+
+namespace hearth::engine {
+namespace {
+
+// Output rows per work item handed to the thread pool, and per cache block
+// inside one work item (the weight rows of a block stay hot in L1/L2 while the
+// token groups stream past them).
+constexpr int64_t kRowsPerTask = 16;
+constexpr int64_t kRowsPerBlock = 8;
+
+}  // namespace
+
+size_t WeightView::row_bytes() const { return quant_row_bytes(type, cols); }
+
+void MatmulScratch::Free::operator()(uint8_t* p) const { std::free(p); }
+
+uint8_t* MatmulScratch::reserve(size_t bytes) {
+  if (bytes > capacity_) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    buf_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, rounded)));
+    if (!buf_) throw std::bad_alloc();
+    capacity_ = rounded;
+  }
+  return buf_.get();
+}
+
+size_t activation_row_bytes(gguf::TensorType weight_type, int64_t cols) {
+  const gguf::TensorType at = activation_type(weight_type);
+  if (at == gguf::TensorType::kQ8_0) return q8_0_working_row_bytes(cols / kQK32);
+  return quant_row_bytes(at, cols);
+}
+
+size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int64_t cols,
+                               uint8_t* out) {
+  const gguf::TensorType at = activation_type(weight_type);
+  const Status s = quantize_row(at, x, out, cols);
+  assert(s.ok());
+  (void)s;
+  if (at == gguf::TensorType::kQ8_0) {
+    const int64_t nb = cols / kQK32;
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(out);
+    uint8_t* side = out + q8_0_side_offset(nb);
+    for (int64_t b = 0; b < nb; ++b) {
+      const float d = fp16_to_fp32(blocks[b].d);
+      int32_t sum = 0;
+      for (int j = 0; j < kQK32; ++j) sum += blocks[b].qs[j];
+      std::memcpy(side + 4 * b, &d, 4);
+      std::memcpy(side + 4 * nb + 4 * b, &sum, 4);
+    }
+    // Padding bytes are zeroed so rows are fully defined (hashable, comparable).
+    const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
+    std::memset(out + quant_row_bytes(at, cols), 0, q8_0_side_offset(nb) - quant_row_bytes(at, cols));
+    std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+  }
+  return activation_row_bytes(weight_type, cols);
+}
+
+void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, const float* x,
+                 int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
+  if (n_tokens <= 0 || w.rows <= 0) return;
+  const int type_id = static_cast<int>(w.type);
+  assert(type_id < kTypeSlots && kernels.dot[type_id] != nullptr);
+  assert(w.cols % block_geometry(w.type).block_size == 0);
+  const VecDotFn dot = kernels.dot[type_id];
+  const MultiDotFn multi = use_tiles ? kernels.multi[type_id] : nullptr;
+
+  // 1. Activations in the partner format, one independent row per token.
+  const uint8_t* xq;
+  size_t x_stride;
+  if (activation_type(w.type) == gguf::TensorType::kF32) {
+    xq = reinterpret_cast<const uint8_t*>(x);
+    x_stride = static_cast<size_t>(w.cols) * sizeof(float);
+  } else {
+    x_stride = activation_row_bytes(w.type, w.cols);
+    uint8_t* buf = scratch.reserve(x_stride * static_cast<size_t>(n_tokens));
+    pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        quantize_activation_row(w.type, x + t * w.cols, w.cols, buf + t * x_stride);
+      }
+    });
+    xq = buf;
+  }
+
+  // 2. Output rows in tasks of kRowsPerTask; each output is one kernel call.
+  const size_t w_stride = w.row_bytes();
+  const int64_t n_tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t cols = w.cols;
+  const int64_t rows = w.rows;
+  pool.parallel_for(n_tasks, [&](int64_t task_begin, int64_t task_end) {
+    const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
+    for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += kRowsPerBlock) {
+      const int64_t r1 = std::min(row_end_all, r0 + kRowsPerBlock);
+      int64_t t = 0;
+      if (multi != nullptr) {
+        for (; t + 1 < n_tokens; t += kMaxTileTokens) {
+          const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
+          const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
+          for (int64_t r = r0; r < r1; ++r) {
+            float out[kMaxTileTokens];
+            multi(w.data + static_cast<size_t>(r) * w_stride, xt, x_stride, nt, cols, out);
+            for (int i = 0; i < nt; ++i) y[(t + i) * rows + r] = out[i];
+          }
+        }
+      }
+      for (; t < n_tokens; ++t) {
+        const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
+        for (int64_t r = r0; r < r1; ++r) {
+          y[t * rows + r] = dot(w.data + static_cast<size_t>(r) * w_stride, xt, cols);
+        }
+      }
+    }
+  });
+}
+
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch) {
+  matmul_with(active_kernels(), true, w, x, n_tokens, y, pool, scratch);
+}
+
+void dequantize_rows(const WeightView& w, int64_t first, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) dequantize_row(w.type, w.row(first + i), out + i * w.cols, w.cols);
+}
+
+void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out) {
+  for (int64_t i = 0; i < n_ids; ++i) dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
+}
+
+float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
+  return active_kernels().dot_f16_f32(k, q, n);
+}
+
+void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) { active_kernels().axpy_f16(a, x, y, n); }
+
+}  // namespace hearth::engine

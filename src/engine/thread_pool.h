@@ -1,0 +1,71 @@
+// A persistent fork-join pool for the compute kernels.
+//
+// Threads are created once. parallel_for splits [0, n) into size() contiguous
+// chunks (chunk i = [n*i/size, n*(i+1)/size)), runs chunk 0 on the calling thread
+// and the others on the workers, and returns when all are done. A dispatch
+// allocates nothing: the callable is passed by address through a plain function
+// pointer trampoline. Workers spin briefly for the next job, then block.
+//
+// The chunking is a pure function of (n, size()), which callers may rely on; the
+// matmul invariance argument does not need it (work is split by output rows).
+// fn must not throw. parallel_for is not reentrant and must be called from one
+// thread at a time.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace hearth::engine {
+
+class ThreadPool {
+ public:
+  // n_threads counts the caller: ThreadPool(1) runs everything inline.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return size_; }
+
+  template <class F>
+  void parallel_for(int64_t n, F&& fn) {
+    if (n <= 0) return;
+    if (size_ == 1 || n == 1) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    using Fn = std::remove_reference_t<F>;
+    run(n, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
+        const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+ private:
+  using Trampoline = void (*)(void*, int64_t, int64_t);
+
+  void run(int64_t n, Trampoline call, void* ctx);
+  void worker_loop(int index);
+  void run_chunk(int index) const;
+
+  int size_;
+  std::vector<std::thread> workers_;
+
+  // The current job (written by the caller before bumping generation_).
+  Trampoline call_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_ = 0;
+
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+};
+
+}  // namespace hearth::engine

@@ -1,0 +1,49 @@
+// Runs the hearth CLI (HEARTH_CLI_PATH) for the inspect / gen-model tests.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace hearth::cli::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("hearth_cli_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+// Runs `hearth <args>`; stdout is captured through popen, stderr through a file.
+inline CliResult run_cli(const std::string& args) {
+  CliResult r;
+  const std::string err_path = temp_path("stderr.txt");
+  const std::string cmd = std::string(HEARTH_CLI_PATH) + " " + args + " 2>" + err_path;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+inline bool cli_available() { return std::filesystem::exists(HEARTH_CLI_PATH); }
+
+}  // namespace hearth::cli::testing

@@ -1,0 +1,137 @@
+// Every kernel table against the scalar reference (bit for bit), the multi-token
+// tile kernels against the single dot (bit for bit), and the reference against
+// a double-precision dot of the dequantized rows (within a rounding bound).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/cpu_features.h"
+#include "engine/kernels/kernel_set.h"
+#include "engine/matmul.h"
+#include "quant_test_util.h"
+
+namespace hearth::engine {
+namespace {
+
+using gguf::TensorType;
+using testing::bits;
+using testing::gaussian;
+using testing::random_blocks;
+
+std::vector<const KernelSet*> runnable_tables() {
+  std::vector<const KernelSet*> v;
+  const CpuFeatures& f = cpu_features();
+  if (f.avx2 && f.fma && f.f16c && avx2_kernels()) v.push_back(avx2_kernels());
+  if (f.neon && neon_kernels()) v.push_back(neon_kernels());
+  return v;
+}
+
+std::vector<uint8_t> activation(TensorType weight, const std::vector<float>& x) {
+  std::vector<uint8_t> out(activation_row_bytes(weight, static_cast<int64_t>(x.size())));
+  quantize_activation_row(weight, x.data(), static_cast<int64_t>(x.size()), out.data());
+  return out;
+}
+
+class VecDotTest : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(VecDotTest, EveryTableMatchesScalarBitForBit) {
+  const TensorType t = GetParam();
+  const auto tables = runnable_tables();
+  if (tables.empty()) GTEST_SKIP() << "SKIPPED: no SIMD kernel table runs on this CPU";
+  const int id = static_cast<int>(t);
+  for (int64_t n : {256, 512, 2048, 2304}) {
+    for (uint32_t seed = 1; seed <= 6; ++seed) {
+      const auto w = random_blocks(t, n, seed);
+      const auto x = activation(t, gaussian(n, seed + 100, seed % 2 ? 1.0f : 30.0f));
+      const float want = scalar_kernels().dot[id](w.data(), x.data(), n);
+      for (const KernelSet* k : tables) {
+        ASSERT_NE(k->dot[id], nullptr);
+        const float got = k->dot[id](w.data(), x.data(), n);
+        ASSERT_EQ(bits(got), bits(want))
+            << k->isa << " " << quant_type_name(t) << " n=" << n << " seed=" << seed << ": " << got
+            << " vs " << want;
+      }
+    }
+  }
+}
+
+TEST_P(VecDotTest, MultiTokenKernelMatchesSingleDot) {
+  const TensorType t = GetParam();
+  const int id = static_cast<int>(t);
+  std::vector<const KernelSet*> tables = runnable_tables();
+  tables.push_back(&scalar_kernels());
+  const int64_t n = 1024;
+  const auto w = random_blocks(t, n, 9);
+  const size_t stride = activation_row_bytes(t, n);
+  std::vector<uint8_t> xs(stride * kMaxTileTokens);
+  for (int i = 0; i < kMaxTileTokens; ++i) {
+    const auto a = activation(t, gaussian(n, 200 + i));
+    std::copy(a.begin(), a.end(), xs.begin() + i * stride);
+  }
+  for (const KernelSet* k : tables) {
+    if (k->multi[id] == nullptr) continue;
+    for (int nt = 1; nt <= kMaxTileTokens; ++nt) {
+      float out[kMaxTileTokens];
+      k->multi[id](w.data(), xs.data(), stride, nt, n, out);
+      for (int i = 0; i < nt; ++i) {
+        const float single = k->dot[id](w.data(), xs.data() + i * stride, n);
+        ASSERT_EQ(bits(out[i]), bits(single)) << k->isa << " " << quant_type_name(t) << " nt=" << nt;
+      }
+    }
+  }
+}
+
+TEST_P(VecDotTest, ReferenceIsCloseToExactDot) {
+  const TensorType t = GetParam();
+  const int id = static_cast<int>(t);
+  const int64_t n = 2048;
+  const auto w = random_blocks(t, n, 3);
+  const auto xf = gaussian(n, 77);
+  const auto x = activation(t, xf);
+  std::vector<float> wd(n), xd(n);
+  dequantize_row(t, w.data(), wd.data(), n);
+  dequantize_row(activation_type(t), x.data(), xd.data(), n);
+  double exact = 0, mag = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    exact += static_cast<double>(wd[i]) * xd[i];
+    mag += std::fabs(static_cast<double>(wd[i]) * xd[i]);
+  }
+  const float got = scalar_kernels().dot[id](w.data(), x.data(), n);
+  // Float accumulation over n terms: a few ulps of the magnitude sum.
+  EXPECT_NEAR(got, exact, 1e-5 * mag + 1e-6) << quant_type_name(t);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, VecDotTest, ::testing::ValuesIn(testing::weight_types()),
+                         [](const auto& info) { return std::string(quant_type_name(info.param)); });
+
+TEST(AttentionKernelsTest, DotF16F32AndAxpyMatchScalar) {
+  const auto tables = runnable_tables();
+  for (int64_t n : {7, 32, 64, 100, 128, 1000}) {
+    const auto kf = gaussian(n, 5);
+    const auto q = gaussian(n, 6);
+    std::vector<uint16_t> k(n);
+    for (int64_t i = 0; i < n; ++i) k[i] = fp32_to_fp16(kf[i]);
+    const float want = scalar_kernels().dot_f16_f32(k.data(), q.data(), n);
+    double exact = 0;
+    for (int64_t i = 0; i < n; ++i) exact += static_cast<double>(fp16_to_fp32(k[i])) * q[i];
+    EXPECT_NEAR(want, exact, 1e-4 * std::sqrt(static_cast<double>(n)));
+    for (const KernelSet* t : tables) {
+      EXPECT_EQ(bits(t->dot_f16_f32(k.data(), q.data(), n)), bits(want)) << t->isa << " n=" << n;
+      std::vector<float> y1 = q, y2 = q;
+      scalar_kernels().axpy_f16(0.37f, k.data(), y1.data(), n);
+      t->axpy_f16(0.37f, k.data(), y2.data(), n);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits(y1[i]), bits(y2[i])) << t->isa << " i=" << i;
+    }
+    EXPECT_EQ(bits(dot_f16_f32(k.data(), q.data(), n)), bits(want));
+  }
+}
+
+TEST(CpuFeaturesTest, ActiveTableIsConsistent) {
+  const KernelSet& k = active_kernels();
+  EXPECT_STREQ(kernel_isa(), k.isa);
+  EXPECT_STRNE(numerics_id(), "");
+  for (TensorType t : testing::weight_types()) EXPECT_NE(k.dot[static_cast<int>(t)], nullptr);
+}
+
+}  // namespace
+}  // namespace hearth::engine
