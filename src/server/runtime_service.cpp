@@ -183,9 +183,25 @@ class RuntimeService : public ServiceApi {
     return out;
   }
 
-  // Per-tier usage, rows, evict-by-bytes and gc are cache-facade operations the
-  // runtime does not expose yet.
-  std::vector<TierUsage> tier_usage() override { return {}; }
+  // Per-tier usage from the cache's bytes_<tier> / rows_<tier> counters.
+  std::vector<TierUsage> tier_usage() override {
+    const auto counters = runtime_->cache_counters();
+    auto get = [&](const std::string& name) -> int64_t {
+      auto it = counters.find(name);
+      return it == counters.end() ? 0 : static_cast<int64_t>(it->second);
+    };
+    std::vector<TierUsage> out;
+    const std::pair<const char*, const TierConfig*> tiers[] = {
+        {"ram", &config_.ram}, {"ram_file", &config_.ram_file}, {"disk", &config_.disk}};
+    for (const auto& [name, tier] : tiers) {
+      const std::string n = name;
+      if (!counters.count("bytes_" + n) && !counters.count("rows_" + n)) continue;
+      out.push_back({n, get("bytes_" + n), get("rows_" + n), tier->quota_bytes});
+    }
+    return out;
+  }
+  // Row listing, evict-by-bytes and gc are cache-facade operations the runtime does
+  // not expose yet.
   Result<std::string> cache_rows_json(int64_t) override {
     return Unsupported("cache rows: not exposed by this runtime build yet");
   }
