@@ -21,7 +21,7 @@ fi
 mkdir -p "$DATA"
 
 if [[ -n $MODEL ]]; then
-  model_arg=$MODEL
+  model_args=(-m "$MODEL")
   model_id=$(basename "${MODEL%.gguf}")
 else
   demo=$DATA/hearth-demo-tiny.gguf
@@ -31,7 +31,16 @@ else
     "$HEARTH" gen-model --preset tiny --type f32 --seed 1 --out "$demo.tmp"
     mv "$demo.tmp" "$demo"
   fi
-  model_arg="demo=$demo"
+  model_args=(--config "$DATA/hearth-demo.toml")
+  # The spec's default save policy (min 512 tokens) never fires on a 512-token demo
+  # context; this config lets short chats be cached so a restart serves them warm.
+  cat > "$DATA/hearth-demo.toml" <<TOML
+[[models]]
+id = "demo"
+path = "$demo"
+n_seq_max = 4
+policy = { min_tokens = 32, cold_min_tokens = 32, boundary_trim_tokens = 0, boundary_align_tokens = 32, continued_interval = 128 }
+TOML
   model_id=demo
 fi
 
@@ -61,5 +70,5 @@ cat <<BANNER
 BANNER
 
 # shellcheck disable=SC2086
-exec "$HEARTH" serve -m "$model_arg" --host "$HOST" --port "$PORT" --cache-dir "$DATA/kvc" \
+exec "$HEARTH" serve "${model_args[@]}" --host "$HOST" --port "$PORT" --cache-dir "$DATA/kvc" \
   ${HEARTH_SERVE_ARGS:-}

@@ -10,6 +10,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <tuple>
 
 #include "hearth/gguf.h"
 #include "hearth/log.h"
@@ -49,8 +50,9 @@ struct Channel {
 
 class RuntimeService : public ServiceApi {
  public:
-  RuntimeService(std::unique_ptr<rt::Runtime> runtime, const ServerConfig& config)
-      : runtime_(std::move(runtime)), config_(config) {}
+  RuntimeService(std::unique_ptr<rt::Runtime> runtime, const ServerConfig& config,
+                 const rt::CacheOptions& cache)
+      : runtime_(std::move(runtime)), config_(config), cache_(cache) {}
 
   std::vector<ModelDescription> list_models() override {
     std::vector<ModelDescription> out;
@@ -191,12 +193,14 @@ class RuntimeService : public ServiceApi {
       return it == counters.end() ? 0 : static_cast<int64_t>(it->second);
     };
     std::vector<TierUsage> out;
-    const std::pair<const char*, const TierConfig*> tiers[] = {
-        {"ram", &config_.ram}, {"ram_file", &config_.ram_file}, {"disk", &config_.disk}};
-    for (const auto& [name, tier] : tiers) {
+    const std::tuple<const char*, bool, uint64_t> tiers[] = {
+        {"ram", true, cache_.ram_bytes},
+        {"ram_file", !cache_.ram_file_dir.empty(), cache_.ram_file_bytes},
+        {"disk", !cache_.disk_dir.empty(), cache_.disk_bytes}};
+    for (const auto& [name, enabled, quota] : tiers) {
       const std::string n = name;
-      if (!counters.count("bytes_" + n) && !counters.count("rows_" + n)) continue;
-      out.push_back({n, get("bytes_" + n), get("rows_" + n), tier->quota_bytes});
+      if (!enabled) continue;
+      out.push_back({n, get("bytes_" + n), get("rows_" + n), static_cast<int64_t>(quota)});
     }
     return out;
   }
@@ -239,6 +243,7 @@ class RuntimeService : public ServiceApi {
 
   std::unique_ptr<rt::Runtime> runtime_;
   const ServerConfig config_;
+  const rt::CacheOptions cache_;
   std::mutex mu_;
   std::map<std::string, std::string> templates_;
 };
@@ -258,7 +263,7 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
   }
   options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
-  auto service = std::make_unique<RuntimeService>(std::move(runtime), config);
+  auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache);
   for (const auto& m : config.models) {
     auto loaded = service->load_model(m);
     if (!loaded.ok()) {
