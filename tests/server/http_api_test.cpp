@@ -277,10 +277,11 @@ TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
 }
 
 TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
-  const auto dir = std::filesystem::temp_directory_path() / ("hearth-models-" + std::to_string(::getpid()));
+  const auto base = std::filesystem::temp_directory_path() / ("hearth-models-" + std::to_string(::getpid()));
+  const auto dir = base / "models";
   std::filesystem::create_directories(dir / "sub");
   std::ofstream(dir / "sub" / "m.gguf") << "x";
-  std::ofstream(dir.parent_path() / "outside.gguf") << "x";
+  std::ofstream(base / "outside.gguf") << "x";
   ServerConfig config;
   config.models_dir = dir.string();
   start(config);
@@ -291,12 +292,13 @@ TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
   expect_error(post("/hearth/models", {{"path", "../outside.gguf"}}), 400, "path");
   expect_error(post("/hearth/models", {{"path", (dir.parent_path() / "outside.gguf").string()}}), 400, "path");
   expect_error(post("/hearth/models", {{"path", "sub/../../outside.gguf"}}), 400, "path");
+  std::filesystem::create_symlink(base / "outside.gguf", dir / "link.gguf");  // escape via symlink
+  expect_error(post("/hearth/models", {{"path", "link.gguf"}}), 400, "path");
   expect_error(post("/hearth/models", {{"path", "missing.gguf"}}), 404, "path");
   auto del = client_->Delete("/hearth/models/m");
   EXPECT_EQ(del->status, 200);
   EXPECT_EQ(client_->Delete("/hearth/models/m")->status, 404);
-  std::filesystem::remove_all(dir);
-  std::filesystem::remove(dir.parent_path() / "outside.gguf");
+  std::filesystem::remove_all(base);
 }
 
 TEST_F(HttpApiTest, ModelLoadingRefusedWithoutModelsDir) {
