@@ -205,10 +205,20 @@ void ModelWorker::thread_main() {
 void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
   std::deque<Job*> jobs;
   jobs.swap(jobs_);
+  // Requests cancelled while queued end now rather than when a sequence frees up.
   std::vector<RequestPtr> admits;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->cancelled.load()) {
+      admits.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   size_t free_slots = 0;
   for (const Slot& s : slots_) free_slots += s.busy() ? 0 : 1;
-  while (!failed_ && !queue_.empty() && admits.size() < free_slots) {
+  while (!failed_ && !queue_.empty() && free_slots > 0) {
+    --free_slots;
     admits.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -224,7 +234,17 @@ void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
     }
     job->done.set_value(st);
   }
-  for (RequestPtr& r : admits) admit(std::move(r));
+  // If admitting one request throws, the ones after it go back to the queue head so the
+  // restarted worker serves them.
+  for (size_t i = 0; i < admits.size(); ++i) {
+    try {
+      admit(std::move(admits[i]));
+    } catch (...) {
+      std::lock_guard relock(mu_);
+      for (size_t j = admits.size(); j > i + 1; --j) queue_.push_front(std::move(admits[j - 1]));
+      throw;
+    }
+  }
   tick();
   publish_status();
 }

@@ -319,3 +319,36 @@ TEST(Scheduler, BatchStrategiesAllProduceSoloOutputs) {
 
 }  // namespace
 }  // namespace hearth::runtime
+
+namespace hearth::runtime {
+namespace {
+using namespace testing;
+
+TEST(Scheduler, CancelWhileQueuedEndsWithoutWaitingForASequence) {
+  auto ctl = std::make_shared<StubControl>();
+  ctl->step_delay_us = 2000;
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(stub_config("m", 1, ctl)).ok());
+  auto prompt = *rt->tokenize("m", text_of(20));
+  std::promise<RequestStats> first_done, second_done;
+  StreamSink s1, s2;
+  s1.on_done = [&](const RequestStats& s) { first_done.set_value(s); };
+  s2.on_done = [&](const RequestStats& s) { second_done.set_value(s); };
+  RequestParams p = greedy(400);
+  auto a = rt->infer("m", prompt, p, s1);
+  auto b = rt->infer("m", prompt, p, s2);
+  ASSERT_TRUE(a.ok() && b.ok());
+  rt->cancel(*b);
+  auto f2 = second_done.get_future();
+  ASSERT_EQ(f2.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  auto st = f2.get();
+  EXPECT_TRUE(st.cancelled);
+  EXPECT_EQ(st.completion_tokens, 0);
+  auto f1 = first_done.get_future();
+  EXPECT_EQ(f1.wait_for(std::chrono::milliseconds(1)), std::future_status::timeout);  // still running
+  rt->cancel(*a);
+  EXPECT_TRUE(f1.get().cancelled);
+}
+
+}  // namespace
+}  // namespace hearth::runtime

@@ -66,7 +66,7 @@ TEST_P(WarmCold, ExactHitOnWholePromptNeedsNoForwardBeforeFirstToken) {
 }
 
 TEST_P(WarmCold, ResumeWaitsForInFlightFinishSave) {
-  auto rt = make_runtime(/*publish_delay_ms=*/100);
+  auto rt = make_runtime(/*publish_delay_ms=*/250);
   auto cfg = stub_config("m", 1);
   cfg.slot_affinity = false;  // else the resident cells would serve turn 2 (sticky)
   ASSERT_TRUE(rt->load_model(cfg).ok());
