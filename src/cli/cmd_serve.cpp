@@ -26,19 +26,26 @@ struct ServeFlags {
 
 Registrar reg("serve", [](CLI::App& root) {
   auto flags = std::make_shared<ServeFlags>();
-  auto* cmd = root.add_subcommand("serve", "Serve models over an OpenAI- and Anthropic-compatible HTTP API");
-  cmd->add_option("-m,--model", flags->models, "Model to load: PATH (id = file stem) or ID=PATH; repeatable");
+  auto* cmd = root.add_subcommand("serve",
+                                  "Serve models over an OpenAI- and Anthropic-compatible HTTP API");
+  cmd->add_option("-m,--model", flags->models,
+                  "Model to load: PATH (id = file stem) or ID=PATH; repeatable");
   cmd->add_option("--host", flags->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", flags->port, "Port to listen on (default 8080; 0 = any free port)");
-  cmd->add_option("--api-key", flags->api_key, "Require this key (Bearer or x-api-key); also HEARTH_API_KEY");
+  cmd->add_option("--api-key", flags->api_key,
+                  "Require this key (Bearer or x-api-key); also HEARTH_API_KEY");
   cmd->add_option("--cache-dir", flags->cache_dir, "Directory of the disk cache tier (enables it)");
   cmd->add_option("--models-dir", flags->models_dir, "Directory POST /hearth/models may load from");
   cmd->add_option("--config", flags->config_file, "TOML configuration file (flags override it)");
   cmd->add_option("--chat-template", flags->chat_template,
-                  "Force a chat template family: chatml, qwen, llama-2, llama-3, mistral, zephyr, gemma, phi-3");
-  cmd->add_option("--max-concurrent", flags->max_concurrent, "Generations running at once (limits.max_concurrent_requests)");
-  cmd->add_option("--max-tokens", flags->max_tokens, "Largest max_tokens a request may ask for (limits.max_tokens)");
-  cmd->add_option("--backend", flags->backend, "runtime (default) or fake (model-free, for tests)")->group("");
+                  "Force a chat template family: chatml, qwen, llama-2, llama-3, mistral, zephyr, "
+                  "gemma, phi-3");
+  cmd->add_option("--max-concurrent", flags->max_concurrent,
+                  "Generations running at once (limits.max_concurrent_requests)");
+  cmd->add_option("--max-tokens", flags->max_tokens,
+                  "Largest max_tokens a request may ask for (limits.max_tokens)");
+  cmd->add_option("--backend", flags->backend, "runtime (default) or fake (model-free, for tests)")
+      ->group("");
   cmd->callback([flags] {
     server::ServerConfig config;
     if (!flags->config_file.empty()) {

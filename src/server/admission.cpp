@@ -3,7 +3,8 @@
 namespace hearth::server {
 
 Admission::Admission(int64_t max_running, int64_t max_queued)
-    : max_running_(max_running < 1 ? 1 : max_running), max_queued_(max_queued < 0 ? 0 : max_queued) {}
+    : max_running_(max_running < 1 ? 1 : max_running),
+      max_queued_(max_queued < 0 ? 0 : max_queued) {}
 
 std::unique_ptr<Admission::Ticket> Admission::acquire() {
   std::unique_lock<std::mutex> lock(mu_);

@@ -71,14 +71,30 @@ std::string anthropic_error_body(const ApiError& error) {
   // Anthropic's error types differ slightly from OpenAI's for the same statuses.
   std::string type = error.type;
   switch (error.http_status) {
-    case 400: type = "invalid_request_error"; break;
-    case 401: type = "authentication_error"; break;
-    case 403: type = "permission_error"; break;
-    case 404: type = "not_found_error"; break;
-    case 413: type = "request_too_large"; break;
-    case 429: type = "rate_limit_error"; break;
-    case 503: type = "overloaded_error"; break;
-    default: if (error.http_status >= 500) type = "api_error"; break;
+    case 400:
+      type = "invalid_request_error";
+      break;
+    case 401:
+      type = "authentication_error";
+      break;
+    case 403:
+      type = "permission_error";
+      break;
+    case 404:
+      type = "not_found_error";
+      break;
+    case 413:
+      type = "request_too_large";
+      break;
+    case 429:
+      type = "rate_limit_error";
+      break;
+    case 503:
+      type = "overloaded_error";
+      break;
+    default:
+      if (error.http_status >= 500) type = "api_error";
+      break;
   }
   std::string message = error.message;
   if (!error.param.empty() && message.find(error.param) == std::string::npos) {

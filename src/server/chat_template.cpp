@@ -110,13 +110,20 @@ std::optional<ChatFamily> chat_family_from_name(std::string_view name) {
 
 const char* chat_family_name(ChatFamily family) {
   switch (family) {
-    case ChatFamily::kChatml: return "chatml";
-    case ChatFamily::kLlama2: return "llama-2";
-    case ChatFamily::kLlama3: return "llama-3";
-    case ChatFamily::kMistral: return "mistral";
-    case ChatFamily::kZephyr: return "zephyr";
-    case ChatFamily::kGemma: return "gemma";
-    case ChatFamily::kPhi3: return "phi-3";
+    case ChatFamily::kChatml:
+      return "chatml";
+    case ChatFamily::kLlama2:
+      return "llama-2";
+    case ChatFamily::kLlama3:
+      return "llama-3";
+    case ChatFamily::kMistral:
+      return "mistral";
+    case ChatFamily::kZephyr:
+      return "zephyr";
+    case ChatFamily::kGemma:
+      return "gemma";
+    case ChatFamily::kPhi3:
+      return "phi-3";
   }
   return "chatml";
 }
@@ -137,13 +144,20 @@ std::optional<ChatFamily> detect_chat_family(std::string_view t) {
 
 std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages) {
   switch (family) {
-    case ChatFamily::kChatml: return render_chatml(messages);
-    case ChatFamily::kLlama3: return render_llama3(messages);
-    case ChatFamily::kLlama2: return render_inst(messages, /*llama2_sys=*/true);
-    case ChatFamily::kMistral: return render_inst(messages, /*llama2_sys=*/false);
-    case ChatFamily::kZephyr: return render_tagged(messages, "</s>");
-    case ChatFamily::kPhi3: return render_tagged(messages, "<|end|>");
-    case ChatFamily::kGemma: return render_gemma(messages);
+    case ChatFamily::kChatml:
+      return render_chatml(messages);
+    case ChatFamily::kLlama3:
+      return render_llama3(messages);
+    case ChatFamily::kLlama2:
+      return render_inst(messages, /*llama2_sys=*/true);
+    case ChatFamily::kMistral:
+      return render_inst(messages, /*llama2_sys=*/false);
+    case ChatFamily::kZephyr:
+      return render_tagged(messages, "</s>");
+    case ChatFamily::kPhi3:
+      return render_tagged(messages, "<|end|>");
+    case ChatFamily::kGemma:
+      return render_gemma(messages);
   }
   return render_chatml(messages);
 }

@@ -14,8 +14,8 @@ namespace hearth::server {
 namespace {
 
 const std::set<std::string>& policy_keys() {
-  static const std::set<std::string> keys = {"min_tokens",         "cold_min_tokens",
-                                             "cold_max_tokens",    "continued_interval",
+  static const std::set<std::string> keys = {"min_tokens",           "cold_min_tokens",
+                                             "cold_max_tokens",      "continued_interval",
                                              "boundary_trim_tokens", "boundary_align_tokens"};
   return keys;
 }
@@ -40,16 +40,26 @@ bool parse_size(const toml::node& node, int64_t& out) {
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
   for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double mult = 1;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kb") mult = 1e3;
-  else if (unit == "kib") mult = 1024.0;
-  else if (unit == "m" || unit == "mb") mult = 1e6;
-  else if (unit == "mib") mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb") mult = 1e9;
-  else if (unit == "gib") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tb") mult = 1e12;
-  else if (unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
-  else return false;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kb")
+    mult = 1e3;
+  else if (unit == "kib")
+    mult = 1024.0;
+  else if (unit == "m" || unit == "mb")
+    mult = 1e6;
+  else if (unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb")
+    mult = 1e9;
+  else if (unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tb")
+    mult = 1e12;
+  else if (unit == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return false;
   if (number < 0) return false;
   out = static_cast<int64_t>(number * mult);
   return true;
@@ -92,8 +102,8 @@ class TableReader {
       if (!n->is_integer()) return type_error(key, "an integer");
       int64_t v = *n->value<int64_t>();
       if (v < min_value) {
-        return InvalidArgument("config: " + key_path(key) + ": must be >= " +
-                               std::to_string(min_value));
+        return InvalidArgument("config: " + key_path(key) +
+                               ": must be >= " + std::to_string(min_value));
       }
       out = v;
     }
@@ -154,7 +164,8 @@ Status read_model(const toml::table& t, const std::string& prefix, ModelConfig& 
   if (m.path.empty()) return InvalidArgument("config: " + prefix + ".path: required");
   if (m.id.empty()) m.id = std::filesystem::path(m.path).stem().string();
   if (!m.tier.empty() && m.tier != "ram" && m.tier != "ram_file" && m.tier != "disk") {
-    return InvalidArgument("config: " + prefix + ".tier: expected \"ram\", \"ram_file\" or \"disk\"");
+    return InvalidArgument("config: " + prefix +
+                           ".tier: expected \"ram\", \"ram_file\" or \"disk\"");
   }
   if (policy) {
     for (const auto& [key, node] : *policy) {
@@ -208,7 +219,8 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     TableReader s(*t, "limits");
     HEARTH_RETURN_IF_ERROR(s.size("max_body_bytes", c.limits.max_body_bytes));
     HEARTH_RETURN_IF_ERROR(s.integer("max_tokens", c.limits.max_tokens, 1));
-    HEARTH_RETURN_IF_ERROR(s.integer("max_concurrent_requests", c.limits.max_concurrent_requests, 1));
+    HEARTH_RETURN_IF_ERROR(
+        s.integer("max_concurrent_requests", c.limits.max_concurrent_requests, 1));
     HEARTH_RETURN_IF_ERROR(s.integer("max_queued_requests", c.limits.max_queued_requests, 0));
     HEARTH_RETURN_IF_ERROR(s.integer("retry_after_s", c.limits.retry_after_s, 0));
     HEARTH_RETURN_IF_ERROR(s.check_unknown());
@@ -332,14 +344,17 @@ Status validate_config(const ServerConfig& c) {
     const auto& m = c.models[i];
     if (m.id.empty()) return InvalidArgument("models[" + std::to_string(i) + "].id: empty");
     if (!ids.insert(m.id).second) {
-      return InvalidArgument("models[" + std::to_string(i) + "].id: duplicate model id '" + m.id + "'");
+      return InvalidArgument("models[" + std::to_string(i) + "].id: duplicate model id '" + m.id +
+                             "'");
     }
   }
   if (!c.chat_template.empty() && !chat_family_from_name(c.chat_template)) {
-    return InvalidArgument("chat_template: unknown family '" + c.chat_template +
-                           "' (expected chatml, qwen, llama-2, llama-3, mistral, zephyr, gemma or phi-3)");
+    return InvalidArgument(
+        "chat_template: unknown family '" + c.chat_template +
+        "' (expected chatml, qwen, llama-2, llama-3, mistral, zephyr, gemma or phi-3)");
   }
-  if (c.limits.max_body_bytes < 1024) return InvalidArgument("limits.max_body_bytes: must be >= 1024");
+  if (c.limits.max_body_bytes < 1024)
+    return InvalidArgument("limits.max_body_bytes: must be >= 1024");
   return OkStatus();
 }
 

@@ -9,9 +9,9 @@
 namespace hearth::server {
 namespace {
 
-const char* const kWords[] = {" the", " cat", " sat", " on", " a", " warm", " hearth", " and",
-                              " purred", " softly", " while", " rain", " fell", " outside", ".",
-                              " It"};
+const char* const kWords[] = {" the",    " cat",     " sat",    " on",     " a",     " warm",
+                              " hearth", " and",     " purred", " softly", " while", " rain",
+                              " fell",   " outside", ".",       " It"};
 
 uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -38,7 +38,8 @@ Result<ModelDescription> FakeService::model_info(const std::string& id) {
 
 Result<ModelDescription> FakeService::load_model(const ModelLoadOptions& options) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (models_.count(options.id)) return AlreadyExists("model '" + options.id + "' is already loaded");
+  if (models_.count(options.id))
+    return AlreadyExists("model '" + options.id + "' is already loaded");
   ModelDescription m;
   m.id = options.id;
   m.path = options.path;
@@ -57,8 +58,9 @@ Status FakeService::unload_model(const std::string& id) {
   return OkStatus();
 }
 
-Result<std::vector<TokenId>> FakeService::tokenize(const std::string& model, const std::string& text,
-                                                   bool add_special, bool /*parse_special*/) {
+Result<std::vector<TokenId>> FakeService::tokenize(const std::string& model,
+                                                   const std::string& text, bool add_special,
+                                                   bool /*parse_special*/) {
   HEARTH_RETURN_IF_ERROR(model_info(model).status());
   std::vector<TokenId> out;
   if (add_special) out.push_back(kBos);
@@ -71,7 +73,8 @@ Result<std::string> FakeService::detokenize(const std::string& model,
   HEARTH_RETURN_IF_ERROR(model_info(model).status());
   std::string out;
   for (TokenId t : tokens) {
-    if (t < 0 || t >= 256 + kByteBase) return InvalidArgument("tokens: id " + std::to_string(t) + " out of range");
+    if (t < 0 || t >= 256 + kByteBase)
+      return InvalidArgument("tokens: id " + std::to_string(t) + " out of range");
     if (t >= kByteBase) out += static_cast<char>(t - kByteBase);
   }
   return out;
@@ -98,12 +101,14 @@ Result<GenerateStats> FakeService::generate(const GenerateRequest& request, Gene
   active_.fetch_add(1);
   uint64_t h = 1469598103934665603ULL;
   for (TokenId t : request.prompt) h = mix(h, static_cast<uint64_t>(t));
-  if (request.sampling.temperature > 0) h = mix(h, request.sampling.has_seed ? request.sampling.seed : 42);
+  if (request.sampling.temperature > 0)
+    h = mix(h, request.sampling.has_seed ? request.sampling.seed : 42);
   std::vector<TokenId> sequence = request.prompt;
   stats.finish_reason = "length";
   bool cancelled = false;
   for (int64_t i = 0; i < request.max_tokens; ++i) {
-    if (token_delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(token_delay_ms_.load()));
+    if (token_delay_ms_ > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(token_delay_ms_.load()));
     if (eos_after_ > 0 && i >= eos_after_) {
       stats.finish_reason = "stop";
       break;
@@ -133,7 +138,8 @@ Result<std::vector<std::vector<float>>> FakeService::embed(const std::string& mo
   std::vector<std::vector<float>> out;
   for (const auto& text : inputs) {
     std::vector<float> v(8, 0.0f);
-    for (size_t i = 0; i < text.size(); ++i) v[(static_cast<unsigned char>(text[i]) + i) % 8] += 1.0f;
+    for (size_t i = 0; i < text.size(); ++i)
+      v[(static_cast<unsigned char>(text[i]) + i) % 8] += 1.0f;
     double norm = 0;
     for (float x : v) norm += x * x;
     norm = std::sqrt(norm);
@@ -161,7 +167,9 @@ Result<std::string> FakeService::cache_rows_json(int64_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < seen_.size() && (limit <= 0 || static_cast<int64_t>(i) < limit); ++i) {
-    rows.push_back({{"key", std::to_string(i)}, {"tier", "ram"}, {"tokens", seen_[i].size()},
+    rows.push_back({{"key", std::to_string(i)},
+                    {"tier", "ram"},
+                    {"tokens", seen_[i].size()},
                     {"bytes", seen_[i].size() * sizeof(TokenId)}});
   }
   return rows.dump();
@@ -178,8 +186,12 @@ Result<int64_t> FakeService::cache_evict_bytes(const std::string& /*tier*/, int6
   return freed;
 }
 
-Result<int64_t> FakeService::cache_gc() { return int64_t{0}; }
+Result<int64_t> FakeService::cache_gc() {
+  return int64_t{0};
+}
 
-void FakeService::shutdown() { shutdown_called_.store(true); }
+void FakeService::shutdown() {
+  shutdown_called_.store(true);
+}
 
 }  // namespace hearth::server

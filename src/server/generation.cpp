@@ -112,7 +112,8 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
     for (TokenId t : tokens) {
       if (model.n_vocab > 0 && t >= model.n_vocab) {
         return invalid_request("'prompt' holds token id " + std::to_string(t) +
-                                   " outside the vocabulary (size " + std::to_string(model.n_vocab) + ")",
+                                   " outside the vocabulary (size " +
+                                   std::to_string(model.n_vocab) + ")",
                                "prompt", "invalid_value");
       }
     }
@@ -130,7 +131,8 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
     tokens = std::move(tok).value();
   }
   if (tokens.empty()) {
-    return invalid_request("'" + req.prompt_field + "' is empty", req.prompt_field, "invalid_value");
+    return invalid_request("'" + req.prompt_field + "' is empty", req.prompt_field,
+                           "invalid_value");
   }
   const int64_t n_prompt = static_cast<int64_t>(tokens.size());
   const int64_t context = model.context_length > 0 ? model.context_length : INT64_MAX;
@@ -154,8 +156,9 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
     }
     if (max_tokens > room) {
       return invalid_request("'max_tokens' (" + std::to_string(max_tokens) + ") plus the prompt (" +
-                                 std::to_string(n_prompt) + " tokens) exceeds the context of model '" +
-                                 model.id + "' (" + std::to_string(context) + " tokens)",
+                                 std::to_string(n_prompt) +
+                                 " tokens) exceeds the context of model '" + model.id + "' (" +
+                                 std::to_string(context) + " tokens)",
                              "max_tokens", "context_length_exceeded");
     }
   } else {

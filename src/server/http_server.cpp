@@ -50,7 +50,8 @@ void HttpServer::install_routes() {
   http.set_write_timeout(30, 0);
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (config_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (config_.api_key.empty() || req.path == "/health")
+      return httplib::Server::HandlerResponse::Unhandled;
     if (constant_time_equal(presented_key(req), config_.api_key)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -90,21 +91,22 @@ void HttpServer::install_routes() {
     res.status = e.http_status;
   });
 
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    log::error(std::string("request handler threw: ") + what);
-    ApiError e;
-    e.http_status = 500;
-    e.type = "server_error";
-    e.message = "internal error: " + what;
-    reply_error(res, e);
-  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        log::error(std::string("request handler threw: ") + what);
+        ApiError e;
+        e.http_status = 500;
+        e.type = "server_error";
+        e.message = "internal error: " + what;
+        reply_error(res, e);
+      });
 
   register_openai_routes(http, ctx_);
   register_anthropic_routes(http, ctx_);
@@ -125,7 +127,9 @@ Status HttpServer::bind() {
   return OkStatus();
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::run() {
+  http_->listen_after_bind();
+}
 
 void HttpServer::stop() {
   ctx_.shutdown_deadline_ms.store(steady_now_ms() + config_.shutdown_grace_ms);

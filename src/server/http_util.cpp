@@ -16,8 +16,9 @@ void reply_json(httplib::Response& res, const nlohmann::json& body, int status) 
 
 void reply_error(httplib::Response& res, const ApiError& error, ErrorShape shape) {
   res.status = error.http_status;
-  res.set_content(shape == ErrorShape::kAnthropic ? anthropic_error_body(error) : openai_error_body(error),
-                  "application/json");
+  res.set_content(
+      shape == ErrorShape::kAnthropic ? anthropic_error_body(error) : openai_error_body(error),
+      "application/json");
 }
 
 std::string sse_event(const nlohmann::json& data, const std::string& event) {
@@ -57,7 +58,8 @@ RouteHandler with_metrics(ServerContext& ctx, std::string endpoint, RouteHandler
 
 namespace hearth::server {
 
-std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res, ErrorShape shape) {
+std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res,
+                                         ErrorShape shape) {
   ctx.metrics.queued.fetch_add(1);
   std::shared_ptr<Admission::Ticket> ticket = ctx.admission.acquire();
   ctx.metrics.queued.fetch_sub(1);
@@ -87,9 +89,9 @@ void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
   const int64_t start = steady_now_ms();
   auto done = std::make_shared<bool>(false);
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [&ctx, endpoint = std::move(endpoint), ticket = std::move(ticket), produce = std::move(produce),
-       done, start](size_t /*offset*/, httplib::DataSink& sink) mutable {
+      "text/event-stream", [&ctx, endpoint = std::move(endpoint), ticket = std::move(ticket),
+                            produce = std::move(produce), done,
+                            start](size_t /*offset*/, httplib::DataSink& sink) mutable {
         if (*done) return false;
         *done = true;
         bool alive = true;

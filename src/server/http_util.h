@@ -16,7 +16,8 @@ namespace hearth::server {
 enum class ErrorShape { kOpenAi, kAnthropic };
 
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
-void reply_error(httplib::Response& res, const ApiError& error, ErrorShape shape = ErrorShape::kOpenAi);
+void reply_error(httplib::Response& res, const ApiError& error,
+                 ErrorShape shape = ErrorShape::kOpenAi);
 
 // JSON text that never throws on invalid UTF-8 (bytes are replaced).
 std::string dump_json(const nlohmann::json& j);
@@ -43,7 +44,8 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx);
 namespace hearth::server {
 
 // Takes a generation slot or answers 429 with Retry-After (nullptr then).
-std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res, ErrorShape shape);
+std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res,
+                                         ErrorShape shape);
 
 // Starts a Server-Sent Events reply whose body is produced by `produce` on the
 // connection's thread after the handler returns. `produce` writes events through

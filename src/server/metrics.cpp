@@ -7,7 +7,7 @@ namespace {
 
 const std::vector<double>& latency_buckets() {
   static const std::vector<double> b = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                        1,     2.5,  5,     10,   30,  60,  120};
+                                        1,     2.5,  5,     10,   30,  60,   120};
   return b;
 }
 
@@ -22,7 +22,8 @@ std::string fmt(double v) {
 std::string sanitize(const std::string& name) {
   std::string out;
   for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     out += ok ? c : '_';
   }
   return out;
@@ -60,7 +61,8 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
     const std::string le = i < bounds_.size() ? fmt(bounds_[i]) : "+Inf";
-    out += name + "_bucket{" + labels + sep + "le=\"" + le + "\"} " + std::to_string(cumulative) + "\n";
+    out += name + "_bucket{" + labels + sep + "le=\"" + le + "\"} " + std::to_string(cumulative) +
+           "\n";
   }
   const std::string braces = labels.empty() ? "" : "{" + labels + "}";
   out += name + "_sum" + braces + " " + fmt(sum_) + "\n";
@@ -68,8 +70,7 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
 }
 
 Metrics::Metrics()
-    : ttft_(latency_buckets()),
-      tokens_per_second_({1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}) {}
+    : ttft_(latency_buckets()), tokens_per_second_({1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}) {}
 
 void Metrics::record_request(const std::string& endpoint, int status, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -106,9 +107,11 @@ std::string Metrics::render(ServiceApi& service) const {
     out += "# HELP hearth_http_request_duration_seconds Request latency by endpoint.\n";
     out += "# TYPE hearth_http_request_duration_seconds histogram\n";
     for (const auto& [endpoint, h] : latency_) {
-      h.render("hearth_http_request_duration_seconds", "endpoint=\"" + escape_label(endpoint) + "\"", out);
+      h.render("hearth_http_request_duration_seconds",
+               "endpoint=\"" + escape_label(endpoint) + "\"", out);
     }
-    out += "# HELP hearth_time_to_first_token_seconds Time from request to first generated token.\n";
+    out +=
+        "# HELP hearth_time_to_first_token_seconds Time from request to first generated token.\n";
     out += "# TYPE hearth_time_to_first_token_seconds histogram\n";
     ttft_.render("hearth_time_to_first_token_seconds", "", out);
     out += "# HELP hearth_generation_tokens_per_second Decode throughput per request.\n";
@@ -145,11 +148,13 @@ std::string Metrics::render(ServiceApi& service) const {
   out += "# TYPE hearth_cache_tier_bytes gauge\n";
   const auto tiers = service.tier_usage();
   for (const auto& t : tiers) {
-    out += "hearth_cache_tier_bytes{tier=\"" + escape_label(t.tier) + "\"} " + std::to_string(t.bytes) + "\n";
+    out += "hearth_cache_tier_bytes{tier=\"" + escape_label(t.tier) + "\"} " +
+           std::to_string(t.bytes) + "\n";
   }
   out += "# TYPE hearth_cache_tier_rows gauge\n";
   for (const auto& t : tiers) {
-    out += "hearth_cache_tier_rows{tier=\"" + escape_label(t.tier) + "\"} " + std::to_string(t.rows) + "\n";
+    out += "hearth_cache_tier_rows{tier=\"" + escape_label(t.tier) + "\"} " +
+           std::to_string(t.rows) + "\n";
   }
   out += "# TYPE hearth_cache_tier_quota_bytes gauge\n";
   for (const auto& t : tiers) {

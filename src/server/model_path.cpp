@@ -6,12 +6,15 @@ namespace hearth::server {
 
 namespace fs = std::filesystem;
 
-Result<std::string> resolve_model_path(const std::string& models_dir, const std::string& requested) {
+Result<std::string> resolve_model_path(const std::string& models_dir,
+                                       const std::string& requested) {
   if (models_dir.empty()) {
-    return Unsupported("path: loading models over the API is disabled (start the server with --models-dir DIR)");
+    return Unsupported(
+        "path: loading models over the API is disabled (start the server with --models-dir DIR)");
   }
   if (requested.empty()) return InvalidArgument("path: must not be empty");
-  if (requested.find('\0') != std::string::npos) return InvalidArgument("path: contains a NUL byte");
+  if (requested.find('\0') != std::string::npos)
+    return InvalidArgument("path: contains a NUL byte");
   std::error_code ec;
   const fs::path root = fs::canonical(models_dir, ec);
   if (ec) return IoError("models_dir '" + models_dir + "' is not accessible: " + ec.message());

@@ -98,13 +98,15 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
     if (auto e = get_stop(body, "stop", out.stop)) return e;
     if (present(body, "n")) {
       if (!body["n"].is_number_integer()) return type_error("n", "an integer");
-      if (body["n"].get<int64_t>() != 1) return value_error("n", "must be 1 (only one choice is supported)");
+      if (body["n"].get<int64_t>() != 1)
+        return value_error("n", "must be 1 (only one choice is supported)");
     }
     if (present(body, "stream_options")) {
       const json& so = body["stream_options"];
       if (!so.is_object()) return type_error("stream_options", "an object");
       if (so.contains("include_usage") && !so["include_usage"].is_null()) {
-        if (!so["include_usage"].is_boolean()) return type_error("stream_options.include_usage", "a boolean");
+        if (!so["include_usage"].is_boolean())
+          return type_error("stream_options.include_usage", "a boolean");
         out.include_usage = so["include_usage"].get<bool>();
       }
     }
@@ -115,7 +117,8 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
 }
 
 // Message content: a string or an array of {"type":"text","text":...} parts.
-std::optional<ApiError> content_text(const json& content, const std::string& field, std::string& out) {
+std::optional<ApiError> content_text(const json& content, const std::string& field,
+                                     std::string& out) {
   if (content.is_string()) {
     out = content.get<std::string>();
     return std::nullopt;
@@ -128,7 +131,8 @@ std::optional<ApiError> content_text(const json& content, const std::string& fie
     if (!p.contains("type") || p["type"] != "text") {
       return value_error(part + ".type", "must be \"text\" (only text content is supported)");
     }
-    if (!p.contains("text") || !p["text"].is_string()) return type_error(part + ".text", "a string");
+    if (!p.contains("text") || !p["text"].is_string())
+      return type_error(part + ".text", "a string");
     out += p["text"].get<std::string>();
   }
   return std::nullopt;
@@ -136,7 +140,8 @@ std::optional<ApiError> content_text(const json& content, const std::string& fie
 
 std::optional<ApiError> parse_messages_array(const json& body, bool allow_system_role,
                                              std::vector<ChatMessage>& out) {
-  if (!body.contains("messages")) return invalid_request("'messages' is required", "messages", "missing_field");
+  if (!body.contains("messages"))
+    return invalid_request("'messages' is required", "messages", "missing_field");
   const json& msgs = body["messages"];
   if (!msgs.is_array()) return type_error("messages", "an array");
   if (msgs.empty()) return value_error("messages", "must not be empty");
@@ -144,21 +149,25 @@ std::optional<ApiError> parse_messages_array(const json& body, bool allow_system
     const std::string field = "messages[" + std::to_string(i) + "]";
     const json& m = msgs[i];
     if (!m.is_object()) return type_error(field, "an object");
-    if (!m.contains("role") || !m["role"].is_string()) return type_error(field + ".role", "a string");
+    if (!m.contains("role") || !m["role"].is_string())
+      return type_error(field + ".role", "a string");
     std::string role = m["role"].get<std::string>();
     if (role == "developer") role = "system";
-    const bool ok_role = role == "user" || role == "assistant" || (allow_system_role && role == "system");
+    const bool ok_role =
+        role == "user" || role == "assistant" || (allow_system_role && role == "system");
     if (!ok_role) {
-      return value_error(field + ".role", allow_system_role
-                                              ? "must be one of system, developer, user, assistant"
-                                              : "must be user or assistant (use the top-level 'system')");
+      return value_error(field + ".role",
+                         allow_system_role
+                             ? "must be one of system, developer, user, assistant"
+                             : "must be user or assistant (use the top-level 'system')");
     }
     if (!m.contains("content") || m["content"].is_null()) {
       if (role == "assistant") {
         out.push_back({role, ""});
         continue;
       }
-      return invalid_request("'" + field + ".content' is required", field + ".content", "missing_field");
+      return invalid_request("'" + field + ".content' is required", field + ".content",
+                             "missing_field");
     }
     ChatMessage cm{role, ""};
     if (auto e = content_text(m["content"], field + ".content", cm.content)) return e;
@@ -174,7 +183,8 @@ std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
   if (out.is_discarded()) {
     return invalid_request("request body is not valid JSON", "", "invalid_json");
   }
-  if (!out.is_object()) return invalid_request("request body must be a JSON object", "", "invalid_json");
+  if (!out.is_object())
+    return invalid_request("request body must be a JSON object", "", "invalid_json");
   return std::nullopt;
 }
 
@@ -182,7 +192,8 @@ std::optional<ApiError> parse_completion_request(const json& body, TextRequest& 
   out.is_chat = false;
   out.prompt_field = "prompt";
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
-  if (!body.contains("prompt")) return invalid_request("'prompt' is required", "prompt", "missing_field");
+  if (!body.contains("prompt"))
+    return invalid_request("'prompt' is required", "prompt", "missing_field");
   const json& p = body["prompt"];
   if (p.is_string()) {
     out.prompt = p.get<std::string>();

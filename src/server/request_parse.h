@@ -20,13 +20,13 @@ struct TextRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool is_chat = false;
-  std::string prompt;                       // completions: prompt text
+  std::string prompt;                                 // completions: prompt text
   std::optional<std::vector<TokenId>> prompt_tokens;  // completions: pre-tokenized prompt
-  std::vector<ChatMessage> messages;        // chat / messages
-  std::optional<int64_t> max_tokens;        // nullopt = fill the context (capped)
+  std::vector<ChatMessage> messages;                  // chat / messages
+  std::optional<int64_t> max_tokens;                  // nullopt = fill the context (capped)
   SamplingParams sampling;
   std::vector<std::string> stop;
-  std::string prompt_field = "prompt";      // which field the prompt came from (for errors)
+  std::string prompt_field = "prompt";  // which field the prompt came from (for errors)
 };
 
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, TextRequest& out);

@@ -5,8 +5,8 @@
 #include "server/runtime_service.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -76,12 +76,18 @@ class RuntimeService : public ServiceApi {
     c.max_queue = static_cast<int32_t>(config_.limits.max_queued_requests);
     for (const auto& [key, value] : options.policy) {
       const auto v = static_cast<int32_t>(value);
-      if (key == "min_tokens") c.policy.min_tokens = v;
-      else if (key == "cold_min_tokens") c.policy.cold_min_tokens = v;
-      else if (key == "cold_max_tokens") c.policy.cold_max_tokens = v;
-      else if (key == "continued_interval") c.policy.continued_interval = v;
-      else if (key == "boundary_trim_tokens") c.policy.boundary_trim_tokens = v;
-      else if (key == "boundary_align_tokens") c.policy.boundary_align_tokens = v;
+      if (key == "min_tokens")
+        c.policy.min_tokens = v;
+      else if (key == "cold_min_tokens")
+        c.policy.cold_min_tokens = v;
+      else if (key == "cold_max_tokens")
+        c.policy.cold_max_tokens = v;
+      else if (key == "continued_interval")
+        c.policy.continued_interval = v;
+      else if (key == "boundary_trim_tokens")
+        c.policy.boundary_trim_tokens = v;
+      else if (key == "boundary_align_tokens")
+        c.policy.boundary_align_tokens = v;
     }
     if (c.backend == "stub") {
       // Tests slow the stub down (HEARTH_STUB_STEP_DELAY_US) so a client can leave mid-stream.
@@ -110,7 +116,8 @@ class RuntimeService : public ServiceApi {
     return runtime_->tokenize(model, text, add_special);
   }
 
-  Result<std::string> detokenize(const std::string& model, const std::vector<TokenId>& tokens) override {
+  Result<std::string> detokenize(const std::string& model,
+                                 const std::vector<TokenId>& tokens) override {
     return runtime_->detokenize(model, tokens);
   }
 
@@ -144,7 +151,8 @@ class RuntimeService : public ServiceApi {
       channel->finished = true;
       channel->cv.notify_one();
     };
-    HEARTH_ASSIGN_OR_RETURN(rt::RequestId id, runtime_->infer(request.model, request.prompt, params, rsink));
+    HEARTH_ASSIGN_OR_RETURN(rt::RequestId id,
+                            runtime_->infer(request.model, request.prompt, params, rsink));
 
     bool cancelled = false;
     std::unique_lock<std::mutex> lock(channel->mu);
@@ -170,7 +178,8 @@ class RuntimeService : public ServiceApi {
     out.prompt_tokens = st.prompt_tokens;
     out.cached_tokens = st.cache_delta.read;
     out.completion_tokens = st.completion_tokens;
-    out.finish_reason = cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
+    out.finish_reason =
+        cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
     return out;
   }
 
@@ -212,7 +221,9 @@ class RuntimeService : public ServiceApi {
   Result<int64_t> cache_evict_bytes(const std::string&, int64_t) override {
     return Unsupported("cache evict: not exposed by this runtime build yet");
   }
-  Result<int64_t> cache_gc() override { return Unsupported("cache gc: not exposed by this runtime build yet"); }
+  Result<int64_t> cache_gc() override {
+    return Unsupported("cache gc: not exposed by this runtime build yet");
+  }
 
   int64_t queue_depth() override {
     int64_t n = 0;
@@ -234,7 +245,8 @@ class RuntimeService : public ServiceApi {
     d.id = info.id;
     d.path = info.model_path;
     d.context_length = info.context_size;
-    d.created_unix = std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
+    d.created_unix =
+        std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
     std::lock_guard<std::mutex> lock(mu_);
     auto it = templates_.find(info.id);
     if (it != templates_.end()) d.chat_template = it->second;
@@ -252,14 +264,17 @@ class RuntimeService : public ServiceApi {
 
 Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& config) {
   rt::RuntimeOptions options;
-  if (config.ram.quota_bytes > 0) options.cache.ram_bytes = static_cast<uint64_t>(config.ram.quota_bytes);
+  if (config.ram.quota_bytes > 0)
+    options.cache.ram_bytes = static_cast<uint64_t>(config.ram.quota_bytes);
   if (config.ram_file.enabled) {
     options.cache.ram_file_dir = config.ram_file.dir;
-    if (config.ram_file.quota_bytes > 0) options.cache.ram_file_bytes = static_cast<uint64_t>(config.ram_file.quota_bytes);
+    if (config.ram_file.quota_bytes > 0)
+      options.cache.ram_file_bytes = static_cast<uint64_t>(config.ram_file.quota_bytes);
   }
   if (config.disk.enabled) {
     options.cache.disk_dir = config.disk.dir;
-    if (config.disk.quota_bytes > 0) options.cache.disk_bytes = static_cast<uint64_t>(config.disk.quota_bytes);
+    if (config.disk.quota_bytes > 0)
+      options.cache.disk_bytes = static_cast<uint64_t>(config.disk.quota_bytes);
   }
   options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
@@ -268,7 +283,8 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
     auto loaded = service->load_model(m);
     if (!loaded.ok()) {
       service->shutdown();
-      return Status(loaded.status().code(), "model '" + m.id + "' (" + m.path + "): " + loaded.status().message());
+      return Status(loaded.status().code(),
+                    "model '" + m.id + "' (" + m.path + "): " + loaded.status().message());
     }
     log::info("loaded model '" + m.id + "' from " + m.path + " (context " +
               std::to_string(loaded->context_length) + ")");

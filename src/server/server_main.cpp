@@ -38,11 +38,13 @@ Result<std::unique_ptr<ServiceApi>> make_service(const ServerConfig& config) {
       demo.id = "fake";
       HEARTH_RETURN_IF_ERROR(fake->load_model(demo).status());
     }
-    if (const char* delay = std::getenv("HEARTH_FAKE_TOKEN_DELAY_MS")) fake->set_token_delay_ms(std::atoi(delay));
+    if (const char* delay = std::getenv("HEARTH_FAKE_TOKEN_DELAY_MS"))
+      fake->set_token_delay_ms(std::atoi(delay));
     return std::unique_ptr<ServiceApi>(std::move(fake));
   }
   if (config.backend != "runtime" && config.backend != "stub") {
-    return InvalidArgument("backend: expected \"runtime\", \"stub\" or \"fake\", got '" + config.backend + "'");
+    return InvalidArgument("backend: expected \"runtime\", \"stub\" or \"fake\", got '" +
+                           config.backend + "'");
   }
   return make_runtime_service(config);
 }
@@ -61,7 +63,8 @@ int run_server(const ServerConfig& input) {
   }
   // Everything the server and cache create is private to this user: dirs 0700, files 0600.
   ::umask(077);
-  for (auto [tier, key] : {std::pair{&config.disk, "tiers.disk.dir"}, std::pair{&config.ram_file, "tiers.ram_file.dir"}}) {
+  for (auto [tier, key] : {std::pair{&config.disk, "tiers.disk.dir"},
+                           std::pair{&config.ram_file, "tiers.ram_file.dir"}}) {
     if (!tier->enabled) continue;
     if (Status s = prepare_private_dir(tier->dir, key); !s.ok()) {
       std::fprintf(stderr, "hearth serve: %s\n", s.message().c_str());
@@ -99,7 +102,8 @@ int run_server(const ServerConfig& input) {
       if (sig == SIGUSR1) return;
       if (!stopping) {
         log::info(std::string("received ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") +
-                  ": stopping (in-flight requests get " + std::to_string(config.shutdown_grace_ms) + " ms)");
+                  ": stopping (in-flight requests get " + std::to_string(config.shutdown_grace_ms) +
+                  " ms)");
         stopping = true;
         server.stop();
       } else {
@@ -110,8 +114,8 @@ int run_server(const ServerConfig& input) {
   });
 
   const std::string url = "http://" + config.host + ":" + std::to_string(server.port());
-  std::printf("hearth serve: listening on %s (models: %zu%s)\n", url.c_str(), api.list_models().size(),
-              config.api_key.empty() ? "" : ", API key required");
+  std::printf("hearth serve: listening on %s (models: %zu%s)\n", url.c_str(),
+              api.list_models().size(), config.api_key.empty() ? "" : ", API key required");
   std::fflush(stdout);
   server.run();
 

@@ -20,8 +20,8 @@ using TokenId = int32_t;
 
 struct ModelDescription {
   std::string id;
-  std::string path;           // file it was loaded from (may be empty for stubs)
-  int64_t context_length = 0; // tokens the model accepts per sequence
+  std::string path;            // file it was loaded from (may be empty for stubs)
+  int64_t context_length = 0;  // tokens the model accepts per sequence
   int64_t n_vocab = 0;
   int64_t embedding_dim = 0;
   std::string chat_template;  // tokenizer.chat_template (Jinja text) or empty
@@ -51,9 +51,9 @@ struct GenerateRequest {
 
 struct GenerateStats {
   int64_t prompt_tokens = 0;
-  int64_t cached_tokens = 0;      // prompt tokens restored from the KV cache
+  int64_t cached_tokens = 0;  // prompt tokens restored from the KV cache
   int64_t completion_tokens = 0;
-  std::string finish_reason;      // "stop" (EOS) or "length"
+  std::string finish_reason;  // "stop" (EOS) or "length"
 };
 
 // Receives a generation as it happens. on_token returns false to cancel (client

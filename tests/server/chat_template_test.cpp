@@ -22,8 +22,9 @@ TEST(ChatTemplateDetect, RecognisesEachFamilyByMarkers) {
 }
 
 TEST(ChatTemplateNames, RoundTripAndAliases) {
-  for (auto f : {ChatFamily::kChatml, ChatFamily::kLlama2, ChatFamily::kLlama3, ChatFamily::kMistral,
-                 ChatFamily::kZephyr, ChatFamily::kGemma, ChatFamily::kPhi3}) {
+  for (auto f :
+       {ChatFamily::kChatml, ChatFamily::kLlama2, ChatFamily::kLlama3, ChatFamily::kMistral,
+        ChatFamily::kZephyr, ChatFamily::kGemma, ChatFamily::kPhi3}) {
     EXPECT_EQ(chat_family_from_name(chat_family_name(f)), f);
   }
   EXPECT_EQ(chat_family_from_name("qwen"), ChatFamily::kChatml);
@@ -71,14 +72,16 @@ TEST(ChatTemplateRender, Phi3) {
 
 TEST(ChatTemplateRender, GemmaUsesModelRoleAndFoldsSystem) {
   EXPECT_EQ(render_chat(ChatFamily::kGemma, kConversation),
-            "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<start_of_turn>user\nBe "
+            "brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
             "<start_of_turn>user\nName a colour.<end_of_turn>\n<start_of_turn>model\n");
 }
 
 TEST(ChatTemplateRender, SingleUserTurnWithoutSystem) {
   const std::vector<ChatMessage> one = {{"user", "Hi"}};
   EXPECT_EQ(render_chat(ChatFamily::kLlama2, one), "[INST] Hi [/INST]");
-  EXPECT_EQ(render_chat(ChatFamily::kGemma, one), "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
+  EXPECT_EQ(render_chat(ChatFamily::kGemma, one),
+            "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 namespace hearth::server {
 namespace {
 
-Status apply(const std::string& text, ServerConfig& c) { return apply_config_toml(text, c); }
+Status apply(const std::string& text, ServerConfig& c) {
+  return apply_config_toml(text, c);
+}
 
 std::string error_of(const std::string& text) {
   ServerConfig c;
@@ -85,7 +87,8 @@ TEST(ServerConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of("[[models]]\npath = \"a.gguf\"\ncontext = -1").find("models[0].context"),
             std::string::npos);
   EXPECT_NE(error_of("[[models]]\nid = \"x\"").find("models[0].path"), std::string::npos);
-  EXPECT_NE(error_of("[[models]]\npath = \"a\"\npolicy = { min_tokenz = 1 }").find("models[0].policy.min_tokenz"),
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\npolicy = { min_tokenz = 1 }")
+                .find("models[0].policy.min_tokenz"),
             std::string::npos);
   EXPECT_NE(error_of("[tiers.disk]\nquota = \"lots\"").find("tiers.disk.quota"), std::string::npos);
   EXPECT_NE(error_of("[tiers.disk]\nquota = 5").find("tiers.disk.dir"), std::string::npos);

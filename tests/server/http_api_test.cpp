@@ -53,7 +53,8 @@ class HttpApiTest : public ::testing::Test {
     EXPECT_EQ(r->status, status) << r->body;
     json j = json::parse(r->body, nullptr, false);
     ASSERT_TRUE(j.contains("error")) << r->body;
-    for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(j["error"].contains(k)) << k;
+    for (const char* k : {"message", "type", "param", "code"})
+      EXPECT_TRUE(j["error"].contains(k)) << k;
     if (!field.empty()) {
       EXPECT_EQ(j["error"]["param"], field) << r->body;
       EXPECT_NE(j["error"]["message"].get<std::string>().find(field), std::string::npos) << r->body;
@@ -145,7 +146,8 @@ TEST_F(HttpApiTest, StopStringsCutTheTextAndReportStop) {
   const std::string text = json::parse(full->body)["choices"][0]["text"];
   ASSERT_GT(text.size(), 6u);
   const std::string stop = text.substr(text.size() / 2, 3);
-  auto cut = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 12}, {"temperature", 0}, {"stop", stop}});
+  auto cut = post("/v1/completions",
+                  {{"prompt", "x"}, {"max_tokens", 12}, {"temperature", 0}, {"stop", stop}});
   json j = json::parse(cut->body);
   EXPECT_EQ(j["choices"][0]["text"], text.substr(0, text.find(stop)));
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
@@ -277,7 +279,8 @@ TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
 }
 
 TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
-  const auto base = std::filesystem::temp_directory_path() / ("hearth-models-" + std::to_string(::getpid()));
+  const auto base =
+      std::filesystem::temp_directory_path() / ("hearth-models-" + std::to_string(::getpid()));
   const auto dir = base / "models";
   std::filesystem::create_directories(dir / "sub");
   std::ofstream(dir / "sub" / "m.gguf") << "x";
@@ -290,7 +293,8 @@ TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
   EXPECT_EQ(ok->status, 201) << ok->body;
   EXPECT_EQ(json::parse(ok->body)["id"], "m");
   expect_error(post("/hearth/models", {{"path", "../outside.gguf"}}), 400, "path");
-  expect_error(post("/hearth/models", {{"path", (dir.parent_path() / "outside.gguf").string()}}), 400, "path");
+  expect_error(post("/hearth/models", {{"path", (dir.parent_path() / "outside.gguf").string()}}),
+               400, "path");
   expect_error(post("/hearth/models", {{"path", "sub/../../outside.gguf"}}), 400, "path");
   std::filesystem::create_symlink(base / "outside.gguf", dir / "link.gguf");  // escape via symlink
   expect_error(post("/hearth/models", {{"path", "link.gguf"}}), 400, "path");
@@ -312,14 +316,24 @@ TEST_F(HttpApiTest, AuthProtectsEverythingButHealth) {
   start(config);
   EXPECT_EQ(client_->Get("/health")->status, 200);
   const std::vector<std::pair<std::string, std::string>> endpoints = {
-      {"GET", "/v1/models"},         {"POST", "/v1/chat/completions"}, {"POST", "/v1/completions"},
-      {"POST", "/v1/embeddings"},    {"POST", "/v1/messages"},         {"GET", "/hearth/models"},
-      {"POST", "/hearth/models"},    {"POST", "/hearth/tokenize"},     {"GET", "/hearth/cache/counters"},
-      {"GET", "/hearth/cache/rows"}, {"POST", "/hearth/cache/gc"},     {"GET", "/metrics"}};
+      {"GET", "/v1/models"},
+      {"POST", "/v1/chat/completions"},
+      {"POST", "/v1/completions"},
+      {"POST", "/v1/embeddings"},
+      {"POST", "/v1/messages"},
+      {"GET", "/hearth/models"},
+      {"POST", "/hearth/models"},
+      {"POST", "/hearth/tokenize"},
+      {"GET", "/hearth/cache/counters"},
+      {"GET", "/hearth/cache/rows"},
+      {"POST", "/hearth/cache/gc"},
+      {"GET", "/metrics"}};
   for (const auto& [method, path] : endpoints) {
-    for (const httplib::Headers& h : {httplib::Headers{}, httplib::Headers{{"Authorization", "Bearer wrong"}},
-                                      httplib::Headers{{"x-api-key", "wrong"}}}) {
-      auto r = method == "GET" ? client_->Get(path.c_str(), h) : client_->Post(path.c_str(), h, "{}", "application/json");
+    for (const httplib::Headers& h :
+         {httplib::Headers{}, httplib::Headers{{"Authorization", "Bearer wrong"}},
+          httplib::Headers{{"x-api-key", "wrong"}}}) {
+      auto r = method == "GET" ? client_->Get(path.c_str(), h)
+                               : client_->Post(path.c_str(), h, "{}", "application/json");
       ASSERT_TRUE(r) << path;
       EXPECT_EQ(r->status, 401) << method << " " << path;
     }

@@ -9,12 +9,13 @@ using nlohmann::json;
 
 TEST(RequestParse, ChatAcceptsSamplingParameters) {
   TextRequest r;
-  auto e = parse_chat_request(json::parse(R"({"model":"m","messages":[{"role":"developer","content":"s"},
+  auto e =
+      parse_chat_request(json::parse(R"({"model":"m","messages":[{"role":"developer","content":"s"},
       {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
       "temperature":0.5,"top_p":0.9,"top_k":40,"min_p":0.05,"seed":7,"max_completion_tokens":12,
       "stop":["x","y"],"repetition_penalty":1.1,"frequency_penalty":0.5,"presence_penalty":-0.5,
       "stream":true,"stream_options":{"include_usage":true}})"),
-                              r);
+                         r);
   ASSERT_FALSE(e) << e->message;
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.messages.size(), 2u);
@@ -42,7 +43,8 @@ TEST(RequestParse, ChatRejectionsNameTheField) {
       {R"({})", "messages"},
       {R"({"messages":[{"role":"robot","content":"x"}]})", "messages[0].role"},
       {R"({"messages":[{"role":"user"}]})", "messages[0].content"},
-      {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", "messages[0].content[0].type"},
+      {R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+       "messages[0].content[0].type"},
       {R"({"model":5,"messages":[{"role":"user","content":"x"}]})", "model"},
       {R"({"temperature":"hot","messages":[{"role":"user","content":"x"}]})", "temperature"},
       {R"({"temperature":3,"messages":[{"role":"user","content":"x"}]})", "temperature"},
@@ -93,7 +95,8 @@ TEST(RequestParse, AnthropicMessages) {
   EXPECT_EQ(r.messages[0].content, "be nice");
   EXPECT_EQ(r.stop, std::vector<std::string>{"Z"});
   TextRequest missing;
-  e = parse_messages_request(json::parse(R"({"messages":[{"role":"user","content":"hi"}]})"), missing);
+  e = parse_messages_request(json::parse(R"({"messages":[{"role":"user","content":"hi"}]})"),
+                             missing);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "max_tokens");
   TextRequest sys_role;

@@ -34,7 +34,8 @@ int run_shell(const std::string& cmd, std::string* output = nullptr) {
 }
 
 fs::path scratch_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("hearth-serve-" + name + "-" + std::to_string(getpid()));
+  fs::path d =
+      fs::temp_directory_path() / ("hearth-serve-" + name + "-" + std::to_string(getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -52,10 +53,12 @@ std::string write_config(const fs::path& dir, const std::string& model_line) {
 }
 
 // Starts a server on the best model available; `model_id` receives its id.
-bool start_any(ServeProcess& proc, const fs::path& dir, std::vector<std::string> extra, std::string& model_id) {
+bool start_any(ServeProcess& proc, const fs::path& dir, std::vector<std::string> extra,
+               std::string& model_id) {
   const fs::path real = fs::path(HEARTH_SHARED_DIR) / "models" / "stories260K.gguf";
   if (fs::exists(real)) {
-    std::vector<std::string> args = {"--config", write_config(dir, "id = \"stories\"\npath = \"" + real.string() + "\"")};
+    std::vector<std::string> args = {
+        "--config", write_config(dir, "id = \"stories\"\npath = \"" + real.string() + "\"")};
     args.insert(args.end(), extra.begin(), extra.end());
     if (proc.start(args)) {
       model_id = "stories";
@@ -64,7 +67,8 @@ bool start_any(ServeProcess& proc, const fs::path& dir, std::vector<std::string>
     std::fprintf(stderr, "[ INFO ] engine cannot serve %s yet (%s); using the stub backend\n",
                  real.c_str(), proc.log().substr(0, 300).c_str());
   }
-  std::vector<std::string> args = {"--backend", "stub", "--config", write_config(dir, "id = \"tiny\"\npath = \"stub.gguf\"")};
+  std::vector<std::string> args = {"--backend", "stub", "--config",
+                                   write_config(dir, "id = \"tiny\"\npath = \"stub.gguf\"")};
   args.insert(args.end(), extra.begin(), extra.end());
   model_id = "tiny";
   return proc.start(args);
@@ -93,22 +97,24 @@ TEST(ServeAcceptance, OfficialSdksWork) {
   if (!fs::exists(node_dir / "node_modules" / "openai" / "package.json") ||
       !fs::exists(node_dir / "node_modules" / "@anthropic-ai" / "sdk" / "package.json")) {
     // flock: ctest may run several of these tests at once.
-    const std::string cmd = "cd '" + node_dir.string() + "' && flock .npm-lock timeout 240 npm install --no-audit "
+    const std::string cmd = "cd '" + node_dir.string() +
+                            "' && flock .npm-lock timeout 240 npm install --no-audit "
                             "--no-fund --loglevel=error openai @anthropic-ai/sdk";
     if (run_shell(cmd, &out) != 0) {
-      GTEST_SKIP() << "SKIPPED: npm could not install openai and @anthropic-ai/sdk: " << out.substr(0, 500);
+      GTEST_SKIP() << "SKIPPED: npm could not install openai and @anthropic-ai/sdk: "
+                   << out.substr(0, 500);
     }
   }
   // ESM resolves packages from the script's own directory: run a copy placed there.
-  fs::copy_file(fs::path(__FILE__).parent_path() / "node" / "sdk_check.mjs", node_dir / "sdk_check.mjs",
-                fs::copy_options::overwrite_existing);
+  fs::copy_file(fs::path(__FILE__).parent_path() / "node" / "sdk_check.mjs",
+                node_dir / "sdk_check.mjs", fs::copy_options::overwrite_existing);
 
   const fs::path dir = scratch_dir("sdk");
   ServeProcess proc;
   std::string model;
   ASSERT_TRUE(start_any(proc, dir, {"--api-key", "test-key"}, model)) << proc.log();
-  const int rc = run_shell("cd '" + node_dir.string() + "' && timeout 120 node sdk_check.mjs " + proc.url() +
-                               " test-key " + model,
+  const int rc = run_shell("cd '" + node_dir.string() + "' && timeout 120 node sdk_check.mjs " +
+                               proc.url() + " test-key " + model,
                            &out);
   EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << proc.log();
   EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
@@ -119,7 +125,8 @@ TEST(ServeAcceptance, OfficialSdksWork) {
 TEST(ServeAcceptance, RestartOnSameDiskTierServesWarm) {
   const fs::path dir = scratch_dir("restart");
   const std::string cache_dir = (dir / "kvc").string();
-  const std::string prompt = "The fox sat by the hearth and watched the embers glow all night long.";
+  const std::string prompt =
+      "The fox sat by the hearth and watched the embers glow all night long.";
   std::string model;
   json before;
   {
@@ -130,7 +137,8 @@ TEST(ServeAcceptance, RestartOnSameDiskTierServesWarm) {
     ASSERT_EQ(before["http_status"], 200) << before.dump();
     EXPECT_EQ(proc.stop(), 0) << "SIGTERM must exit 0\n" << proc.log();
   }
-  EXPECT_EQ(fs::status(cache_dir).permissions() & fs::perms::all, fs::perms::owner_all) << "cache dir must be 0700";
+  EXPECT_EQ(fs::status(cache_dir).permissions() & fs::perms::all, fs::perms::owner_all)
+      << "cache dir must be 0700";
   ServeProcess proc;
   ASSERT_TRUE(start_any(proc, dir, {"--cache-dir", cache_dir}, model)) << proc.log();
   httplib::Client c("127.0.0.1", proc.port());
@@ -142,8 +150,9 @@ TEST(ServeAcceptance, RestartOnSameDiskTierServesWarm) {
   EXPECT_EQ(proc.stop(), 0);
   fs::remove_all(dir);
   if (cached == 0) {
-    GTEST_SKIP() << "SKIPPED (warm part): the restarted server reported 0 cached tokens; this runtime build "
-                    "keeps rows in RAM only (no disk tier wired yet)";
+    GTEST_SKIP()
+        << "SKIPPED (warm part): the restarted server reported 0 cached tokens; this runtime build "
+           "keeps rows in RAM only (no disk tier wired yet)";
   }
   EXPECT_GT(cached, 0);
 }
@@ -182,7 +191,8 @@ TEST(ServeAcceptance, DisconnectedStreamIsCancelled) {
            m->body.find("hearth_client_disconnects_total 1") != std::string::npos;
     if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_TRUE(idle) << "stream still running 2 s after the client left (" << chunks << " chunks read)\n"
+  EXPECT_TRUE(idle) << "stream still running 2 s after the client left (" << chunks
+                    << " chunks read)\n"
                     << last_metrics.substr(0, 1500);
   EXPECT_EQ(proc.stop(), 0);
   fs::remove_all(dir);
@@ -199,8 +209,8 @@ TEST(ServeAcceptance, AuthAndValidation) {
     EXPECT_EQ(c.Get(path)->status, 401) << path;
     EXPECT_EQ(c.Get(path, {{"Authorization", "Bearer nope"}})->status, 401) << path;
   }
-  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/embeddings",
-                           "/hearth/tokenize", "/hearth/cache/evict"}) {
+  for (const char* path : {"/v1/chat/completions", "/v1/completions", "/v1/messages",
+                           "/v1/embeddings", "/hearth/tokenize", "/hearth/cache/evict"}) {
     EXPECT_EQ(c.Post(path, "{}", "application/json")->status, 401) << path;
   }
   const httplib::Headers auth = {{"Authorization", "Bearer k1"}};
@@ -214,7 +224,8 @@ TEST(ServeAcceptance, AuthAndValidation) {
   EXPECT_NE(wrong_type->body.find("messages"), std::string::npos);
   auto unknown = chat(c, "missing-model", "hi", 4, auth);
   EXPECT_EQ(unknown["http_status"], 404);
-  EXPECT_NE(unknown["error"]["message"].get<std::string>().find("missing-model"), std::string::npos);
+  EXPECT_NE(unknown["error"]["message"].get<std::string>().find("missing-model"),
+            std::string::npos);
   auto too_long = chat(c, model, std::string(6000, 'x') + " " + std::string(6000, 'y'), 4, auth);
   EXPECT_EQ(too_long["http_status"], 400) << too_long.dump().substr(0, 300);
   EXPECT_EQ(too_long["error"]["code"], "context_length_exceeded");
@@ -228,7 +239,9 @@ TEST(ServeAcceptance, BadConfigFailsAtStartNamingTheKey) {
   const fs::path dir = scratch_dir("badcfg");
   std::ofstream(dir / "bad.toml") << "[limits]\nmax_tokens = \"many\"\n";
   std::string out;
-  const int rc = run_shell(std::string(HEARTH_CLI_PATH) + " serve --port 0 --config " + (dir / "bad.toml").string(), &out);
+  const int rc = run_shell(
+      std::string(HEARTH_CLI_PATH) + " serve --port 0 --config " + (dir / "bad.toml").string(),
+      &out);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(out.find("limits.max_tokens"), std::string::npos) << out;
   fs::remove_all(dir);

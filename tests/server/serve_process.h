@@ -26,7 +26,8 @@ class ServeProcess {
   bool start(const std::vector<std::string>& args, int timeout_ms = 15000) {
     int out_pipe[2];
     if (pipe(out_pipe) != 0) return false;
-    log_path_ = "/tmp/hearth-serve-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter()) + ".log";
+    log_path_ = "/tmp/hearth-serve-test-" + std::to_string(getpid()) + "-" +
+                std::to_string(++counter()) + ".log";
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out_pipe[1], 1);
