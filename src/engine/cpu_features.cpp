@@ -58,15 +58,22 @@ const CpuFeatures& cpu_features() {
 const KernelSet& active_kernels() {
   static const KernelSet* chosen = [] {
     const CpuFeatures& f = cpu_features();
-    if (const KernelSet* k = avx2_kernels(); k && f.avx2 && f.fma && f.f16c) return k;
-    if (const KernelSet* k = neon_kernels(); k && f.neon) return k;
+    // Features first: the tables must not even be built on a CPU without them.
+    const bool avx2_ok = f.avx2 && f.fma && f.f16c;
+    if (avx2_ok && f.avxvnni && avxvnni_kernels() != nullptr) return avxvnni_kernels();
+    if (avx2_ok && avx2_kernels() != nullptr) return avx2_kernels();
+    if (f.neon && neon_kernels() != nullptr) return neon_kernels();
     return &scalar_kernels();
   }();
   return *chosen;
 }
 
-const char* kernel_isa() { return active_kernels().isa; }
+const char* kernel_isa() {
+  return active_kernels().isa;
+}
 
-const char* numerics_id() { return "hearth-canon-v1"; }
+const char* numerics_id() {
+  return "hearth-canon-v1";
+}
 
 }  // namespace hearth::engine

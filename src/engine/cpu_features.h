@@ -18,7 +18,8 @@ struct CpuFeatures {
 // feature to count.
 const CpuFeatures& cpu_features();
 
-// Names the kernel set matmul uses on this CPU ("avx2", "scalar", "neon").
+// Names the kernel set matmul uses on this CPU ("avx2-vnni", "avx2", "scalar",
+// "neon").
 const char* kernel_isa();
 
 // Identifies the numerics of the active kernel set: two runs whose ids are equal

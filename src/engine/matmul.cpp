@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "engine/quant/quant.h"
+#include "hearth/fp16.h"
 
 namespace hearth::engine {
 namespace {
@@ -18,9 +20,13 @@ constexpr int64_t kRowsPerBlock = 8;
 
 }  // namespace
 
-size_t WeightView::row_bytes() const { return quant_row_bytes(type, cols); }
+size_t WeightView::row_bytes() const {
+  return quant_row_bytes(type, cols);
+}
 
-void MatmulScratch::Free::operator()(uint8_t* p) const { std::free(p); }
+void MatmulScratch::Free::operator()(uint8_t* p) const {
+  std::free(p);
+}
 
 uint8_t* MatmulScratch::reserve(size_t bytes) {
   if (bytes > capacity_) {
@@ -33,7 +39,9 @@ uint8_t* MatmulScratch::reserve(size_t bytes) {
 }
 
 size_t activation_row_bytes(gguf::TensorType weight_type, int64_t cols) {
-  return quant_row_bytes(activation_type(weight_type), cols);
+  const gguf::TensorType at = activation_type(weight_type);
+  if (at == gguf::TensorType::kQ8_0) return q8_0_working_row_bytes(cols / kQK32);
+  return quant_row_bytes(at, cols);
 }
 
 size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int64_t cols,
@@ -42,7 +50,24 @@ size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int
   const Status s = quantize_row(at, x, out, cols);
   assert(s.ok());
   (void)s;
-  return quant_row_bytes(at, cols);
+  if (at == gguf::TensorType::kQ8_0) {
+    const int64_t nb = cols / kQK32;
+    const auto* blocks = reinterpret_cast<const BlockQ8_0*>(out);
+    uint8_t* side = out + q8_0_side_offset(nb);
+    for (int64_t b = 0; b < nb; ++b) {
+      const float d = fp16_to_fp32(blocks[b].d);
+      int32_t sum = 0;
+      for (int j = 0; j < kQK32; ++j) sum += blocks[b].qs[j];
+      std::memcpy(side + 4 * b, &d, 4);
+      std::memcpy(side + 4 * nb + 4 * b, &sum, 4);
+    }
+    // Padding bytes are zeroed so rows are fully defined (hashable, comparable).
+    const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
+    std::memset(out + quant_row_bytes(at, cols), 0,
+                q8_0_side_offset(nb) - quant_row_bytes(at, cols));
+    std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+  }
+  return activation_row_bytes(weight_type, cols);
 }
 
 void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, const float* x,
@@ -108,17 +133,25 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 }
 
 void dequantize_rows(const WeightView& w, int64_t first, int64_t count, float* out) {
-  for (int64_t i = 0; i < count; ++i) dequantize_row(w.type, w.row(first + i), out + i * w.cols, w.cols);
+  for (int64_t i = 0; i < count; ++i)
+    dequantize_row(w.type, w.row(first + i), out + i * w.cols, w.cols);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out) {
-  for (int64_t i = 0; i < n_ids; ++i) dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
+  for (int64_t i = 0; i < n_ids; ++i)
+    dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
 }
 
 float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
   return active_kernels().dot_f16_f32(k, q, n);
 }
 
-void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) { active_kernels().axpy_f16(a, x, y, n); }
+void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
+  active_kernels().axpy_f16(a, x, y, n);
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  return active_kernels().dot[static_cast<int>(gguf::TensorType::kF32)](a, b, n);
+}
 
 }  // namespace hearth::engine

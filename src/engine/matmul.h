@@ -77,5 +77,7 @@ void dequantize_rows(const WeightView& w, int64_t first, int64_t count, float* o
 float dot_f16_f32(const uint16_t* k, const float* q, int64_t n);
 // y[i] = fma(a, f16(x[i]), y[i]).
 void axpy_f16(float a, const uint16_t* x, float* y, int64_t n);
+// sum_i a[i] * b[i] in the 32-lane canonical order (the F32 weight dot).
+float dot_f32(const float* a, const float* b, int64_t n);
 
 }  // namespace hearth::engine

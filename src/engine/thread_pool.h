@@ -40,7 +40,8 @@ class ThreadPool {
       return;
     }
     using Fn = std::remove_reference_t<F>;
-    run(n, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
+    run(
+        n, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 

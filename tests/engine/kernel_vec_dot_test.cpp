@@ -21,8 +21,9 @@ using testing::random_blocks;
 std::vector<const KernelSet*> runnable_tables() {
   std::vector<const KernelSet*> v;
   const CpuFeatures& f = cpu_features();
-  if (avx2_kernels() && f.avx2 && f.fma && f.f16c) v.push_back(avx2_kernels());
-  if (neon_kernels() && f.neon) v.push_back(neon_kernels());
+  if (f.avx2 && f.fma && f.f16c && avx2_kernels()) v.push_back(avx2_kernels());
+  if (f.avx2 && f.fma && f.f16c && f.avxvnni && avxvnni_kernels()) v.push_back(avxvnni_kernels());
+  if (f.neon && neon_kernels()) v.push_back(neon_kernels());
   return v;
 }
 
@@ -47,9 +48,8 @@ TEST_P(VecDotTest, EveryTableMatchesScalarBitForBit) {
       for (const KernelSet* k : tables) {
         ASSERT_NE(k->dot[id], nullptr);
         const float got = k->dot[id](w.data(), x.data(), n);
-        ASSERT_EQ(bits(got), bits(want))
-            << k->isa << " " << quant_type_name(t) << " n=" << n << " seed=" << seed << ": " << got
-            << " vs " << want;
+        ASSERT_EQ(bits(got), bits(want)) << k->isa << " " << quant_type_name(t) << " n=" << n
+                                         << " seed=" << seed << ": " << got << " vs " << want;
       }
     }
   }
@@ -75,7 +75,8 @@ TEST_P(VecDotTest, MultiTokenKernelMatchesSingleDot) {
       k->multi[id](w.data(), xs.data(), stride, nt, n, out);
       for (int i = 0; i < nt; ++i) {
         const float single = k->dot[id](w.data(), xs.data() + i * stride, n);
-        ASSERT_EQ(bits(out[i]), bits(single)) << k->isa << " " << quant_type_name(t) << " nt=" << nt;
+        ASSERT_EQ(bits(out[i]), bits(single))
+            << k->isa << " " << quant_type_name(t) << " nt=" << nt;
       }
     }
   }
@@ -123,6 +124,9 @@ TEST(AttentionKernelsTest, DotF16F32AndAxpyMatchScalar) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits(y1[i]), bits(y2[i])) << t->isa << " i=" << i;
     }
     EXPECT_EQ(bits(dot_f16_f32(k.data(), q.data(), n)), bits(want));
+    const float f32_want =
+        scalar_kernels().dot[static_cast<int>(TensorType::kF32)](kf.data(), q.data(), n);
+    EXPECT_EQ(bits(dot_f32(kf.data(), q.data(), n)), bits(f32_want)) << "n=" << n;
   }
 }
 

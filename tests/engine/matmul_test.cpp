@@ -2,7 +2,10 @@
 // contract (same bits for any batch size, batch position and thread count).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstring>
 
 #include "engine/kernels/kernel_set.h"
@@ -132,6 +135,30 @@ TEST(ThreadPoolTest, CoversRangeWithContiguousChunks) {
       }
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 20) << threads << " " << n;
     }
+  }
+}
+
+TEST(ThreadPoolTest, ManyDispatchesWithPausesBetween) {
+  // Alternates back-to-back dispatches (workers still spinning) with pauses long
+  // enough for the workers to block, to exercise both wake-up paths.
+  ThreadPool pool(3);
+  std::atomic<int64_t> total{0};
+  int64_t expected = 0;
+  for (int rep = 0; rep < 400; ++rep) {
+    const int64_t n = 1 + rep % 7;
+    pool.parallel_for(n, [&](int64_t b, int64_t e) { total.fetch_add(e - b); });
+    expected += n;
+    if (rep % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  EXPECT_EQ(total.load(), expected);
+}
+
+TEST(ThreadPoolTest, DestroysCleanlyWhileIdle) {
+  for (int i = 0; i < 20; ++i) {
+    ThreadPool pool(2);
+    int hits = 0;
+    pool.parallel_for(1, [&](int64_t, int64_t) { ++hits; });
+    EXPECT_EQ(hits, 1);
   }
 }
 

@@ -11,13 +11,17 @@
 namespace hearth::engine {
 namespace {
 
+using gguf::TensorType;
 using testing::bits;
 using testing::random_blocks;
-using gguf::TensorType;
 
-float h(uint16_t v) { return fp16_to_fp32(v); }
+float h(uint16_t v) {
+  return fp16_to_fp32(v);
+}
 // Float product kept rounded (ggml's C semantics with no contraction).
-float mul(float a, float b) { return rounded(a * b); }
+float mul(float a, float b) {
+  return rounded(a * b);
+}
 
 // Expected value of element e (0-based within the row) read from raw bytes.
 float expected(TensorType t, const uint8_t* row, int64_t e) {
@@ -30,8 +34,10 @@ float expected(TensorType t, const uint8_t* row, int64_t e) {
       std::memcpy(&f, blk, 4);
       return f;
     }
-    case TensorType::kF16: return h(*reinterpret_cast<const uint16_t*>(blk));
-    case TensorType::kBF16: return bf16_to_fp32(*reinterpret_cast<const uint16_t*>(blk));
+    case TensorType::kF16:
+      return h(*reinterpret_cast<const uint16_t*>(blk));
+    case TensorType::kBF16:
+      return bf16_to_fp32(*reinterpret_cast<const uint16_t*>(blk));
     case TensorType::kQ4_0: {
       const auto& b = *reinterpret_cast<const BlockQ4_0*>(blk);
       const int nib = i < 16 ? (b.qs[i] & 15) : (b.qs[i - 16] >> 4);
@@ -117,7 +123,8 @@ float expected(TensorType t, const uint8_t* row, int64_t e) {
       const auto& b = *reinterpret_cast<const BlockQ8_K*>(blk);
       return mul(b.d, static_cast<float>(b.qs[i]));
     }
-    default: return NAN;
+    default:
+      return NAN;
   }
 }
 
@@ -132,9 +139,8 @@ TEST_P(DequantizeTest, MatchesPerElementFormulaBitExactly) {
     dequantize_row(t, row.data(), out.data(), n);
     for (int64_t e = 0; e < n; ++e) {
       const float want = expected(t, row.data(), e);
-      ASSERT_EQ(bits(out[e]), bits(want))
-          << quant_type_name(t) << " element " << e << " seed " << seed << ": got " << out[e]
-          << " want " << want;
+      ASSERT_EQ(bits(out[e]), bits(want)) << quant_type_name(t) << " element " << e << " seed "
+                                          << seed << ": got " << out[e] << " want " << want;
     }
   }
 }

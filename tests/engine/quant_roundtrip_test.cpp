@@ -55,8 +55,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(quant_type_name(info.param.type)); });
 
 TEST(QuantizeRowTest, ZerosStayZero) {
-  for (TensorType t : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ6_K,
-                       TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ5_K, TensorType::kQ8_K}) {
+  for (TensorType t :
+       {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ6_K,
+        TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ5_K, TensorType::kQ8_K}) {
     std::vector<float> x(256, 0.0f), y(256, 1.0f);
     const auto q = quantized(t, x);
     dequantize_row(t, q.data(), y.data(), 256);

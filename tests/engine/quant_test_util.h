@@ -18,10 +18,9 @@ using gguf::TensorType;
 // Every weight type the kernels handle.
 inline const std::vector<TensorType>& weight_types() {
   static const std::vector<TensorType> v = {
-      TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ4_0,
-      TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ8_0,
-      TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
-      TensorType::kQ6_K};
+      TensorType::kF32,  TensorType::kF16,  TensorType::kBF16, TensorType::kQ4_0, TensorType::kQ4_1,
+      TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ8_0, TensorType::kQ2_K, TensorType::kQ3_K,
+      TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
   return v;
 }
 
@@ -62,7 +61,9 @@ inline std::vector<uint8_t> random_blocks(TensorType t, int64_t n, uint32_t seed
         std::memcpy(blk, &v, 4);
         break;
       }
-      case TensorType::kF16: put_half(blk, scale(rng) * 20 - 0.5f); break;
+      case TensorType::kF16:
+        put_half(blk, scale(rng) * 20 - 0.5f);
+        break;
       case TensorType::kBF16: {
         const uint16_t h = fp32_to_bf16(scale(rng) * 20 - 0.5f);
         std::memcpy(blk, &h, 2);
@@ -70,7 +71,9 @@ inline std::vector<uint8_t> random_blocks(TensorType t, int64_t n, uint32_t seed
       }
       case TensorType::kQ4_0:
       case TensorType::kQ5_0:
-      case TensorType::kQ8_0: put_half(blk, scale(rng)); break;
+      case TensorType::kQ8_0:
+        put_half(blk, scale(rng));
+        break;
       case TensorType::kQ4_1:
       case TensorType::kQ5_1:
         put_half(blk, scale(rng));
@@ -82,7 +85,9 @@ inline std::vector<uint8_t> random_blocks(TensorType t, int64_t n, uint32_t seed
         q->dmin = fp32_to_fp16(scale(rng));
         break;
       }
-      case TensorType::kQ3_K: reinterpret_cast<BlockQ3_K*>(blk)->d = fp32_to_fp16(scale(rng) / 8); break;
+      case TensorType::kQ3_K:
+        reinterpret_cast<BlockQ3_K*>(blk)->d = fp32_to_fp16(scale(rng) / 8);
+        break;
       case TensorType::kQ4_K: {
         auto* q = reinterpret_cast<BlockQ4_K*>(blk);
         q->d = fp32_to_fp16(scale(rng) / 8);
@@ -95,8 +100,11 @@ inline std::vector<uint8_t> random_blocks(TensorType t, int64_t n, uint32_t seed
         q->dmin = fp32_to_fp16(scale(rng) / 8);
         break;
       }
-      case TensorType::kQ6_K: reinterpret_cast<BlockQ6_K*>(blk)->d = fp32_to_fp16(scale(rng) / 16); break;
-      default: break;
+      case TensorType::kQ6_K:
+        reinterpret_cast<BlockQ6_K*>(blk)->d = fp32_to_fp16(scale(rng) / 16);
+        break;
+      default:
+        break;
     }
   }
   return out;

@@ -19,8 +19,20 @@ namespace hearth::engine {
 // Q2_K..Q6_K -> Q8_K, F16 -> F16, BF16 -> BF16, F32 -> F32.
 gguf::TensorType activation_type(gguf::TensorType weight);
 
+// Working format of a Q8_0-partner activation row (what the kernels receive):
+// the nb = n/32 Q8_0 blocks, then at q8_0_side_offset(nb) nb floats (exactly
+// fp16_to_fp32 of each block's d) and nb int32 (each block's sum of quants).
+// The side arrays let SIMD kernels load 4 scales / sums at once; the scalar
+// reference reads only the blocks. Other partner formats are the plain GGUF rows.
+inline constexpr size_t q8_0_side_offset(int64_t nb) {
+  return static_cast<size_t>(nb * 34 + 31) / 32 * 32;
+}
+inline constexpr size_t q8_0_working_row_bytes(int64_t nb) {
+  return (q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8 + 31) / 32 * 32;
+}
+
 // One weight row (n elements of the weight type) . one activation row (n
-// elements of activation_type()).
+// elements of activation_type(), in the working format above).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
 
 // One weight row against nt <= kMaxTileTokens activation rows (row t at
@@ -39,9 +51,9 @@ using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
 struct KernelSet {
-  const char* isa;                // "scalar", "avx2", "neon"
-  VecDotFn dot[kTypeSlots];       // by weight type; nullptr = unsupported
-  MultiDotFn multi[kTypeSlots];   // by weight type; nullptr = loop over dot
+  const char* isa;               // "scalar", "avx2", "avx2-vnni", "neon"
+  VecDotFn dot[kTypeSlots];      // by weight type; nullptr = unsupported
+  MultiDotFn multi[kTypeSlots];  // by weight type; nullptr = loop over dot
   DotF16F32Fn dot_f16_f32;
   AxpyF16Fn axpy_f16;
 };
@@ -52,6 +64,9 @@ const KernelSet& scalar_kernels();
 // Calling into it on a CPU without those features is undefined: use
 // active_kernels() unless you checked cpu_features() yourself.
 const KernelSet* avx2_kernels();
+// The AVX2 table with AVX-VNNI 32-block kernels (x86 builds), else nullptr.
+// Same rule: only call into it when cpu_features() reports avxvnni too.
+const KernelSet* avxvnni_kernels();
 // The NEON table on AArch64 builds, else nullptr.
 const KernelSet* neon_kernels();
 

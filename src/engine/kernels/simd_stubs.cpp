@@ -5,10 +5,17 @@
 namespace hearth::engine {
 
 #if !(defined(__x86_64__) || defined(__i386__))
-const KernelSet* avx2_kernels() { return nullptr; }
+const KernelSet* avx2_kernels() {
+  return nullptr;
+}
+const KernelSet* avxvnni_kernels() {
+  return nullptr;
+}
 #endif
-#if !defined(__ARM_NEON)
-const KernelSet* neon_kernels() { return nullptr; }
+#if !(defined(__ARM_NEON) && defined(__aarch64__))
+const KernelSet* neon_kernels() {
+  return nullptr;
+}
 #endif
 
 }  // namespace hearth::engine

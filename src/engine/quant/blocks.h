@@ -12,8 +12,8 @@
 
 namespace hearth::engine {
 
-inline constexpr int kQK32 = 32;   // elements per block of the legacy formats
-inline constexpr int kQKK = 256;   // elements per super-block of the k-quants
+inline constexpr int kQK32 = 32;  // elements per block of the legacy formats
+inline constexpr int kQKK = 256;  // elements per super-block of the k-quants
 
 // Legacy 32-element formats: value = d * (q - 8) and friends.
 struct BlockQ4_0 {
@@ -107,22 +107,38 @@ struct BlockGeometry {
 constexpr BlockGeometry block_geometry(gguf::TensorType t) {
   using T = gguf::TensorType;
   switch (t) {
-    case T::kF32: return {1, 4};
-    case T::kF16: return {1, 2};
-    case T::kBF16: return {1, 2};
-    case T::kQ4_0: return {kQK32, sizeof(BlockQ4_0)};
-    case T::kQ4_1: return {kQK32, sizeof(BlockQ4_1)};
-    case T::kQ5_0: return {kQK32, sizeof(BlockQ5_0)};
-    case T::kQ5_1: return {kQK32, sizeof(BlockQ5_1)};
-    case T::kQ8_0: return {kQK32, sizeof(BlockQ8_0)};
-    case T::kQ8_1: return {kQK32, sizeof(BlockQ8_1)};
-    case T::kQ2_K: return {kQKK, sizeof(BlockQ2_K)};
-    case T::kQ3_K: return {kQKK, sizeof(BlockQ3_K)};
-    case T::kQ4_K: return {kQKK, sizeof(BlockQ4_K)};
-    case T::kQ5_K: return {kQKK, sizeof(BlockQ5_K)};
-    case T::kQ6_K: return {kQKK, sizeof(BlockQ6_K)};
-    case T::kQ8_K: return {kQKK, sizeof(BlockQ8_K)};
-    default: return {0, 0};
+    case T::kF32:
+      return {1, 4};
+    case T::kF16:
+      return {1, 2};
+    case T::kBF16:
+      return {1, 2};
+    case T::kQ4_0:
+      return {kQK32, sizeof(BlockQ4_0)};
+    case T::kQ4_1:
+      return {kQK32, sizeof(BlockQ4_1)};
+    case T::kQ5_0:
+      return {kQK32, sizeof(BlockQ5_0)};
+    case T::kQ5_1:
+      return {kQK32, sizeof(BlockQ5_1)};
+    case T::kQ8_0:
+      return {kQK32, sizeof(BlockQ8_0)};
+    case T::kQ8_1:
+      return {kQK32, sizeof(BlockQ8_1)};
+    case T::kQ2_K:
+      return {kQKK, sizeof(BlockQ2_K)};
+    case T::kQ3_K:
+      return {kQKK, sizeof(BlockQ3_K)};
+    case T::kQ4_K:
+      return {kQKK, sizeof(BlockQ4_K)};
+    case T::kQ5_K:
+      return {kQKK, sizeof(BlockQ5_K)};
+    case T::kQ6_K:
+      return {kQKK, sizeof(BlockQ6_K)};
+    case T::kQ8_K:
+      return {kQKK, sizeof(BlockQ8_K)};
+    default:
+      return {0, 0};
   }
 }
 
@@ -137,37 +153,68 @@ constexpr size_t quant_row_bytes(gguf::TensorType t, int64_t n) {
 constexpr const char* quant_type_name(gguf::TensorType t) {
   using T = gguf::TensorType;
   switch (t) {
-    case T::kF32: return "f32";
-    case T::kF16: return "f16";
-    case T::kBF16: return "bf16";
-    case T::kQ4_0: return "q4_0";
-    case T::kQ4_1: return "q4_1";
-    case T::kQ5_0: return "q5_0";
-    case T::kQ5_1: return "q5_1";
-    case T::kQ8_0: return "q8_0";
-    case T::kQ8_1: return "q8_1";
-    case T::kQ2_K: return "q2_K";
-    case T::kQ3_K: return "q3_K";
-    case T::kQ4_K: return "q4_K";
-    case T::kQ5_K: return "q5_K";
-    case T::kQ6_K: return "q6_K";
-    case T::kQ8_K: return "q8_K";
-    case T::kIQ2_XXS: return "iq2_xxs";
-    case T::kIQ2_XS: return "iq2_xs";
-    case T::kIQ3_XXS: return "iq3_xxs";
-    case T::kIQ1_S: return "iq1_s";
-    case T::kIQ4_NL: return "iq4_nl";
-    case T::kIQ3_S: return "iq3_s";
-    case T::kIQ2_S: return "iq2_s";
-    case T::kIQ4_XS: return "iq4_xs";
-    case T::kI8: return "i8";
-    case T::kI16: return "i16";
-    case T::kI32: return "i32";
-    case T::kI64: return "i64";
-    case T::kF64: return "f64";
-    case T::kIQ1_M: return "iq1_m";
-    case T::kTQ1_0: return "tq1_0";
-    case T::kTQ2_0: return "tq2_0";
+    case T::kF32:
+      return "f32";
+    case T::kF16:
+      return "f16";
+    case T::kBF16:
+      return "bf16";
+    case T::kQ4_0:
+      return "q4_0";
+    case T::kQ4_1:
+      return "q4_1";
+    case T::kQ5_0:
+      return "q5_0";
+    case T::kQ5_1:
+      return "q5_1";
+    case T::kQ8_0:
+      return "q8_0";
+    case T::kQ8_1:
+      return "q8_1";
+    case T::kQ2_K:
+      return "q2_K";
+    case T::kQ3_K:
+      return "q3_K";
+    case T::kQ4_K:
+      return "q4_K";
+    case T::kQ5_K:
+      return "q5_K";
+    case T::kQ6_K:
+      return "q6_K";
+    case T::kQ8_K:
+      return "q8_K";
+    case T::kIQ2_XXS:
+      return "iq2_xxs";
+    case T::kIQ2_XS:
+      return "iq2_xs";
+    case T::kIQ3_XXS:
+      return "iq3_xxs";
+    case T::kIQ1_S:
+      return "iq1_s";
+    case T::kIQ4_NL:
+      return "iq4_nl";
+    case T::kIQ3_S:
+      return "iq3_s";
+    case T::kIQ2_S:
+      return "iq2_s";
+    case T::kIQ4_XS:
+      return "iq4_xs";
+    case T::kI8:
+      return "i8";
+    case T::kI16:
+      return "i16";
+    case T::kI32:
+      return "i32";
+    case T::kI64:
+      return "i64";
+    case T::kF64:
+      return "f64";
+    case T::kIQ1_M:
+      return "iq1_m";
+    case T::kTQ1_0:
+      return "tq1_0";
+    case T::kTQ2_0:
+      return "tq2_0";
   }
   return "unknown";
 }

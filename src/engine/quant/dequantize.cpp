@@ -221,11 +221,12 @@ const Block* blocks(const void* p) {
 
 }  // namespace
 
-bool is_dequantizable_type(gguf::TensorType t) { return block_geometry(t).block_size != 0; }
+bool is_dequantizable_type(gguf::TensorType t) {
+  return block_geometry(t).block_size != 0;
+}
 
 bool is_supported_weight_type(gguf::TensorType t) {
-  return is_dequantizable_type(t) && t != gguf::TensorType::kQ8_1 &&
-         t != gguf::TensorType::kQ8_K;
+  return is_dequantizable_type(t) && t != gguf::TensorType::kQ8_1 && t != gguf::TensorType::kQ8_K;
 }
 
 void dequantize_row(gguf::TensorType t, const void* src, float* dst, int64_t n) {
@@ -247,18 +248,30 @@ void dequantize_row(gguf::TensorType t, const void* src, float* dst, int64_t n) 
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(h[i]);
       return;
     }
-    case T::kQ4_0: return dequant_q4_0(blocks<BlockQ4_0>(src), dst, nb);
-    case T::kQ4_1: return dequant_q4_1(blocks<BlockQ4_1>(src), dst, nb);
-    case T::kQ5_0: return dequant_q5_0(blocks<BlockQ5_0>(src), dst, nb);
-    case T::kQ5_1: return dequant_q5_1(blocks<BlockQ5_1>(src), dst, nb);
-    case T::kQ8_0: return dequant_q8_0(blocks<BlockQ8_0>(src), dst, nb);
-    case T::kQ8_1: return dequant_q8_1(blocks<BlockQ8_1>(src), dst, nb);
-    case T::kQ2_K: return dequant_q2_k(blocks<BlockQ2_K>(src), dst, nb);
-    case T::kQ3_K: return dequant_q3_k(blocks<BlockQ3_K>(src), dst, nb);
-    case T::kQ4_K: return dequant_q4_k(blocks<BlockQ4_K>(src), dst, nb);
-    case T::kQ5_K: return dequant_q5_k(blocks<BlockQ5_K>(src), dst, nb);
-    case T::kQ6_K: return dequant_q6_k(blocks<BlockQ6_K>(src), dst, nb);
-    case T::kQ8_K: return dequant_q8_k(blocks<BlockQ8_K>(src), dst, nb);
+    case T::kQ4_0:
+      return dequant_q4_0(blocks<BlockQ4_0>(src), dst, nb);
+    case T::kQ4_1:
+      return dequant_q4_1(blocks<BlockQ4_1>(src), dst, nb);
+    case T::kQ5_0:
+      return dequant_q5_0(blocks<BlockQ5_0>(src), dst, nb);
+    case T::kQ5_1:
+      return dequant_q5_1(blocks<BlockQ5_1>(src), dst, nb);
+    case T::kQ8_0:
+      return dequant_q8_0(blocks<BlockQ8_0>(src), dst, nb);
+    case T::kQ8_1:
+      return dequant_q8_1(blocks<BlockQ8_1>(src), dst, nb);
+    case T::kQ2_K:
+      return dequant_q2_k(blocks<BlockQ2_K>(src), dst, nb);
+    case T::kQ3_K:
+      return dequant_q3_k(blocks<BlockQ3_K>(src), dst, nb);
+    case T::kQ4_K:
+      return dequant_q4_k(blocks<BlockQ4_K>(src), dst, nb);
+    case T::kQ5_K:
+      return dequant_q5_k(blocks<BlockQ5_K>(src), dst, nb);
+    case T::kQ6_K:
+      return dequant_q6_k(blocks<BlockQ6_K>(src), dst, nb);
+    case T::kQ8_K:
+      return dequant_q8_k(blocks<BlockQ8_K>(src), dst, nb);
     default:
       assert(false && "dequantize_row: unsupported type");
       return;

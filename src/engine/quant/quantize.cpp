@@ -131,7 +131,8 @@ float quantize_32_to_int8(const float* x, int8_t* qs) {
 }
 
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
-  for (int64_t i = 0; i < nb; ++i, x += kQK32) y[i].d = fp32_to_fp16(quantize_32_to_int8(x, y[i].qs));
+  for (int64_t i = 0; i < nb; ++i, x += kQK32)
+    y[i].d = fp32_to_fp16(quantize_32_to_int8(x, y[i].qs));
 }
 
 void quantize_q8_1(const float* x, BlockQ8_1* y, int64_t nb) {
@@ -342,8 +343,8 @@ float fit_scale_q3(int n, int nmax, const float* x, int8_t* L) {
 void pack_2bit(const uint8_t* L, uint8_t* qs) {
   for (int j = 0; j < kQKK; j += 128) {
     for (int l = 0; l < 32; ++l) {
-      qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) |
-                                           (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+      qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) | (L[j + l + 64] << 4) |
+                                           (L[j + l + 96] << 6));
     }
   }
 }
@@ -356,14 +357,15 @@ void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t nb) {
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 16; ++j) {
       for (int l = 0; l < 16; ++l) weights[l] = std::fabs(x[16 * j + l]);
-      scales[j] = fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f,
-                                0.1f, 15, true);
+      scales[j] = fit_scale_min(16, 3, x + 16 * j, weights, L + 16 * j, &mins[j], Laux, -0.5f, 0.1f,
+                                15, true);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
     if (max_scale > 0) {
       const float iscale = q4scale / max_scale;
-      for (int j = 0; j < 16; ++j) y[i].scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
+      for (int j = 0; j < 16; ++j)
+        y[i].scales[j] = static_cast<uint8_t>(nearest_int(iscale * scales[j]));
       y[i].d = fp32_to_fp16(max_scale / q4scale);
     } else {
       for (int j = 0; j < 16; ++j) y[i].scales[j] = 0;
@@ -372,7 +374,8 @@ void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t nb) {
     if (max_min > 0) {
       const float iscale = q4scale / max_min;
       for (int j = 0; j < 16; ++j) {
-        y[i].scales[j] = static_cast<uint8_t>(y[i].scales[j] | (nearest_int(iscale * mins[j]) << 4));
+        y[i].scales[j] =
+            static_cast<uint8_t>(y[i].scales[j] | (nearest_int(iscale * mins[j]) << 4));
       }
       y[i].dmin = fp32_to_fp16(max_min / q4scale);
     } else {
@@ -383,7 +386,8 @@ void quantize_q2_k(const float* x, BlockQ2_K* y, int64_t nb) {
       if (d == 0.0f) continue;
       const float dm = fp16_to_fp32(y[i].dmin) * static_cast<float>(y[i].scales[j] >> 4);
       for (int l = 0; l < 16; ++l) {
-        L[16 * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[16 * j + l] + dm) / d), 0, 3));
+        L[16 * j + l] =
+            static_cast<uint8_t>(std::clamp(nearest_int((x[16 * j + l] + dm) / d), 0, 3));
       }
     }
     pack_2bit(L, y[i].qs);
@@ -406,14 +410,17 @@ void quantize_q3_k(const float* x, BlockQ3_K* y, int64_t nb) {
     if (max_scale != 0.0f) {
       const float iscale = -32.f / max_scale;
       for (int j = 0; j < 16; ++j) {
-        const int l = std::clamp(static_cast<int>(static_cast<int8_t>(nearest_int(iscale * scales[j]))),
-                                 -32, 31) + 32;
+        const int l =
+            std::clamp(static_cast<int>(static_cast<int8_t>(nearest_int(iscale * scales[j]))), -32,
+                       31) +
+            32;
         if (j < 8) {
           y[i].scales[j] = static_cast<uint8_t>(l & 0xF);
         } else {
           y[i].scales[j - 8] = static_cast<uint8_t>(y[i].scales[j - 8] | ((l & 0xF) << 4));
         }
-        y[i].scales[j % 4 + 8] = static_cast<uint8_t>(y[i].scales[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
+        y[i].scales[j % 4 + 8] =
+            static_cast<uint8_t>(y[i].scales[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
       }
       y[i].d = fp32_to_fp16(1 / iscale);
     } else {
@@ -467,7 +474,8 @@ void fit_k4_superblock(const float* x, int nmax, float rmin, float rdelta, int n
   const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
   const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
   for (int j = 0; j < 8; ++j) {
-    const uint8_t ls = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
+    const uint8_t ls =
+        std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_scale * scales[j])));
     const uint8_t lm = std::min<uint8_t>(63, static_cast<uint8_t>(nearest_int(inv_min * mins[j])));
     if (j < 4) {
       packed_scales[j] = ls;
@@ -487,7 +495,8 @@ void fit_k4_superblock(const float* x, int nmax, float rmin, float rdelta, int n
     if (d == 0.0f) continue;
     const float dm = fp16_to_fp32(*dmin_out) * static_cast<float>(mn);
     for (int l = 0; l < 32; ++l) {
-      L[32 * j + l] = static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
+      L[32 * j + l] =
+          static_cast<uint8_t>(std::clamp(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
     }
   }
 }
@@ -554,7 +563,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
       const float d = fp16_to_fp32(y[i].d) * static_cast<float>(y[i].scales[j]);
       if (d == 0.0f) continue;
       for (int l = 0; l < 16; ++l) {
-        L[16 * j + l] = static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
+        L[16 * j + l] =
+            static_cast<int8_t>(std::clamp(nearest_int(x[16 * j + l] / d), -32, 31) + 32);
       }
     }
     uint8_t* ql = y[i].ql;
@@ -564,7 +574,8 @@ void quantize_q6_k(const float* x, BlockQ6_K* y, int64_t nb) {
         const int q1 = L[j + l], q2 = L[j + l + 32], q3 = L[j + l + 64], q4 = L[j + l + 96];
         ql[l] = static_cast<uint8_t>((q1 & 0xF) | ((q3 & 0xF) << 4));
         ql[l + 32] = static_cast<uint8_t>((q2 & 0xF) | ((q4 & 0xF) << 4));
-        qh[l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) | ((q4 >> 4) << 6));
+        qh[l] = static_cast<uint8_t>((q1 >> 4) | ((q2 >> 4) << 2) | ((q3 >> 4) << 4) |
+                                     ((q4 >> 4) << 6));
       }
     }
   }
@@ -577,7 +588,9 @@ Block* blocks(void* p) {
 
 }  // namespace
 
-bool is_quantizable_type(gguf::TensorType t) { return is_dequantizable_type(t); }
+bool is_quantizable_type(gguf::TensorType t) {
+  return is_dequantizable_type(t);
+}
 
 Status quantize_row(gguf::TensorType t, const float* src, void* dst, int64_t n) {
   using T = gguf::TensorType;
@@ -605,18 +618,42 @@ Status quantize_row(gguf::TensorType t, const float* src, void* dst, int64_t n) 
       for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_bf16(src[i]);
       break;
     }
-    case T::kQ4_0: quantize_q4_0(src, blocks<BlockQ4_0>(dst), nb); break;
-    case T::kQ4_1: quantize_q4_1(src, blocks<BlockQ4_1>(dst), nb); break;
-    case T::kQ5_0: quantize_q5_0(src, blocks<BlockQ5_0>(dst), nb); break;
-    case T::kQ5_1: quantize_q5_1(src, blocks<BlockQ5_1>(dst), nb); break;
-    case T::kQ8_0: quantize_q8_0(src, blocks<BlockQ8_0>(dst), nb); break;
-    case T::kQ8_1: quantize_q8_1(src, blocks<BlockQ8_1>(dst), nb); break;
-    case T::kQ2_K: quantize_q2_k(src, blocks<BlockQ2_K>(dst), nb); break;
-    case T::kQ3_K: quantize_q3_k(src, blocks<BlockQ3_K>(dst), nb); break;
-    case T::kQ4_K: quantize_q4_k(src, blocks<BlockQ4_K>(dst), nb); break;
-    case T::kQ5_K: quantize_q5_k(src, blocks<BlockQ5_K>(dst), nb); break;
-    case T::kQ6_K: quantize_q6_k(src, blocks<BlockQ6_K>(dst), nb); break;
-    case T::kQ8_K: quantize_q8_k(src, blocks<BlockQ8_K>(dst), nb); break;
+    case T::kQ4_0:
+      quantize_q4_0(src, blocks<BlockQ4_0>(dst), nb);
+      break;
+    case T::kQ4_1:
+      quantize_q4_1(src, blocks<BlockQ4_1>(dst), nb);
+      break;
+    case T::kQ5_0:
+      quantize_q5_0(src, blocks<BlockQ5_0>(dst), nb);
+      break;
+    case T::kQ5_1:
+      quantize_q5_1(src, blocks<BlockQ5_1>(dst), nb);
+      break;
+    case T::kQ8_0:
+      quantize_q8_0(src, blocks<BlockQ8_0>(dst), nb);
+      break;
+    case T::kQ8_1:
+      quantize_q8_1(src, blocks<BlockQ8_1>(dst), nb);
+      break;
+    case T::kQ2_K:
+      quantize_q2_k(src, blocks<BlockQ2_K>(dst), nb);
+      break;
+    case T::kQ3_K:
+      quantize_q3_k(src, blocks<BlockQ3_K>(dst), nb);
+      break;
+    case T::kQ4_K:
+      quantize_q4_k(src, blocks<BlockQ4_K>(dst), nb);
+      break;
+    case T::kQ5_K:
+      quantize_q5_k(src, blocks<BlockQ5_K>(dst), nb);
+      break;
+    case T::kQ6_K:
+      quantize_q6_k(src, blocks<BlockQ6_K>(dst), nb);
+      break;
+    case T::kQ8_K:
+      quantize_q8_k(src, blocks<BlockQ8_K>(dst), nb);
+      break;
     default:
       return Unsupported(std::string("quantize_row: tensor type ") + quant_type_name(t) +
                          " is not supported");

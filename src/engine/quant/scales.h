@@ -20,9 +20,22 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) 
   }
 }
 
-// All 8 scales and 8 mins at once.
+// All 8 scales and 8 mins at once, four bytes per operation (same values as
+// k4_scale_min for each j).
 inline void k4_unpack_scales(const uint8_t* q, uint8_t scales[8], uint8_t mins[8]) {
-  for (int j = 0; j < 8; ++j) k4_scale_min(j, q, &scales[j], &mins[j]);
+  uint32_t u0, u1, u2;
+  std::memcpy(&u0, q, 4);
+  std::memcpy(&u1, q + 4, 4);
+  std::memcpy(&u2, q + 8, 4);
+  const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, low2 = 0x03030303u;
+  const uint32_t s_lo = u0 & low6;
+  const uint32_t m_lo = u1 & low6;
+  const uint32_t s_hi = (u2 & low4) | (((u0 >> 6) & low2) << 4);
+  const uint32_t m_hi = ((u2 >> 4) & low4) | (((u1 >> 6) & low2) << 4);
+  std::memcpy(scales, &s_lo, 4);
+  std::memcpy(scales + 4, &s_hi, 4);
+  std::memcpy(mins, &m_lo, 4);
+  std::memcpy(mins + 4, &m_hi, 4);
 }
 
 // Q3_K: 16 scales of 6 bits (stored biased by 32) in 12 bytes: low nibbles of

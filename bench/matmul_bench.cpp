@@ -1,0 +1,92 @@
+// Kernel micro-benchmarks: matmul per weight type at TinyLlama-1.1B shapes,
+// mat-vec (decode, 1 token) and mat-mat (prefill, 64 tokens), 1 and 2 threads.
+// Reports GFLOP/s (2 * rows * cols * tokens per matmul).
+//
+//   build/bench/hearth_microbench --benchmark_filter=Matmul
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/cpu_features.h"
+#include "engine/matmul.h"
+#include "engine/quant/quant.h"
+
+namespace hearth::engine {
+namespace {
+
+using gguf::TensorType;
+
+// A rows x cols matrix of type t: 64 distinct quantized random rows, repeated
+// (values do not affect speed; every row still has its own memory).
+std::vector<uint8_t> make_matrix(TensorType t, int64_t rows, int64_t cols) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t row_bytes = quant_row_bytes(t, cols);
+  std::vector<uint8_t> m(row_bytes * static_cast<size_t>(rows));
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < std::min<int64_t>(rows, 64); ++r) {
+    for (auto& v : x) v = dist(rng);
+    (void)quantize_row(t, x.data(), m.data() + r * row_bytes, cols);
+  }
+  for (int64_t r = 64; r < rows; ++r)
+    std::memcpy(m.data() + r * row_bytes, m.data() + (r % 64) * row_bytes, row_bytes);
+  return m;
+}
+
+void BM_Matmul(benchmark::State& state, TensorType t, int64_t rows, int64_t cols) {
+  const int64_t n_tokens = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  const auto m = make_matrix(t, rows, cols);
+  const WeightView w{t, rows, cols, m.data()};
+  std::vector<float> x(static_cast<size_t>(n_tokens * cols));
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (auto& v : x) v = dist(rng);
+  std::vector<float> y(static_cast<size_t>(n_tokens * rows));
+  ThreadPool pool(threads);
+  MatmulScratch scratch;
+  for (auto _ : state) {
+    matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops = 2.0 * static_cast<double>(rows * cols * n_tokens);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s_weights"] = benchmark::Counter(static_cast<double>(m.size()),
+                                                      benchmark::Counter::kIsIterationInvariantRate,
+                                                      benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(kernel_isa()) + " " + quant_type_name(t));
+}
+
+void Register() {
+  const TensorType types[] = {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K,
+                              TensorType::kQ6_K, TensorType::kF16,  TensorType::kQ5_K,
+                              TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kF32};
+  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}};
+  for (TensorType t : types) {
+    for (const auto& s : shapes) {
+      const std::string name = std::string("Matmul/") + quant_type_name(t) + "/" +
+                               std::to_string(s[0]) + "x" + std::to_string(s[1]);
+      // One thread: rates from CPU time (robust on a loaded machine). Two
+      // threads: wall time (CPU time would only count the calling thread).
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1])
+          ->ArgsProduct({{1, 64}, {1}})
+          ->ArgNames({"tokens", "threads"})
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1])
+          ->ArgsProduct({{1, 64}, {2}})
+          ->ArgNames({"tokens", "threads"})
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+    }
+  }
+}
+
+const int registered = (Register(), 0);
+
+}  // namespace
+}  // namespace hearth::engine

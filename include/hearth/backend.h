@@ -1,0 +1,157 @@
+// The runtime's view of one loaded model: a Backend turns tokens into logits for several
+// sequences at once and can copy a sequence's KV cells out and back in. The runtime's
+// per-model worker thread is the only caller of the mutating methods (step, kv_*, seq_*,
+// embed, set_adapters), so implementations need no locking for those. The const methods
+// (info, tokenize, detokenize, text_stream, render_chat, make_sampler) must be safe to call
+// from any thread while a step runs: they read only static model data (the vocabulary).
+//
+// Two implementations ship: StubBackend (deterministic, tests; src/runtime/stub_backend.h)
+// and EngineBackend (hearth::Engine; src/runtime/engine_backend.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hearth/status.h"
+
+namespace hearth::runtime {
+
+using TokenId = int32_t;
+
+// Static facts about a loaded model, for model_info and scheduling.
+struct BackendInfo {
+  std::string backend_name;    // "stub", "engine"
+  std::string architecture;    // e.g. "llama", "qwen2"
+  int32_t vocab_size = 0;      // length of every logits row
+  int32_t n_ctx = 0;           // context size per sequence (positions)
+  int32_t n_ctx_train = 0;
+  int32_t n_seq_max = 1;       // sequences this backend instance can hold at once
+  int32_t n_embd = 0;          // embedding width
+  std::string quant_type;      // e.g. "q4_k_m", "f16"
+  int32_t quant_bits = 0;
+  uint64_t memory_estimate_bytes = 0;  // weights + KV for n_ctx * n_seq_max
+  std::vector<TokenId> eog_tokens;     // end-of-generation tokens (EOS, EOT, ...)
+};
+
+// Everything that decides which cache namespace this model's KV bytes belong to. The
+// runtime turns it into the cache key prefix (fingerprint || quant byte || ctx_params_hash).
+struct KvIdentity {
+  std::string model_path;  // hashed for fingerprint modes safe / gguf_chunked
+  uint8_t quant_byte = 0;  // the cache key's quant byte (GGUF file type)
+  // Text naming everything that changes KV bytes: KV element type, rope parameters, the
+  // engine's numerics id. Hashed (SHA-256) into the default ctx_params_hash.
+  std::string kv_layout;
+};
+
+// Per-request sampling knobs. temperature <= 0 is greedy (argmax, lowest id on ties).
+struct SamplingOptions {
+  float temperature = 1.0f;
+  int32_t top_k = 0;                // 0 = off
+  float top_p = 1.0f;               // 1 = off
+  float min_p = 0.0f;               // 0 = off
+  float repetition_penalty = 1.0f;  // 1 = off; applies over the last 64 tokens
+  std::optional<uint64_t> seed;     // unset = a fresh random seed per request
+};
+
+// One request's sampler: stateful (RNG, penalty window). Owned by the worker thread.
+class TokenSampler {
+ public:
+  virtual ~TokenSampler() = default;
+  // Picks the next token from one logits row (vocab_size floats). Does not mutate logits.
+  virtual TokenId sample(std::span<const float> logits) = 0;
+  // Records a token into the sampler's history (prompt tokens at creation, then each
+  // generated token after it is chosen).
+  virtual void accept(TokenId token) = 0;
+};
+
+// Incremental detokenizer: bytes of a multi-byte UTF-8 character split across tokens are
+// held back until complete, so every returned fragment is valid UTF-8.
+class TextStream {
+ public:
+  virtual ~TextStream() = default;
+  virtual std::string push(TokenId token) = 0;  // may return "" (fragment held back)
+  virtual std::string flush() = 0;              // whatever is still held back
+};
+
+struct ChatMessage {
+  std::string role;     // "system", "user", "assistant", "tool"
+  std::string content;
+};
+
+struct ChatRequest {
+  std::string system;  // optional system prompt, placed first when non-empty
+  std::vector<ChatMessage> messages;
+  bool add_generation_prompt = true;  // end with the assistant header
+};
+
+// ChatML rendering, the default when a backend has no template of its own:
+// "<|im_start|>role\ncontent<|im_end|>\n" per message, then "<|im_start|>assistant\n".
+std::string render_chatml(const ChatRequest& request);
+
+// A LoRA adapter to attach. Backends without adapter support return Unsupported.
+struct AdapterSpec {
+  std::string path;
+  float scale = 1.0f;
+};
+
+// One row of a forward pass: `tokens` at positions pos, pos+1, ... of sequence `seq`.
+// A prefill slice has many tokens, a decode row has one. want_logits asks for the logits
+// of the row's last token.
+struct StepRow {
+  int32_t seq = 0;
+  int32_t pos = 0;
+  std::span<const TokenId> tokens;
+  bool want_logits = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // ---- any thread ----
+  virtual BackendInfo info() const = 0;
+  virtual KvIdentity kv_identity() const = 0;
+  // add_special: prepend BOS (or what the model's tokenizer adds) when the model wants it.
+  virtual Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special) const = 0;
+  virtual Result<std::string> detokenize(std::span<const TokenId> tokens) const = 0;
+  virtual std::unique_ptr<TextStream> text_stream() const = 0;
+  // Renders messages to a prompt string with the model's chat template (ChatML default).
+  virtual Result<std::string> render_chat(const ChatRequest& request) const {
+    return render_chatml(request);
+  }
+  // history: the prompt, fed to accept() so penalties see it.
+  virtual Result<std::unique_ptr<TokenSampler>> make_sampler(
+      const SamplingOptions& options, std::span<const TokenId> history) const = 0;
+
+  // ---- worker thread only ----
+  // One forward pass over all rows (several sequences). logits_out receives one
+  // vocab_size row per StepRow with want_logits, in row order. On error the KV cells
+  // written by this call are unspecified: the runtime truncates or restarts.
+  virtual Status step(std::span<const StepRow> rows,
+                      std::vector<std::vector<float>>* logits_out) = 0;
+  // Serialises the KV cells of positions [0, n_pos) of `seq`.
+  virtual Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) = 0;
+  // Replaces `seq`'s cells with positions [0, n_pos) from kv_pack bytes.
+  virtual Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) = 0;
+  // Drops positions >= n_pos of `seq` (n_pos = 0 empties it).
+  virtual Status seq_truncate(int32_t seq, int32_t n_pos) = 0;
+  // Mean-pooled, L2-normalised embedding of `tokens` (uses no sequence slot).
+  virtual Result<std::vector<float>> embed(std::span<const TokenId> tokens) = 0;
+  virtual Status set_adapters(std::span<const AdapterSpec> adapters) {
+    if (adapters.empty()) return OkStatus();
+    return Unsupported("this backend does not support LoRA adapters");
+  }
+  // SHA-256 of the attached adapters' files (folded into the fingerprint); empty if none.
+  virtual std::string adapters_digest() const { return {}; }
+};
+
+// Builds a backend for a model; called at load and again when the worker restarts.
+using BackendFactory = std::function<Result<std::unique_ptr<Backend>>()>;
+
+}  // namespace hearth::runtime

@@ -1,0 +1,49 @@
+// Configuration of a Cache instance. validate_cache_config() runs at
+// Cache::open(): an invalid configuration is an error at start, never later.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hearth/cache_io.h"
+#include "hearth/cache_policy.h"
+#include "hearth/cache_scheduler.h"
+#include "hearth/status.h"
+
+namespace hearth::cache {
+
+struct CacheConfig {
+  // Tiers: ram is always on (quota 0 disables saves to it); a file tier is on
+  // when its directory is non-empty. Directories are created 0700.
+  uint64_t ram_quota_bytes = 1ull << 30;
+  std::string ram_file_dir;  // e.g. default_ram_file_dir(): /dev/shm/hearth-<uid>
+  uint64_t ram_file_quota_bytes = 4ull << 30;
+  std::string disk_dir;
+  uint64_t disk_quota_bytes = 16ull << 30;
+
+  // Writer pool: `writer_threads` workers; at most `writer_queue_depth` async
+  // saves waiting. A save_async beyond that is dropped and counted.
+  uint32_t writer_threads = 2;
+  uint32_t writer_queue_depth = 4;
+  // Sync saves (evict, shutdown) give up after this long.
+  uint64_t evict_save_timeout_ms = 30000;
+
+  // Reservations older than this are reaped by the sweeper (two-stage cleanup).
+  uint64_t reservation_ttl_ms = 60000;
+  uint64_t sweep_interval_ms = 1000;  // 0 = no background sweeper (tests call sweep)
+
+  PolicyConfig policy;
+  SchedulerConfig scheduler;
+
+  // Verify payload CRC32C on every load (RAM slabs included).
+  bool verify_on_load = true;
+  // I/O layer for the file tiers; null = posix_io().
+  std::shared_ptr<CacheIo> io;
+};
+
+Status validate_cache_config(const CacheConfig& cfg);
+// /dev/shm/hearth-<uid>
+std::string default_ram_file_dir();
+
+}  // namespace hearth::cache

@@ -1,0 +1,20 @@
+// CRC32C (Castagnoli, reflected, init/xorout 0xFFFFFFFF) as used by the KVC
+// trailer. Hardware paths (SSE4.2 crc32 on x86-64, ARMv8 CRC) are selected at run
+// time; a table-driven fallback covers everything else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hearth::cache {
+
+// CRC32C of data[0..n). crc32c("123456789") == 0xE3069283.
+uint32_t crc32c(const void* data, size_t n);
+// Continue a CRC: crc32c(a||b) == crc32c_extend(crc32c(a), b).
+uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n);
+// The portable implementation, exposed for cross-checking in tests.
+uint32_t crc32c_portable(uint32_t crc, const void* data, size_t n);
+// "sse4.2", "armv8-crc" or "portable".
+const char* crc32c_impl_name();
+
+}  // namespace hearth::cache

@@ -1,0 +1,126 @@
+// The inference engine: a llama-family transformer (llama, qwen2) evaluated on the CPU
+// straight from a memory-mapped GGUF file.
+//
+// Numerics contract (what the persistent KV cache relies on): the logits and the KV
+// bytes produced for a position depend only on the model file, the tokens of that
+// sequence up to and including the position, and numerics_id(). They are bit-identical
+// whether the position was computed in one batch, in chunks of any size, token by token,
+// with any thread count, or alongside other sequences in the same batch.
+//
+// Thread-compatible: one caller at a time per Engine (callers serialize access).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hearth/status.h"
+
+namespace hearth {
+
+class Tokenizer;  // include/hearth/tokenizer.h
+
+struct EngineOptions {
+  int n_threads = 2;        // worker threads used by forward(); results do not depend on it
+  int32_t n_ctx = 0;        // positions per sequence; 0 = model's context_length capped at 4096
+  int32_t n_seq_max = 4;    // sequences 0 .. n_seq_max-1 may hold KV at the same time
+  int32_t n_batch = 512;    // largest number of tokens evaluated at once; forward() splits
+                            // bigger batches internally (the results do not change)
+};
+
+struct ModelInfo {
+  std::string arch;          // general.architecture: "llama" or "qwen2"
+  std::string name;          // general.name, or the file name when absent
+  std::string path;          // the file the engine was loaded from
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;   // <arch>.context_length
+  int32_t n_ctx = 0;         // positions per sequence in this engine
+  int32_t n_seq_max = 0;
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;
+  int32_t head_dim = 0;      // n_embd / n_head
+  int32_t n_rot = 0;         // rope.dimension_count (defaults to head_dim)
+  int32_t n_ff = 0;
+  float rope_base = 10000.0f;
+  std::string rope_scaling_type = "none";  // "none" or "linear"
+  float rope_scaling_factor = 1.0f;        // positions are divided by this (linear)
+  float rms_eps = 1e-5f;
+  bool rope_neox = false;    // qwen2 rotates (i, i + d/2); llama rotates (2i, 2i+1)
+  bool tied_embeddings = false;  // output projection is token_embd (no output.weight)
+  uint32_t file_type = 0;    // general.file_type (llama_ftype), 0 when absent
+  std::string quant_name;    // "Q4_K_M", "F16", ... from file_type, else the dominant type
+  double bits_per_weight = 0;    // weight bytes * 8 / weight elements
+  uint64_t n_params = 0;         // elements of all weight tensors
+  uint64_t weight_bytes = 0;     // bytes of all weight tensors
+  uint64_t token_embd_bytes = 0; // of which token_embd.weight (decode reads one row of it
+                                 // unless it is tied to the output projection)
+};
+
+// One token of a batch. pos must equal the sequence's current length when the token is
+// appended (positions of a sequence are contiguous 0..n-1). Tokens of the same sequence
+// must appear in increasing pos order within a batch.
+struct BatchToken {
+  int32_t token = 0;
+  int32_t pos = 0;
+  int32_t seq = 0;
+  bool logits = false;  // produce the n_vocab logits of this position
+};
+
+class Engine {
+ public:
+  // Maps the GGUF file and validates architecture, hyperparameters, tensor names,
+  // shapes and types. Errors name the offending key or tensor.
+  static Result<std::unique_ptr<Engine>> load(const std::string& path,
+                                              const EngineOptions& options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const ModelInfo& info() const;
+  const Tokenizer& tokenizer() const;
+
+  // Evaluates the batch, appending K/V of every token to its sequence. logits_out is
+  // resized to n_vocab * (number of tokens with logits = true); the rows come in batch
+  // order. Errors (nothing is modified): bad token id, seq out of range, pos != current
+  // length of the sequence, context overflow, empty batch.
+  Status forward(std::span<const BatchToken> batch, std::vector<float>& logits_out);
+
+  // Number of positions a sequence holds (0 for an empty one); -1 for an unknown seq.
+  int32_t seq_len(int32_t seq) const;
+  Status seq_clear(int32_t seq);
+  // Keeps the first n positions (0 <= n <= seq_len).
+  Status seq_truncate(int32_t seq, int32_t n);
+
+  // Size of one position's KV in kv_pack's format (all layers, K and V, F16).
+  size_t kv_bytes_per_position() const;
+  // Appends nothing, replaces out with the first n_pos positions of seq:
+  // for each layer l: K rows 0..n_pos-1 then V rows 0..n_pos-1, each row
+  // n_head_kv * head_dim F16 values (little-endian), exactly as the engine stores them.
+  Status kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const;
+  // Replaces seq's contents with n_pos positions from kv_pack's format.
+  // bytes.size() must equal n_pos * kv_bytes_per_position().
+  Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos);
+
+  // Identifies everything that determines the bits of logits and KV (engine numerics
+  // version, kernel family, KV format). Two engines with equal numerics_id() on the same
+  // model file produce identical bits; the KV cache keys on it.
+  std::string numerics_id() const;
+
+  // Embedding of a token sequence: mean over positions of the final-norm hidden state,
+  // L2-normalised (n_embd floats). Uses a private scratch sequence; no user sequence is
+  // touched.
+  Result<std::vector<float>> embed(std::span<const int32_t> tokens);
+
+  struct Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hearth

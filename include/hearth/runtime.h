@@ -1,0 +1,281 @@
+// hearth's runtime: many loaded models, each driven by its own worker thread running a
+// continuous-batching scheduler, all sharing one token-exact KV cache.
+//
+//   auto rt = Runtime::create(RuntimeOptions{});           // starts the shared cache
+//   ModelConfig cfg; cfg.model_path = "m.gguf"; cfg.n_seq_max = 4;
+//   auto id = (*rt)->load_model(cfg);                       // "model_1" unless cfg.id set
+//   auto r = (*rt)->complete(*id, "Hello", RequestParams{});
+//   r->reply, r->finish_key (hand it back as parent_key for the next turn)
+//
+// Every method is thread-safe and returns errors as values (no exceptions escape).
+// Error codes: NotFound (unknown model), AlreadyExists (id in use), InvalidArgument (bad
+// config/params), OutOfRange (prompt + response_tokens > context), ResourceExhausted
+// (request queue full: HTTP 429), Unavailable (model restarting/unloading, runtime shut
+// down), Internal (the model's worker failed during the request).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hearth/backend.h"
+#include "hearth/status.h"
+
+namespace hearth::runtime {
+
+// ---------------------------------------------------------------- configuration
+
+enum class Tier { kRam, kRamFile, kDisk };
+const char* tier_name(Tier tier);  // "ram", "ram_file", "disk"
+
+enum class FingerprintMode {
+  kSafe,         // SHA-256 of the whole model file (slow on big files, ironclad)
+  kGgufChunked,  // SHA-256 of the GGUF metadata + first tensor's bytes (default)
+  kFastUnsafe,   // trust ModelConfig::fingerprint_hex as given
+};
+
+enum class BatchStrategy {
+  kDecodeFirst,   // every decode row, then prefill slices in what is left (default)
+  kPrefillFirst,  // prefill slices first; decode rows that no longer fit wait a tick
+  kBalanced,      // prefill gets at most half the budget while decoders are waiting
+};
+
+// Cache save-policy gates, per model (defaults from the spec's caching guide).
+struct ModelSavePolicy {
+  int32_t min_tokens = 512;             // no save shorter than this
+  int32_t cold_min_tokens = 512;        // no cold save for shorter prompts
+  int32_t cold_max_tokens = 30000;      // cold save length cap
+  int32_t continued_interval = 2048;    // continued save every N generated tokens
+  int32_t boundary_trim_tokens = 32;    // cold save drops the last N prompt tokens...
+  int32_t boundary_align_tokens = 2048; // ...then rounds down to a multiple of this;
+                                        // also the stride of the prefix walk
+  int32_t session_resume_wait_ms = 500; // wait for an in-flight parent finish save
+  int32_t evict_save_timeout_ms = 30000;  // bound on unload/shutdown saves
+};
+
+struct ModelConfig {
+  std::string id;          // empty: generated ("model_1", "model_2", ...)
+  std::string model_path;  // GGUF file (backend "engine")
+  std::string backend = "engine";  // "engine" | "stub" (ignored when factory is set)
+  BackendFactory factory;  // optional: builds the backend (tests, custom backends)
+
+  int32_t n_ctx = 0;              // context per sequence; 0 = model default (capped 4096)
+  int32_t n_batch = 512;          // max tokens per forward pass; must be >= n_seq_max
+  int32_t n_seq_max = 1;          // concurrent sequences (continuous batching)
+  int32_t prefill_chunk_size = 0; // per-row prefill slice cap; 0 = max(64, n_batch/4),
+                                  // -1 = unlimited
+  int32_t n_threads = 0;          // engine threads; 0 = hardware default
+  BatchStrategy batch_strategy = BatchStrategy::kDecodeFirst;
+  // Prefer the free sequence whose resident KV cells share the longest prefix with a new
+  // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
+  bool slot_affinity = true;
+
+  FingerprintMode fingerprint_mode = FingerprintMode::kGgufChunked;
+  std::string fingerprint_hex;              // required for kFastUnsafe (64 hex chars)
+  std::optional<std::string> ctx_params_hash_hex;  // default: SHA-256 of KvIdentity::kv_layout
+
+  // LoRA adapters to attach at load (and after every restart); folded into the
+  // fingerprint. Backends without adapter support fail the load with Unsupported.
+  std::vector<AdapterSpec> adapters;
+
+  Tier tier = Tier::kRam;  // where this model's saves go
+  ModelSavePolicy policy;
+
+  int32_t max_queue = 64;           // waiting requests beyond n_seq_max; more -> 429
+  int32_t max_restarts = 5;         // worker restarts before the model is marked failed
+  int32_t restart_backoff_ms = 20;  // doubled per consecutive restart
+};
+
+struct CacheOptions {
+  uint64_t ram_bytes = 1ull << 30;   // RAM tier quota
+  std::string ram_file_dir;          // ram_file tier directory (e.g. /dev/shm/hearth); "" = off
+  uint64_t ram_file_bytes = 4ull << 30;
+  std::string disk_dir;              // disk tier directory; "" = off
+  uint64_t disk_bytes = 64ull << 30;
+  int32_t writer_threads = 2;        // async save workers
+  // Test hook: async saves wait this long before publishing (exercises resume waits).
+  int32_t testing_publish_delay_ms = 0;
+};
+
+struct RuntimeOptions {
+  CacheOptions cache;
+};
+
+// ---------------------------------------------------------------- models
+
+enum class ModelStatus { kIdle, kPrefilling, kGenerating, kRestarting, kFailed };
+const char* model_status_name(ModelStatus status);  // "idle", "prefilling", ...
+
+struct LoadedModelInfo {
+  std::string id;
+  ModelStatus status = ModelStatus::kIdle;  // dominant phase of in-flight requests
+  std::string backend;                      // BackendInfo::backend_name
+  std::string model_path;
+  std::string architecture;
+  int32_t context_size = 0;
+  int32_t n_seq_max = 1;
+  std::string quant_type;
+  int32_t quant_bits = 0;
+  Tier tier = Tier::kRam;
+  std::string fingerprint_hex;
+  std::string ctx_params_hash_hex;
+  std::chrono::system_clock::time_point loaded_at;
+  uint64_t memory_estimate_bytes = 0;
+  int32_t active_requests = 0;
+  int32_t queued_requests = 0;
+  int32_t restarts = 0;
+};
+
+// ---------------------------------------------------------------- requests
+
+using RequestId = uint64_t;
+
+enum class CacheHitKind {
+  kCold,     // nothing restored
+  kExact,    // parent_key row restored
+  kResume,   // parent_key row whose finish save was in flight, waited for
+  kPartial,  // longest cached prefix (radix / stride walk) restored
+  kSticky,   // the sequence's resident KV cells already held a prefix
+};
+const char* cache_hit_kind_name(CacheHitKind kind);  // "cold", "exact", ...
+
+enum class FinishReason { kStop, kLength, kCancelled };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled"
+
+struct CacheDelta {
+  int64_t read = 0;     // tokens restored from the cache
+  int64_t created = 0;  // tokens computed by forward passes (prefilled + decoded)
+};
+
+struct RequestParams {
+  int32_t response_tokens = 128;           // max tokens to generate
+  std::optional<std::string> parent_key;   // finish_key of an earlier turn (hex)
+  SamplingOptions sampling;
+  std::vector<std::string> stop_sequences; // generation ends before the first match
+  bool capture_logits = false;             // fill CompletionResult::token_logits (tests)
+  bool add_special = true;                 // complete(): tokenizer adds BOS when the model wants
+};
+
+struct RequestStats {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double prefill_ms = 0;     // admit -> first token sampled (includes restore)
+  double generation_ms = 0;  // first token -> finish
+  double queue_ms = 0;       // waiting for a free sequence
+  CacheHitKind cache_hit_kind = CacheHitKind::kCold;
+  FinishReason finish_reason = FinishReason::kStop;
+  bool cancelled = false;
+  std::optional<std::string> finish_key;  // hex; unset when the save was gated off
+  int64_t committed_tokens = 0;
+  CacheDelta cache_delta;
+  std::optional<std::string> stop_sequence;  // the stop sequence that ended it, if any
+};
+
+struct CompletionResult {
+  std::string reply;                   // generated text, stop sequence excluded
+  std::vector<TokenId> generated;      // generated token ids
+  std::vector<TokenId> context_tokens; // prompt + generated
+  // Tokens whose KV cells the sequence held at the end (the finish row's length): the
+  // last sampled token is never fed back, so usually context_tokens.size() - 1.
+  int64_t committed_tokens = 0;
+  std::optional<std::string> finish_key;  // hex; pass as parent_key for the next turn
+  CacheHitKind cache_hit_kind = CacheHitKind::kCold;
+  FinishReason finish_reason = FinishReason::kStop;
+  CacheDelta cache_delta;
+  RequestStats stats;
+  std::optional<std::string> stop_sequence;
+  std::vector<std::vector<float>> token_logits;  // per generated token, if capture_logits
+};
+
+struct PrefillResult {
+  std::vector<TokenId> context_tokens;
+  int64_t committed_tokens = 0;
+  std::optional<std::string> finish_key;  // unset when below min_tokens
+  CacheHitKind cache_hit_kind = CacheHitKind::kCold;
+  CacheDelta cache_delta;
+};
+
+// Streaming callbacks, invoked on the model's worker thread: keep them short and never
+// call back into a blocking Runtime method from them. Exactly one of on_done / on_error
+// is called, exactly once, after which no callback runs again. A callback that throws is
+// treated as a cancel.
+struct StreamSink {
+  std::function<void(std::string_view text)> on_text;   // non-empty UTF-8 fragments
+  std::function<void(TokenId token)> on_token;           // every generated token
+  std::function<void(const RequestStats& stats)> on_done;
+  std::function<void(const Status& error)> on_error;
+};
+
+// ---------------------------------------------------------------- the runtime
+
+class Runtime {
+ public:
+  static Result<std::unique_ptr<Runtime>> create(RuntimeOptions options);
+  ~Runtime();  // shutdown()
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // ---- registry ----
+  // Loads (fingerprints, builds the backend, starts the worker). Returns the model id.
+  Result<std::string> load_model(ModelConfig config);
+  // Stops admitting, cancels in-flight requests (their finish saves still run), runs
+  // shutdown saves bounded by policy.evict_save_timeout_ms, joins the worker.
+  Status unload_model(std::string_view model_id);
+  std::vector<LoadedModelInfo> list_models() const;
+  Result<LoadedModelInfo> model_info(std::string_view model_id) const;
+
+  // ---- requests ----
+  // Tokenizes `prompt`, runs it, blocks until done.
+  Result<CompletionResult> complete(std::string_view model_id, std::string_view prompt,
+                                    const RequestParams& params);
+  Result<CompletionResult> complete_tokens(std::string_view model_id,
+                                           std::span<const TokenId> prompt,
+                                           const RequestParams& params);
+  // Streaming: admits (or queues FIFO) and returns at once; events go to `sink`.
+  Result<RequestId> infer(std::string_view model_id, std::span<const TokenId> prompt,
+                          const RequestParams& params, StreamSink sink);
+  // Idempotent, fire-and-forget; observed between ticks. Unknown ids are ignored.
+  void cancel(RequestId request);
+  // Prefills `prompt` into KV and fires a finish save; returns its key.
+  Result<PrefillResult> prefill_only(std::string_view model_id, std::span<const TokenId> prompt,
+                                     const RequestParams& params = {});
+
+  // ---- model utilities (safe while the model generates) ----
+  Result<std::vector<TokenId>> tokenize(std::string_view model_id, std::string_view text,
+                                        bool add_special = true) const;
+  Result<std::string> detokenize(std::string_view model_id,
+                                 std::span<const TokenId> tokens) const;
+  Result<std::string> render_chat(std::string_view model_id, const ChatRequest& request) const;
+  // render_chat + tokenize (add_special true).
+  Result<std::vector<TokenId>> apply_chat_template(std::string_view model_id,
+                                                   const ChatRequest& request) const;
+  // One embedding per input, run on the model's worker between ticks.
+  Result<std::vector<std::vector<float>>> embeddings(std::string_view model_id,
+                                                     std::span<const std::string> inputs);
+
+  // ---- cache ----
+  // Synchronous evict save of every in-flight request of the model.
+  Status evict(std::string_view model_id);
+  // Cache counters by name (hits_exact, hits_resume, hits_longest_prefix, misses,
+  // saves_cold, saves_continued, saves_finish, saves_evict, saves_shutdown, ...).
+  std::map<std::string, uint64_t> cache_counters() const;
+
+  // Stops admitting everywhere, cancels in-flight requests, runs shutdown saves, joins
+  // every worker and the cache writers. Idempotent; the server calls it on SIGTERM.
+  void shutdown();
+
+  class Impl;
+
+ private:
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hearth::runtime

@@ -1,0 +1,86 @@
+// hearth serve: an OpenAI- and Anthropic-compatible HTTP server over the runtime.
+// This header holds the server's configuration (flags + TOML file) and the entry
+// point the CLI calls. The HTTP API itself is documented in docs/api.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hearth/status.h"
+
+namespace hearth::server {
+
+// One model to load at start (`-m ID=PATH` or a [[models]] table).
+struct ModelConfig {
+  std::string id;
+  std::string path;
+  int64_t context = 0;    // n_ctx; 0 = the model's own
+  int64_t n_seq_max = 0;  // concurrent sequences; 0 = runtime default
+  std::string tier;       // tier for this model's saves: "ram", "ram_file", "disk" or ""
+  // Save-policy gate overrides: min_tokens, cold_min_tokens, cold_max_tokens,
+  // continued_interval, boundary_trim_tokens, boundary_align_tokens.
+  std::map<std::string, int64_t> policy;
+};
+
+struct TierConfig {
+  bool enabled = false;
+  std::string dir;          // ram_file and disk only
+  int64_t quota_bytes = 0;  // 0 = unlimited
+};
+
+struct PressureConfig {
+  bool enabled = false;
+  std::string source = "noop";  // noop | system
+  int64_t interval_ms = 5000;
+  double high_watermark = 0.85;
+  double low_watermark = 0.75;
+  int64_t min_evict_bytes = 1 << 20;
+  std::vector<std::string> evict_tiers = {"ram", "ram_file"};
+};
+
+struct LimitsConfig {
+  int64_t max_body_bytes = 8 << 20;     // larger bodies get 413
+  int64_t max_tokens = 4096;            // cap on max_tokens per request
+  int64_t max_concurrent_requests = 8;  // generations running at once
+  int64_t max_queued_requests = 64;     // waiting beyond that; more get 429
+  int64_t retry_after_s = 1;            // Retry-After on 429
+};
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;        // empty = no auth
+  std::string models_dir;     // POST /hearth/models loads only from here; empty = refused
+  std::string chat_template;  // force a family ("chatml", "llama-3", ...); empty = detect
+  std::string cache_dir;      // --cache-dir: shorthand for an enabled disk tier in DIR
+  // "runtime" (default), "stub" (the runtime with its deterministic stub backend) or
+  // "fake" (a model-free ServiceApi); the last two are for tests.
+  std::string backend = "runtime";
+  int64_t shutdown_grace_ms = 5000;  // in-flight generations get this long on SIGTERM
+  std::vector<ModelConfig> models;
+  TierConfig ram{true, "", 0};
+  TierConfig ram_file;
+  TierConfig disk;
+  int64_t writer_threads = 2;
+  PressureConfig pressure;
+  LimitsConfig limits;
+};
+
+// Merges a TOML document over `config`. Unknown keys and wrong types fail with a
+// message naming the key (e.g. "models[1].context: expected an integer").
+Status apply_config_toml(std::string_view toml_text, ServerConfig& config);
+Status apply_config_file(const std::string& path, ServerConfig& config);
+
+// Parses "-m" values: "PATH" (id = file stem) or "ID=PATH".
+ModelConfig model_config_from_flag(const std::string& flag_value);
+
+// Checks cross-field rules (port range, duplicate ids, tier dirs present, ...).
+Status validate_config(const ServerConfig& config);
+
+// Runs until SIGTERM/SIGINT; returns the process exit code.
+int run_server(const ServerConfig& config);
+
+}  // namespace hearth::server

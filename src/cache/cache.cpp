@@ -1,0 +1,591 @@
+// Cache facade: the save pipeline (five-stage publish), lookups over index
+// snapshots, eviction, tier recovery and the background sweeper.
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+
+#include "cache/cache_impl.h"
+#include "cache/slab_alloc.h"
+#include "hearth/cache_crc32c.h"
+
+namespace hearth::cache {
+namespace {
+
+Counter save_counter(SaveReason r) {
+  switch (r) {
+    case SaveReason::kCold: return Counter::kSavesCold;
+    case SaveReason::kContinued: return Counter::kSavesContinued;
+    case SaveReason::kEvict: return Counter::kSavesEvict;
+    case SaveReason::kShutdown: return Counter::kSavesShutdown;
+    case SaveReason::kFinish: return Counter::kSavesFinish;
+    case SaveReason::kUnknown: break;
+  }
+  return Counter::kCount;
+}
+
+Counter bytes_counter(Tier t) {
+  switch (t) {
+    case Tier::kRam: return Counter::kBytesRam;
+    case Tier::kRamFile: return Counter::kBytesRamFile;
+    case Tier::kDisk: return Counter::kBytesDisk;
+  }
+  return Counter::kBytesRam;
+}
+
+Counter rows_counter(Tier t) {
+  switch (t) {
+    case Tier::kRam: return Counter::kRowsRam;
+    case Tier::kRamFile: return Counter::kRowsRamFile;
+    case Tier::kDisk: return Counter::kRowsDisk;
+  }
+  return Counter::kRowsRam;
+}
+
+uint32_t tier_mask(std::span<const Tier> tiers) {
+  if (tiers.empty()) return 0x7;
+  uint32_t m = 0;
+  for (Tier t : tiers) m |= 1u << static_cast<int>(t);
+  return m;
+}
+
+struct Timer {
+  uint64_t start = now_ns();
+  uint64_t elapsed() const { return now_ns() - start; }
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Impl
+
+Cache::Impl::Impl(CacheConfig c)
+    : cfg(std::move(c)), slots(cfg.writer_threads), sched(cfg.scheduler) {
+  io = cfg.io ? cfg.io : posix_io();
+  if (!cfg.ram_file_dir.empty()) {
+    files[1] = std::make_unique<FileTier>(Tier::kRamFile, cfg.ram_file_dir, io);
+  }
+  if (!cfg.disk_dir.empty()) files[2] = std::make_unique<FileTier>(Tier::kDisk, cfg.disk_dir, io);
+  for (auto& f : files) {
+    if (f) f->counters = &counters;
+  }
+  meta.on_change = [this](const Row& r, bool added) {
+    if (added) {
+      counters.add(bytes_counter(r.tier), r.size);
+      counters.add(rows_counter(r.tier));
+    } else {
+      counters.sub(bytes_counter(r.tier), r.size);
+      counters.sub(rows_counter(r.tier));
+    }
+  };
+}
+
+Cache::Impl::~Impl() { stop(); }
+
+uint64_t Cache::Impl::quota(Tier t) const {
+  switch (t) {
+    case Tier::kRam: return cfg.ram_quota_bytes;
+    case Tier::kRamFile: return cfg.ram_file_quota_bytes;
+    case Tier::kDisk: return cfg.disk_quota_bytes;
+  }
+  return 0;
+}
+
+bool Cache::Impl::enabled(Tier t) const {
+  return t == Tier::kRam ? cfg.ram_quota_bytes > 0 : file_tier(t) != nullptr;
+}
+
+RowPtr Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f) {
+  auto row = std::make_shared<Row>();
+  row->key = f.info.key();
+  row->tier = tier;
+  row->size = f.size;
+  row->payload_offset = f.info.payload_offset;
+  row->payload_bytes = f.info.payload_length;
+  row->payload_crc = f.info.payload_crc32c;
+  row->location = f.path;
+  row->ns_id = f.info.ns.id();
+  row->tokens = std::make_shared<const std::vector<Token>>(f.info.tokens);
+  row->hits.store(f.info.hit_count);
+  // Map the persisted wall-clock last use onto the steady clock so LRU order
+  // survives a restart.
+  uint64_t now_unix = static_cast<uint64_t>(std::time(nullptr));
+  uint64_t age_s = now_unix > f.info.last_used_time ? now_unix - f.info.last_used_time : 0;
+  uint64_t now = now_ns();
+  uint64_t age_ns = std::min<uint64_t>(age_s, now / 1000000000ull) * 1000000000ull;
+  row->last_used_ns.store(now - age_ns);
+  // Rebuild the 48 header bytes from what was parsed (the scan kept no copy).
+  KvcBuildMeta m;
+  m.save_reason = f.info.save_reason;
+  m.quant_bits = f.info.quant_bits;
+  m.ns = f.info.ns;
+  m.tokens = f.info.tokens;
+  m.context_size = f.info.context_size;
+  m.creation_time = f.info.creation_time;
+  m.last_used_time = f.info.last_used_time;
+  m.hit_count = f.info.hit_count;
+  auto prefix = kvc_build_prefix_with_crc(m, f.info.payload_length, f.info.payload_crc32c);
+  if (prefix.ok()) std::memcpy(row->header.data(), prefix->data(), 48);
+  return row;
+}
+
+Status Cache::Impl::start() {
+  for (int t = 1; t < kNumTiers; ++t) {
+    FileTier* ft = files[t].get();
+    if (!ft) continue;
+    HEARTH_RETURN_IF_ERROR(ft->ensure_dir());
+    Status s = rescan(static_cast<Tier>(t));
+    if (!s.ok()) return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
+                                    " scan failed: " + s.message());
+  }
+  pool = std::make_unique<WriterPool>(cfg.writer_threads, cfg.writer_queue_depth);
+  sweeper = std::thread([this] {
+    std::unique_lock<std::mutex> lock(bg_mu);
+    while (!bg_stop) {
+      uint64_t ms = cfg.sweep_interval_ms ? cfg.sweep_interval_ms : 3600 * 1000;
+      bg_cv.wait_for(lock, std::chrono::milliseconds(ms), [&] { return bg_stop; });
+      if (bg_stop || cfg.sweep_interval_ms == 0) continue;
+      lock.unlock();
+      sweep();
+      for (int t = 1; t < kNumTiers; ++t) {
+        if (files[t] && files[t]->degraded()) (void)rescan(static_cast<Tier>(t));
+      }
+      lock.lock();
+    }
+  });
+  scheduler_thread = std::thread([this] {
+    std::unique_lock<std::mutex> lock(bg_mu);
+    while (!bg_stop) {
+      uint64_t ms;
+      bool on;
+      {
+        std::lock_guard<std::mutex> g(sched_mu);
+        ms = sched.interval_ms;
+        on = sched.enabled;
+      }
+      bg_cv.wait_for(lock, std::chrono::milliseconds(on ? ms : 200), [&] { return bg_stop; });
+      if (bg_stop) break;
+      if (!on) continue;
+      lock.unlock();
+      (void)force_check();
+      lock.lock();
+    }
+  });
+  return OkStatus();
+}
+
+void Cache::Impl::stop() {
+  if (pool) {
+    auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.evict_save_timeout_ms);
+    pool->stop(deadline, [this] { counters.add(Counter::kSavesDropped); });
+  }
+  {
+    std::lock_guard<std::mutex> lock(bg_mu);
+    bg_stop = true;
+  }
+  bg_cv.notify_all();
+  if (sweeper.joinable()) sweeper.join();
+  if (scheduler_thread.joinable()) scheduler_thread.join();
+}
+
+Status Cache::Impl::make_room(Tier tier, uint64_t bytes) {
+  uint64_t q = quota(tier);
+  if (bytes > q) {
+    return ResourceExhausted(std::string("row of ") + std::to_string(bytes) +
+                             " bytes exceeds the " + tier_name(tier) + " quota");
+  }
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    uint64_t used = meta.tier_bytes(tier);
+    if (used + bytes <= q) return OkStatus();
+    EvictResult r = evict(used + bytes - q, 1u << static_cast<int>(tier));
+    if (r.rows == 0) break;
+  }
+  if (meta.tier_bytes(tier) + bytes <= q) return OkStatus();
+  return ResourceExhausted(std::string(tier_name(tier)) + " quota full of pinned or in-flight rows");
+}
+
+EvictResult Cache::Impl::evict(uint64_t target, uint32_t mask) {
+  EvictResult res;
+  for (int round = 0; round < 3 && res.bytes < target; ++round) {
+    auto cands = meta.lru_candidates(mask);
+    if (cands.empty()) break;
+    std::vector<RowPtr> chosen;
+    uint64_t planned = res.bytes;
+    for (auto& r : cands) {
+      if (planned >= target) break;
+      planned += r->size;
+      chosen.push_back(r);
+    }
+    auto removed = meta.remove_rows(chosen);
+    if (removed.empty()) break;
+    for (const auto& r : removed) {
+      if (FileTier* ft = file_tier(r->tier)) ft->remove_quietly(r->location);
+      res.rows++;
+      res.bytes += r->size;
+      counters.add(Counter::kEvictions);
+    }
+  }
+  return res;
+}
+
+void Cache::Impl::drop_corrupt(const RowPtr& row, const Status& why) {
+  (void)why;
+  if (meta.drop(row->key) == row) {
+    if (FileTier* ft = file_tier(row->tier)) ft->remove_quietly(row->location);
+    counters.add(Counter::kCorruptFiles);
+  }
+}
+
+Status Cache::Impl::rescan(Tier tier) {
+  FileTier* ft = file_tier(tier);
+  if (!ft) return OkStatus();
+  HEARTH_RETURN_IF_ERROR(ft->ensure_dir());
+  auto scanned = ft->scan();
+  if (!scanned.ok()) return scanned.status();
+  // Reconcile: rows whose file vanished are dropped; new valid files join.
+  std::unordered_map<CacheKey, const ScannedFile*, DigestHash> on_disk;
+  for (const auto& f : *scanned) on_disk[f.info.key()] = &f;
+  std::vector<RowPtr> gone;
+  for (const auto& [k, r] : meta.snapshot()->rows) {
+    if (r->tier == tier && !on_disk.count(k)) gone.push_back(r);
+  }
+  for (const auto& r : gone) meta.drop(r->key);
+  for (const auto& f : *scanned) {
+    CacheKey k = f.info.key();
+    if (meta.find(k) || meta.reserved(k)) continue;
+    meta.insert_available(row_from_scan(tier, f));
+  }
+  ft->set_degraded(false);
+  return OkStatus();
+}
+
+void Cache::Impl::sweep() {
+  for (auto& [key, res] : meta.take_expired()) {
+    FileTier* ft = file_tier(res.tier);
+    if (res.stage == ReserveStage::kPostLink && ft) {
+      // The writer got as far as link(2): the file may be complete.
+      Status v = ft->verify(res.path, key);
+      auto m = v.ok() ? ft->read_meta(res.path) : Result<ScannedFile>(v);
+      if (m.ok() && meta.insert_available(row_from_scan(res.tier, *m))) {
+        counters.add(Counter::kOrphansAdopted);
+        continue;
+      }
+      if (!m.ok()) ft->remove_quietly(res.path);
+    }
+    counters.add(Counter::kOrphansDropped);
+  }
+}
+
+RowInfo Cache::Impl::to_info(const Row& r) const {
+  RowInfo i;
+  i.key = r.key;
+  i.tier = r.tier;
+  i.size = r.size;
+  i.payload_bytes = r.payload_bytes;
+  i.last_used_ns = r.last_used_ns.load(std::memory_order_relaxed);
+  i.refcount = r.refcount();
+  i.status = RowStatus::kAvailable;
+  i.header = r.header;
+  i.location = r.location;
+  i.n_tokens = r.tokens ? static_cast<uint32_t>(r.tokens->size()) : 0;
+  i.hits = r.hits.load(std::memory_order_relaxed);
+  return i;
+}
+
+void Cache::Impl::touch(const Row& r) { r.last_used_ns.store(now_ns(), std::memory_order_relaxed); }
+
+Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
+                                      std::span<const uint8_t> payload,
+                                      std::vector<uint8_t>* owned) {
+  Timer timer;
+  auto fail = [&](Status s) -> Result<CacheKey> {
+    counters.add(Counter::kSaveErrors);
+    return s;
+  };
+  if (!enabled(tier)) return fail(Unavailable(std::string("tier ") + tier_name(tier) + " is off"));
+  if (m.tokens.empty()) return fail(InvalidArgument("save: no tokens"));
+  FileTier* ft = file_tier(tier);
+  if (ft && ft->degraded()) {
+    return fail(Unavailable(std::string("tier ") + tier_name(tier) + " is degraded"));
+  }
+  CacheKey key = make_key(m.ns, m.tokens);
+  if (meta.find(key)) {
+    counters.add(Counter::kDuplicateDropped);
+    return AlreadyExists("key already published");
+  }
+  // RAM tier: take the caller's vector, or copy the span once with the CRC
+  // computed on the copy while it is hot in cache.
+  std::shared_ptr<const void> ram_owner;
+  const uint8_t* ram_data = nullptr;
+  uint32_t crc = 0;
+  if (!ft) {
+    if (owned != nullptr) {
+      auto v = std::make_shared<std::vector<uint8_t>>(std::move(*owned));
+      crc = crc32c(v->data(), v->size());
+      ram_data = v->data();
+      payload = *v;
+      ram_owner = std::move(v);
+    } else {
+      Slab slab = allocate_slab(payload.size());
+      if (slab.data == nullptr) return fail(ResourceExhausted("ram slab allocation failed"));
+      constexpr size_t kChunk = 1u << 20;
+      for (size_t off = 0; off < payload.size(); off += kChunk) {
+        size_t n = std::min(kChunk, payload.size() - off);
+        std::memcpy(slab.data + off, payload.data() + off, n);
+        crc = crc32c_extend(crc, slab.data + off, n);
+      }
+      ram_data = slab.data;
+      payload = {slab.data, payload.size()};
+      ram_owner = std::move(slab.owner);
+    }
+  } else {
+    crc = crc32c(payload.data(), payload.size());
+  }
+  auto prefix = kvc_build_prefix_with_crc(m, payload.size(), crc);
+  if (!prefix.ok()) return fail(prefix.status());
+  uint64_t size = prefix->size() + payload.size();
+
+  Status room = make_room(tier, size);
+  if (!room.ok()) return fail(room);
+  // Stage 1: reserve.
+  auto token = meta.reserve(key, tier, size, cfg.reservation_ttl_ms);
+  if (!token.ok()) {
+    counters.add(Counter::kDuplicateDropped);
+    return token.status();
+  }
+
+  auto row = std::make_shared<Row>();
+  row->key = key;
+  row->tier = tier;
+  row->size = size;
+  row->payload_offset = prefix->size();
+  row->payload_bytes = payload.size();
+  row->payload_crc = crc;
+  std::memcpy(row->header.data(), prefix->data(), 48);
+  row->ns_id = m.ns.id();
+  row->tokens = std::make_shared<const std::vector<Token>>(m.tokens);
+  row->hits.store(m.hit_count);
+  row->last_used_ns.store(now_ns());
+
+  if (!ft) {
+    row->ram_prefix = std::make_shared<const std::vector<uint8_t>>(std::move(prefix).value());
+    row->ram_owner = std::move(ram_owner);
+    row->ram_data = ram_data;
+    row->location = "ram";
+    row->verified.store(true);  // built from the caller's bytes just now
+    if (!meta.publish(key, *token, row)) return fail(Cancelled("reservation expired"));
+  } else {
+    // Stage 2: temp file + fdatasync.
+    auto tmp = ft->write_tmp(key, *token, *prefix, payload);
+    if (!tmp.ok()) {
+      meta.cancel(key, *token);
+      return fail(tmp.status());
+    }
+    // Stage 3: is our reservation still the live one?
+    std::string final = ft->final_path(key);
+    if (!meta.mark_post_link(key, *token, final)) {
+      ft->remove_quietly(*tmp);
+      return fail(Cancelled("reservation expired before publish"));
+    }
+    // Stage 4: link(2) + directory fsync.
+    auto linked = ft->link_publish(*tmp, key, size);
+    if (!linked.ok()) {
+      meta.cancel(key, *token);
+      return fail(linked.status());
+    }
+    if (*linked == LinkOutcome::kAdoptedExisting) counters.add(Counter::kOrphansAdopted);
+    row->location = final;
+    // Stage 5: announce.
+    if (!meta.publish(key, *token, row)) {
+      // The TTL sweeper reaped the reservation after our link(2). The file is
+      // durable and ours, so adopt it as the sweeper would have.
+      if (!meta.find(key) && !meta.insert_available(row)) {
+        return fail(Cancelled("reservation expired after link"));
+      }
+    }
+  }
+  Counter c = save_counter(m.save_reason);
+  if (c != Counter::kCount) counters.add(c);
+  counters.add(Counter::kPackTotalNs, timer.elapsed());
+  return key;
+}
+
+// ---------------------------------------------------------------------------
+// Cache
+
+Cache::Cache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Cache::~Cache() = default;
+
+Result<std::unique_ptr<Cache>> Cache::open(CacheConfig cfg) {
+  HEARTH_RETURN_IF_ERROR(validate_cache_config(cfg));
+  auto impl = std::make_unique<Impl>(std::move(cfg));
+  HEARTH_RETURN_IF_ERROR(impl->start());
+  return std::unique_ptr<Cache>(new Cache(std::move(impl)));
+}
+
+Result<CacheKey> Cache::save(Tier tier, const KvcBuildMeta& meta,
+                             std::span<const uint8_t> payload) {
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(impl_->cfg.evict_save_timeout_ms);
+  if (!impl_->slots.acquire_until(deadline)) {
+    impl_->counters.add(Counter::kSaveErrors);
+    return DeadlineExceeded("save: no writer slot within evict_save_timeout_ms");
+  }
+  SlotGuard slot(&impl_->slots);
+  return impl_->do_save(tier, meta, payload);
+}
+
+bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payload) {
+  Impl* impl = impl_.get();
+  if (!impl->enabled(tier) || !impl->pool) {
+    impl->counters.add(Counter::kSavesDropped);
+    return false;
+  }
+  auto job = [impl, tier, m = std::move(meta), p = std::move(payload)]() mutable {
+    impl->slots.acquire_until(std::chrono::steady_clock::time_point::max());
+    SlotGuard slot(&impl->slots);
+    (void)impl->do_save(tier, m, p, &p);
+  };
+  if (!impl->pool->submit(std::move(job))) {
+    impl->counters.add(Counter::kSavesDropped);
+    return false;
+  }
+  return true;
+}
+
+void Cache::wait_idle() {
+  if (impl_->pool) impl_->pool->wait_idle();
+}
+
+std::optional<RowInfo> Cache::lookup_exact(const CacheKey& key, HitKind kind) {
+  RowPtr r = impl_->meta.find(key);
+  if (!r) {
+    impl_->counters.add(Counter::kMisses);
+    return std::nullopt;
+  }
+  impl_->touch(*r);
+  impl_->counters.add(kind == HitKind::kExact ? Counter::kHitsExact : Counter::kHitsResume);
+  return impl_->to_info(*r);
+}
+
+std::optional<RowInfo> Cache::lookup_exact_or_wait(const CacheKey& key, uint64_t max_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
+  RowPtr r = impl_->meta.find(key);
+  if (!r) r = impl_->meta.wait_published(key, deadline);
+  if (!r) {
+    impl_->counters.add(Counter::kMisses);
+    return std::nullopt;
+  }
+  impl_->touch(*r);
+  impl_->counters.add(Counter::kHitsResume);
+  return impl_->to_info(*r);
+}
+
+std::optional<PrefixHit> Cache::lookup_longest_prefix(const KeyNamespace& ns,
+                                                      std::span<const Token> tokens,
+                                                      size_t stride, size_t min_tokens) {
+  Timer timer;
+  if (stride == 0) stride = impl_->cfg.policy.boundary_align_tokens;
+  if (min_tokens == 0) min_tokens = impl_->cfg.policy.min_tokens;
+  if (min_tokens == 0) min_tokens = 1;
+  // One pass of SHA-256 over the prompt, a digest at each stride boundary
+  // (and at the end), then probe from the longest down.
+  std::vector<std::pair<size_t, CacheKey>> probes;
+  probes.reserve(tokens.size() / stride + 1);
+  KeyStream ks(ns);
+  size_t done = 0;
+  for (size_t n = stride; n <= tokens.size(); n += stride) {
+    ks.append(tokens.subspan(done, n - done));
+    done = n;
+    if (n >= min_tokens) probes.emplace_back(n, ks.key());
+  }
+  if (done < tokens.size() && tokens.size() >= min_tokens) {
+    ks.append(tokens.subspan(done));
+    probes.emplace_back(tokens.size(), ks.key());
+  }
+  SnapshotPtr snap = impl_->meta.snapshot();
+  std::optional<PrefixHit> hit;
+  uint64_t n_probes = 0;
+  for (auto it = probes.rbegin(); it != probes.rend(); ++it) {
+    ++n_probes;
+    auto f = snap->rows.find(it->second);
+    if (f != snap->rows.end()) {
+      impl_->touch(*f->second);
+      hit = PrefixHit{impl_->to_info(*f->second), it->first};
+      break;
+    }
+  }
+  impl_->counters.add(Counter::kLongestPrefixProbes, n_probes);
+  impl_->counters.add(hit ? Counter::kHitsLongestPrefix : Counter::kMisses);
+  impl_->counters.add(Counter::kLongestPrefixNs, timer.elapsed());
+  return hit;
+}
+
+std::optional<PrefixHit> Cache::lookup_radix(const KeyNamespace& ns, std::span<const Token> tokens,
+                                             size_t min_tokens) {
+  if (min_tokens == 0) min_tokens = 1;
+  SnapshotPtr snap = impl_->meta.snapshot();
+  auto root = snap->radix.find(ns.id());
+  std::optional<PrefixHit> hit;
+  if (root != snap->radix.end()) {
+    auto m = radix_longest_prefix(root->second, tokens);
+    if (m && m->depth >= min_tokens) {
+      auto f = snap->rows.find(m->key);
+      if (f != snap->rows.end()) {
+        impl_->touch(*f->second);
+        hit = PrefixHit{impl_->to_info(*f->second), m->depth};
+      }
+    }
+  }
+  impl_->counters.add(hit ? Counter::kHitsRadix : Counter::kMisses);
+  return hit;
+}
+
+Result<std::vector<uint8_t>> Cache::load(const CacheKey& key, KvcInfo* info) {
+  HEARTH_ASSIGN_OR_RETURN(Lease lease, checkout(key));
+  std::vector<uint8_t> out(lease.payload_size());
+  HEARTH_RETURN_IF_ERROR(lease.read_payload(out));
+  if (info) *info = lease.info();
+  return out;
+}
+
+EvictResult Cache::evict_bytes(uint64_t target, std::span<const Tier> tiers) {
+  return impl_->evict(target, tier_mask(tiers));
+}
+
+uint64_t Cache::gc() { return impl_->evict(UINT64_MAX, 0x7).rows; }
+
+std::vector<RowInfo> Cache::dump() const {
+  std::vector<RowInfo> out;
+  for (const auto& [k, r] : impl_->meta.snapshot()->rows) out.push_back(impl_->to_info(*r));
+  std::sort(out.begin(), out.end(),
+            [](const RowInfo& a, const RowInfo& b) { return a.last_used_ns < b.last_used_ns; });
+  // In-flight saves last, as reserved rows.
+  for (const auto& [k, res] : impl_->meta.reservations()) {
+    RowInfo i;
+    i.key = k;
+    i.tier = res.tier;
+    i.size = res.bytes;
+    i.status = RowStatus::kReserved;
+    i.location = res.path;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+size_t Cache::row_count() const { return impl_->meta.snapshot()->rows.size(); }
+Counters& Cache::counters() { return impl_->counters; }
+std::vector<std::pair<std::string, uint64_t>> Cache::counters_snapshot() const {
+  return impl_->counters.snapshot();
+}
+void Cache::reset_counters() { impl_->counters.reset(); }
+bool Cache::tier_enabled(Tier t) const { return impl_->enabled(t); }
+bool Cache::tier_degraded(Tier t) const {
+  FileTier* ft = impl_->file_tier(t);
+  return ft && ft->degraded();
+}
+Status Cache::rescan_tier(Tier t) { return impl_->rescan(t); }
+const CacheConfig& Cache::config() const { return impl_->cfg; }
+void Cache::sweep_reservations() { impl_->sweep(); }
+
+}  // namespace hearth::cache

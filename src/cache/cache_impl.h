@@ -1,0 +1,64 @@
+// Internal state of a Cache. Included by the cache sources and by white-box
+// tests; not a public API.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cache/file_tier.h"
+#include "cache/meta_index.h"
+#include "cache/writer_pool.h"
+#include "hearth/cache.h"
+
+namespace hearth::cache {
+
+struct Cache::Impl {
+  explicit Impl(CacheConfig c);
+  ~Impl();
+
+  CacheConfig cfg;
+  Counters counters;
+  MetaIndex meta;
+  std::shared_ptr<CacheIo> io;
+  std::unique_ptr<FileTier> files[kNumTiers];  // [kRam] stays null
+  SaveSlots slots;
+  std::unique_ptr<WriterPool> pool;
+
+  // Background sweeper (TTL reaping, degraded-tier rescans) and scheduler.
+  std::mutex bg_mu;
+  std::condition_variable bg_cv;
+  bool bg_stop = false;
+  std::thread sweeper;
+  std::thread scheduler_thread;
+
+  mutable std::mutex sched_mu;
+  SchedulerConfig sched;
+  SchedulerStatus sched_state;
+
+  Status start();
+  void stop();
+
+  uint64_t quota(Tier t) const;
+  bool enabled(Tier t) const;
+  FileTier* file_tier(Tier t) const { return files[static_cast<int>(t)].get(); }
+
+  // `owned`, when given, is the payload's own vector: the RAM tier adopts it
+  // instead of copying.
+  Result<CacheKey> do_save(Tier tier, const KvcBuildMeta& meta, std::span<const uint8_t> payload,
+                           std::vector<uint8_t>* owned = nullptr);
+  Status make_room(Tier tier, uint64_t bytes);
+  EvictResult evict(uint64_t target, uint32_t tier_mask);
+  // Removes the row from the index (even if pinned) and deletes its file.
+  void drop_corrupt(const RowPtr& row, const Status& why);
+  RowPtr row_from_scan(Tier tier, const ScannedFile& f);
+  Status rescan(Tier tier);
+  void sweep();
+  ForceCheckResult force_check();
+  RowInfo to_info(const Row& r) const;
+  void touch(const Row& r);
+};
+
+}  // namespace hearth::cache

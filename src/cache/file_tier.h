@@ -1,0 +1,88 @@
+// A directory of .kvc files: the ram_file tier (on tmpfs) and the disk tier.
+// Implements the file-system half of the publish protocol (write_tmp + fdatasync,
+// link with EEXIST adopt-or-replace, directory fsync), start-up scans, reads.
+// All I/O goes through CacheIo so tests can inject faults. A write-path or read
+// I/O failure marks the tier degraded; the owner rescans it to recover.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hearth/cache_counters.h"
+#include "hearth/cache_io.h"
+#include "hearth/cache_kvc.h"
+#include "hearth/cache_types.h"
+#include "hearth/status.h"
+
+namespace hearth::cache {
+
+struct ScannedFile {
+  std::string path;
+  uint64_t size = 0;
+  KvcInfo info;
+};
+
+// What link_publish did.
+enum class LinkOutcome { kLinked, kAdoptedExisting, kReplacedExisting };
+
+class FileTier {
+ public:
+  FileTier(Tier tier, std::string dir, std::shared_ptr<CacheIo> io);
+
+  Tier tier() const { return tier_; }
+  const std::string& dir() const { return dir_; }
+  CacheIo& io() { return *io_; }
+  std::string final_path(const CacheKey& key) const;
+
+  // mkdir -p (0700) of the directory.
+  Status ensure_dir();
+
+  // Stage 2: write prefix || payload to a writer-unique temp file next to the
+  // final path (O_CREAT|O_EXCL, 0600) and fdatasync it. Returns its path.
+  Result<std::string> write_tmp(const CacheKey& key, uint64_t token,
+                                std::span<const uint8_t> prefix, std::span<const uint8_t> payload);
+  // Stage 4: link(tmp, final). EEXIST: fully validate the existing file (CRC +
+  // key replay + size); adopt it if valid, else unlink it and link again. Then
+  // fsync the directory and remove tmp.
+  Result<LinkOutcome> link_publish(const std::string& tmp, const CacheKey& key,
+                                   uint64_t expected_size);
+  void remove_quietly(const std::string& path);
+
+  // Header/TLV parse of one file (no payload CRC).
+  Result<ScannedFile> read_meta(const std::string& path);
+  // Full validation (payload CRC32C + key replay).
+  Status verify(const std::string& path, const CacheKey& key);
+  // Start-up / recovery scan: removes *.tmp, parses every *.kvc (name must be
+  // <hex key>.kvc and match the key replayed from its TLVs), removes invalid
+  // files. Error only when the directory cannot be listed.
+  Result<std::vector<ScannedFile>> scan(uint64_t* removed_tmp = nullptr,
+                                        uint64_t* removed_bad = nullptr);
+  // Best-effort write of the persisted hit counter (header offset 12) and
+  // last_used_time (offset 32). Neither is covered by the payload CRC.
+  void write_hits(const std::string& path, uint32_t hits);
+
+  bool degraded() const { return degraded_.load(std::memory_order_acquire); }
+  void set_degraded(bool d) {
+    bool was = degraded_.exchange(d, std::memory_order_acq_rel);
+    if (d && !was && counters) counters->add(Counter::kTierDegraded);
+  }
+  Counters* counters = nullptr;  // tier_degraded is bumped on each transition
+
+ private:
+  Status fsync_dir();
+  Status io_error(const char* what, const std::string& path, int neg_errno);
+
+  Tier tier_;
+  std::string dir_;
+  std::shared_ptr<CacheIo> io_;
+  std::atomic<bool> degraded_{false};
+};
+
+// Reads exactly n bytes at off (short reads retried; EOF is an error).
+Status read_full(CacheIo& io, int fd, void* dst, size_t n, uint64_t off);
+
+}  // namespace hearth::cache

@@ -1,0 +1,187 @@
+// Checkout / checkin and the payload read paths. A lease pins its row (eviction
+// skips pinned rows), so the bytes it reads are the bytes that were published.
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "cache/cache_impl.h"
+#include "hearth/cache_crc32c.h"
+
+namespace hearth::cache {
+
+struct Lease::State {
+  Cache::Impl* impl = nullptr;
+  RowPtr row;
+  RowInfo info;
+  KvcInfo kvc;
+  int fd = -1;
+  void* map = nullptr;
+  size_t map_len = 0;
+  bool view_verified = false;
+
+  ~State() {
+    if (map) ::munmap(map, map_len);
+    if (fd >= 0) impl->io->close(fd);
+    if (row) row->unpin();
+  }
+};
+
+namespace {
+
+constexpr size_t kChunk = 2u << 20;  // copy+CRC granularity: stays in L2/L3
+
+// Reports a corrupt or unreadable row: counted, dropped from the index (and its
+// file removed), surfaced as a miss-equivalent error.
+Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
+  impl->counters.add(Counter::kLoadErrors);
+  if (why.code() == ErrorCode::kDataLoss) {
+    impl->drop_corrupt(row, why);
+  } else {
+    // Unreadable, not known bad: miss now, and let a rescan of the (now
+    // degraded) tier bring the row back once the device recovers.
+    if (why.code() == ErrorCode::kIo) {
+      if (FileTier* ft = impl->file_tier(row->tier)) ft->set_degraded(true);
+    }
+    impl->meta.drop(row->key);
+  }
+  return why;
+}
+
+}  // namespace
+
+Lease::Lease(std::unique_ptr<State> s) : s_(std::move(s)) {}
+Lease::Lease(Lease&&) noexcept = default;
+Lease& Lease::operator=(Lease&&) noexcept = default;
+Lease::~Lease() = default;
+
+const RowInfo& Lease::row() const { return s_->info; }
+const KvcInfo& Lease::info() const { return s_->kvc; }
+uint64_t Lease::payload_size() const { return s_->row->payload_bytes; }
+
+Status Lease::read_payload(std::span<uint8_t> dst) {
+  State& s = *s_;
+  const Row& row = *s.row;
+  if (dst.size() != row.payload_bytes) {
+    return InvalidArgument("read_payload: buffer is " + std::to_string(dst.size()) +
+                           " bytes, payload is " + std::to_string(row.payload_bytes));
+  }
+  uint64_t t0 = now_ns();
+  bool check = s.impl->cfg.verify_on_load;
+  uint32_t crc = 0;
+  if (row.ram_prefix) {
+    const uint8_t* src = row.ram_data;
+    // An immutable in-process slab is verified once; later loads are a memcpy.
+    bool need = check && !row.verified.load(std::memory_order_acquire);
+    for (size_t off = 0; off < dst.size(); off += kChunk) {
+      size_t n = std::min(kChunk, dst.size() - off);
+      std::memcpy(dst.data() + off, src + off, n);
+      if (need) crc = crc32c_extend(crc, dst.data() + off, n);
+    }
+    if (need) {
+      if (crc != row.payload_crc) {
+        return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
+      }
+      row.verified.store(true, std::memory_order_release);
+    }
+  } else {
+    // Large preads straight into the caller's buffer; CRC each chunk while it
+    // is still in cache.
+    for (size_t off = 0; off < dst.size(); off += kChunk) {
+      size_t n = std::min(kChunk, dst.size() - off);
+      Status st = read_full(*s.impl->io, s.fd, dst.data() + off, n, row.payload_offset + off);
+      if (!st.ok()) {
+        if (st.code() == ErrorCode::kIo) {
+          if (FileTier* ft = s.impl->file_tier(row.tier)) ft->set_degraded(true);
+        }
+        return corrupt(s.impl, s.row, st);
+      }
+      if (check) crc = crc32c_extend(crc, dst.data() + off, n);
+    }
+    if (check && crc != row.payload_crc) {
+      return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
+    }
+  }
+  s.impl->counters.add(Counter::kLoadTotalNs, now_ns() - t0);
+  return OkStatus();
+}
+
+Result<std::span<const uint8_t>> Lease::view() {
+  State& s = *s_;
+  const Row& row = *s.row;
+  uint64_t t0 = now_ns();
+  std::span<const uint8_t> payload;
+  if (row.ram_prefix) {
+    payload = {row.ram_data, row.payload_bytes};
+    if (s.impl->cfg.verify_on_load && !row.verified.load(std::memory_order_acquire)) {
+      if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
+        return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
+      }
+      row.verified.store(true, std::memory_order_release);
+    }
+    s.view_verified = true;
+  } else {
+    if (!s.map) {
+      void* m = ::mmap(nullptr, row.size, PROT_READ, MAP_PRIVATE, s.fd, 0);
+      if (m == MAP_FAILED) return IoError("mmap " + row.location + ": " + std::strerror(errno));
+      s.map = m;
+      s.map_len = row.size;
+    }
+    payload = {static_cast<const uint8_t*>(s.map) + row.payload_offset, row.payload_bytes};
+    if (s.impl->cfg.verify_on_load && !s.view_verified) {
+      if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
+        return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
+      }
+    }
+    s.view_verified = true;
+  }
+  s.impl->counters.add(Counter::kLoadTotalNs, now_ns() - t0);
+  return payload;
+}
+
+Result<Lease> Cache::checkout(const CacheKey& key) {
+  Impl* impl = impl_.get();
+  RowPtr row = impl->meta.find(key);
+  if (!row || !row->try_pin()) return NotFound("cache: no row for key " + to_hex(key));
+  auto st = std::make_unique<Lease::State>();
+  st->impl = impl;
+  st->row = row;
+  if (row->ram_prefix) {
+    auto parsed = kvc_parse_meta(*row->ram_prefix, row->size);
+    if (!parsed.ok()) return corrupt(impl, row, parsed.status());
+    st->kvc = std::move(parsed).value();
+  } else {
+    FileTier* ft = impl->file_tier(row->tier);
+    if (!ft || ft->degraded()) {
+      impl->counters.add(Counter::kLoadErrors);
+      return Unavailable(std::string("cache: tier ") + tier_name(row->tier) + " is degraded");
+    }
+    int fd = impl->io->open(row->location, O_RDONLY, 0);
+    if (fd < 0) {
+      if (fd != -ENOENT) ft->set_degraded(true);
+      return corrupt(impl, row, IoError("open " + row->location + ": " + std::strerror(-fd)));
+    }
+    st->fd = fd;
+    uint64_t size = 0;
+    if (impl->io->fstat_size(fd, &size) < 0 || size != row->size) {
+      return corrupt(impl, row, DataLoss("kvc: " + row->location + " changed size"));
+    }
+    std::vector<uint8_t> prefix(row->payload_offset);
+    Status rs = read_full(*impl->io, fd, prefix.data(), prefix.size(), 0);
+    if (!rs.ok()) return corrupt(impl, row, rs);
+    auto parsed = kvc_parse_meta(prefix, size);
+    if (!parsed.ok()) return corrupt(impl, row, parsed.status());
+    if (parsed->key() != key || parsed->payload_crc32c != row->payload_crc) {
+      return corrupt(impl, row, DataLoss("kvc: key replay mismatch in " + row->location));
+    }
+    st->kvc = std::move(parsed).value();
+  }
+  uint32_t hits = row->hits.fetch_add(1, std::memory_order_relaxed) + 1;
+  impl->touch(*row);
+  if (FileTier* ft = impl->file_tier(row->tier)) ft->write_hits(row->location, hits);
+  st->info = impl->to_info(*row);
+  return Lease(std::move(st));
+}
+
+}  // namespace hearth::cache

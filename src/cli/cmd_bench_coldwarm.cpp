@@ -1,0 +1,282 @@
+// `hearth bench cold-warm -m MODEL [--json]`: time to first token, cold vs warm, through the
+// whole runtime (lookup, row read, KV restore, prefill of the rest, first sample).
+//   runs[]  for each prompt size and cache tier:
+//     cold_ttft_ms   nothing cached: prefill every token
+//     warm_ttft_ms   stateless resend: the prompt plus 16 new tokens, no parent_key
+//                    (longest-prefix hit, restore, prefill the 16)
+//     exact_ttft_ms  same prompt with parent_key = the cold run's finish_key (restore only:
+//                    the row carries the last position's logits, no forward pass)
+//     row_bytes      size of the saved row in its tier; memcpy_ms: one memcpy of that many
+//                    bytes (the floor a restore is compared against)
+//   agents  N agents sharing a 1,000-token system prompt: the first runs alone, the rest
+//           concurrently once its cold save is published.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include "cli/registry.h"
+#include "hearth/runtime.h"
+
+namespace hearth::cli {
+namespace {
+
+using namespace hearth::runtime;
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+  std::string model;
+  bool json = false;
+  int agents = 4;
+  int threads = 0;
+  std::vector<int> sizes = {512, 1024, 2048};
+};
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Wall-clock time from the call to the first generated token.
+Result<std::pair<double, RequestStats>> ttft(Runtime& rt, const std::string& id,
+                                             std::span<const TokenId> prompt,
+                                             const RequestParams& params) {
+  auto first = std::make_shared<std::promise<double>>();
+  auto done = std::make_shared<std::promise<Result<RequestStats>>>();
+  auto got_first = std::make_shared<bool>(false);
+  const auto t0 = Clock::now();
+  StreamSink sink;
+  sink.on_token = [=](TokenId) {
+    if (!*got_first) {
+      *got_first = true;
+      first->set_value(ms_since(t0));
+    }
+  };
+  sink.on_done = [=](const RequestStats& s) { done->set_value(s); };
+  sink.on_error = [=](const Status& e) { done->set_value(e); };
+  HEARTH_RETURN_IF_ERROR(rt.infer(id, prompt, params, sink).status());
+  HEARTH_ASSIGN_OR_RETURN(RequestStats stats, done->get_future().get());
+  if (!*got_first) return Internal("no token was generated");
+  return std::make_pair(first->get_future().get(), stats);
+}
+
+void wait_counter(Runtime& rt, const std::string& name, uint64_t at_least) {
+  for (int i = 0; i < 5000 && rt.cache_counters()[name] < at_least; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+Result<std::vector<TokenId>> prompt_tokens(Runtime& rt, const std::string& id, size_t n,
+                                           const std::string& seed) {
+  std::string text;
+  std::vector<TokenId> out;
+  for (int round = 0; out.size() < n && round < 64; ++round) {
+    text += seed + " once upon a time a small robot counted " + std::to_string(round * 7919) +
+            " bright stars while the river sang about the " + std::to_string(round) +
+            " hills. ";
+    HEARTH_ASSIGN_OR_RETURN(out, rt.tokenize(id, text));
+  }
+  if (out.size() < n) return Internal("could not build a long enough prompt");
+  out.resize(n);
+  return out;
+}
+
+ModelConfig base_config(const BenchArgs& a, Tier tier) {
+  ModelConfig c;
+  c.id = "bench";
+  c.model_path = a.model;
+  c.n_threads = a.threads;
+  // Room for the largest prompt plus the warm run's 16 extra tokens and the reply.
+  c.n_ctx = std::max(1100, *std::max_element(a.sizes.begin(), a.sizes.end()) + 64);
+  c.n_batch = 512;
+  c.n_seq_max = std::max(1, a.agents);
+  c.prefill_chunk_size = -1;
+  c.tier = tier;
+  c.slot_affinity = false;
+  c.policy.min_tokens = 256;
+  c.policy.cold_min_tokens = 256;
+  c.policy.boundary_align_tokens = 256;
+  return c;
+}
+
+double memcpy_ms(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 0);
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::min(best, ms_since(t0));
+  }
+  return best;
+}
+
+Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string& dir) {
+  RuntimeOptions o;
+  if (tier == Tier::kRamFile) o.cache.ram_file_dir = dir;
+  if (tier == Tier::kDisk) o.cache.disk_dir = dir;
+  HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(o));
+  ModelConfig cfg = base_config(a, tier);
+  cfg.policy.cold_min_tokens = 1 << 30;  // only finish rows: one row per prompt
+  HEARTH_RETURN_IF_ERROR(rt->load_model(cfg).status());
+  HEARTH_ASSIGN_OR_RETURN(LoadedModelInfo info, rt->model_info("bench"));
+  const std::string bytes_counter = std::string("bytes_") + tier_name(tier);
+  nlohmann::json runs = nlohmann::json::array();
+  uint64_t finishes = 0;
+  for (int n : a.sizes) {
+    if (n + 32 > info.context_size) {
+      std::fprintf(stderr, "bench cold-warm: skipping %d tokens (context is %d)\n", n,
+                   info.context_size);
+      continue;
+    }
+    HEARTH_ASSIGN_OR_RETURN(auto prompt, prompt_tokens(*rt, "bench", static_cast<size_t>(n),
+                                                       std::string(tier_name(tier)) + std::to_string(n)));
+    RequestParams p;
+    p.response_tokens = 1;
+    p.sampling.temperature = 0;
+    const uint64_t bytes_before = rt->cache_counters()[bytes_counter];
+    HEARTH_ASSIGN_OR_RETURN(auto cold, ttft(*rt, "bench", prompt, p));
+    wait_counter(*rt, "saves_finish", ++finishes);
+    const uint64_t row_bytes = rt->cache_counters()[bytes_counter] - bytes_before;
+    std::vector<TokenId> longer = prompt;
+    HEARTH_ASSIGN_OR_RETURN(auto tail, prompt_tokens(*rt, "bench", 16, "and then"));
+    longer.insert(longer.end(), tail.begin(), tail.end());
+    HEARTH_ASSIGN_OR_RETURN(auto warm, ttft(*rt, "bench", longer, p));
+    if (warm.second.cache_hit_kind != CacheHitKind::kPartial)
+      std::fprintf(stderr, "bench cold-warm: warm run was %s, not a prefix hit\n",
+                   cache_hit_kind_name(warm.second.cache_hit_kind));
+    wait_counter(*rt, "saves_finish", ++finishes);
+    RequestParams pe = p;
+    pe.parent_key = cold.second.finish_key;
+    HEARTH_ASSIGN_OR_RETURN(auto exact, ttft(*rt, "bench", prompt, pe));
+    if (exact.second.cache_hit_kind != CacheHitKind::kExact)
+      std::fprintf(stderr, "bench cold-warm: exact run was %s\n",
+                   cache_hit_kind_name(exact.second.cache_hit_kind));
+    runs.push_back({{"tokens", n},
+                    {"tier", tier_name(tier)},
+                    {"cold_ttft_ms", cold.first},
+                    {"warm_ttft_ms", warm.first},
+                    {"exact_ttft_ms", exact.first},
+                    {"row_bytes", row_bytes},
+                    {"memcpy_ms", memcpy_ms(row_bytes)}});
+  }
+  rt->shutdown();
+  return runs;
+}
+
+Result<nlohmann::json> run_agents(const BenchArgs& a) {
+  HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(RuntimeOptions{}));
+  HEARTH_RETURN_IF_ERROR(rt->load_model(base_config(a, Tier::kRam)).status());
+  HEARTH_ASSIGN_OR_RETURN(auto system, prompt_tokens(*rt, "bench", 1000, "system"));
+  std::vector<std::vector<TokenId>> prompts;
+  for (int i = 0; i < a.agents; ++i) {
+    auto p = system;
+    HEARTH_ASSIGN_OR_RETURN(auto q, rt->tokenize("bench", "\nAgent " + std::to_string(i) +
+                                                             ": summarise your task.", false));
+    p.insert(p.end(), q.begin(), q.end());
+    prompts.push_back(std::move(p));
+  }
+  RequestParams params;
+  params.response_tokens = 1;
+  params.sampling.temperature = 0;
+  std::vector<double> ttfts(static_cast<size_t>(a.agents));
+  HEARTH_ASSIGN_OR_RETURN(auto first, ttft(*rt, "bench", prompts[0], params));
+  ttfts[0] = first.first;
+  wait_counter(*rt, "saves_cold", 1);
+  std::vector<std::future<Result<std::pair<double, RequestStats>>>> fs;
+  for (int i = 1; i < a.agents; ++i)
+    fs.push_back(std::async(std::launch::async,
+                            [&, i] { return ttft(*rt, "bench", prompts[static_cast<size_t>(i)], params); }));
+  for (int i = 1; i < a.agents; ++i) {
+    HEARTH_ASSIGN_OR_RETURN(auto r, fs[static_cast<size_t>(i - 1)].get());
+    ttfts[static_cast<size_t>(i)] = r.first;
+  }
+  auto c = rt->cache_counters();
+  return nlohmann::json{{"n", a.agents},
+                        {"cold_prefills", c["runtime_misses"]},
+                        {"prefix_hits", c["runtime_hits_longest_prefix"]},
+                        {"ttft_ms", ttfts}};
+}
+
+int run_bench(const BenchArgs& a) {
+  const auto base = std::filesystem::temp_directory_path() /
+                    ("hearth-bench-coldwarm-" + std::to_string(::getpid()));
+  std::string shm = "/dev/shm/hearth-bench-coldwarm-" + std::to_string(::getpid());
+  if (!std::filesystem::exists("/dev/shm")) shm = (base / "ram_file").string();
+  nlohmann::json out;
+  out["model"] = a.model;
+  out["runs"] = nlohmann::json::array();
+  int rc = 0;
+  for (Tier tier : {Tier::kRam, Tier::kRamFile, Tier::kDisk}) {
+    const std::string dir = tier == Tier::kRamFile ? shm : (base / "disk").string();
+    auto runs = run_tier(a, tier, dir);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (!runs.ok()) {
+      std::fprintf(stderr, "bench cold-warm (%s): %s\n", tier_name(tier),
+                   runs.status().to_string().c_str());
+      rc = 1;
+      continue;
+    }
+    for (auto& r : *runs) out["runs"].push_back(r);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(base, ec);
+  if (a.agents > 0) {
+    auto agents = run_agents(a);
+    if (!agents.ok()) {
+      std::fprintf(stderr, "bench cold-warm (agents): %s\n", agents.status().to_string().c_str());
+      rc = 1;
+    } else {
+      out["agents"] = *agents;
+    }
+  }
+  if (a.json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return rc;
+  }
+  std::printf("%-7s %-9s %12s %12s %13s %12s %10s\n", "tokens", "tier", "cold_ttft_ms",
+              "warm_ttft_ms", "exact_ttft_ms", "row_bytes", "memcpy_ms");
+  for (const auto& r : out["runs"])
+    std::printf("%-7d %-9s %12.2f %12.2f %13.2f %12llu %10.3f\n", r["tokens"].get<int>(),
+                r["tier"].get<std::string>().c_str(), r["cold_ttft_ms"].get<double>(),
+                r["warm_ttft_ms"].get<double>(), r["exact_ttft_ms"].get<double>(),
+                static_cast<unsigned long long>(r["row_bytes"].get<uint64_t>()),
+                r["memcpy_ms"].get<double>());
+  if (out.contains("agents")) {
+    const auto& g = out["agents"];
+    std::printf("agents: %d, cold prefills %llu, prefix hits %llu, ttft_ms", g["n"].get<int>(),
+                static_cast<unsigned long long>(g["cold_prefills"].get<uint64_t>()),
+                static_cast<unsigned long long>(g["prefix_hits"].get<uint64_t>()));
+    for (const auto& t : g["ttft_ms"]) std::printf(" %.2f", t.get<double>());
+    std::printf("\n");
+  }
+  return rc;
+}
+
+CLI::App* find_or_add(CLI::App& root, const std::string& name, const std::string& desc) {
+  for (CLI::App* s : root.get_subcommands([](CLI::App*) { return true; }))
+    if (s->get_name() == name) return s;
+  return root.add_subcommand(name, desc);
+}
+
+Registrar reg("bench_coldwarm", [](CLI::App& root) {
+  CLI::App* bench = find_or_add(root, "bench", "Benchmarks");
+  bench->require_subcommand(1);
+  auto* cmd = bench->add_subcommand("cold-warm", "Time to first token, cold vs warm cache");
+  auto args = std::make_shared<BenchArgs>();
+  cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
+  cmd->add_flag("--json", args->json, "JSON output");
+  cmd->add_option("--agents", args->agents, "Agents in the shared-prefix scenario (0 = skip)");
+  cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
+  cmd->add_option("--tokens", args->sizes, "Prompt sizes")->delimiter(',');
+  cmd->callback([args] { exit_code() = run_bench(*args); });
+});
+
+}  // namespace
+}  // namespace hearth::cli

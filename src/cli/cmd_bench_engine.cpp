@@ -1,0 +1,221 @@
+// `hearth bench engine -m MODEL [--threads N] [--json]`: prefill and decode speed of
+// the engine, with the memory bandwidth of this machine measured in the same run so
+// that decode speed can be read against its roofline (decode reads every weight once
+// per token).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/registry.h"
+#include "hearth/engine.h"
+#include "hearth/sampler.h"
+
+namespace hearth::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int32_t> bench_tokens(int32_t n, int32_t n_vocab) {
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  uint32_t x = 12345;
+  for (auto& t : out) {
+    x = x * 1664525u + 1013904223u;
+    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
+  }
+  return out;
+}
+
+// Prefill of n tokens into seq 0 (logits for the last one); seconds.
+Result<double> time_prefill(Engine& e, const std::vector<int32_t>& toks, int32_t n) {
+  HEARTH_RETURN_IF_ERROR(e.seq_clear(0));
+  std::vector<BatchToken> batch;
+  for (int32_t i = 0; i < n; ++i) batch.push_back({toks[i], i, 0, i + 1 == n});
+  std::vector<float> logits;
+  const auto t0 = Clock::now();
+  HEARTH_RETURN_IF_ERROR(e.forward(batch, logits));
+  return seconds_since(t0);
+}
+
+// 64 greedy decode steps after a prompt of n_prompt tokens; seconds for the 64.
+Result<double> time_decode(Engine& e, const std::vector<int32_t>& toks, int32_t n_prompt,
+                           int32_t n_gen) {
+  HEARTH_RETURN_IF_ERROR(time_prefill(e, toks, n_prompt).status());
+  std::vector<float> logits;
+  std::vector<BatchToken> one(1);
+  int32_t next = toks[static_cast<size_t>(n_prompt) % toks.size()];
+  const auto t0 = Clock::now();
+  for (int32_t i = 0; i < n_gen; ++i) {
+    one[0] = {next, n_prompt + i, 0, true};
+    HEARTH_RETURN_IF_ERROR(e.forward(one, logits));
+    next = Sampler::greedy(logits);
+  }
+  return seconds_since(t0);
+}
+
+// Bandwidths over a buffer much larger than the caches, split across threads.
+struct Bandwidth {
+  double memcpy_gbps = 0;
+  double read_gbps = 0;
+};
+
+Bandwidth measure_bandwidth(int threads) {
+  const size_t bytes = size_t{256} << 20;
+  std::vector<uint64_t> src(bytes / 8), dst(bytes / 8);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = i;
+  std::memcpy(dst.data(), src.data(), bytes);  // fault the pages in
+  auto split = [&](auto&& fn) {
+    std::vector<std::thread> ts;
+    const size_t n = src.size();
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads); });
+    }
+    for (auto& th : ts) th.join();
+  };
+  Bandwidth bw;
+  std::vector<double> cp, rd;
+  std::vector<uint64_t> sums(static_cast<size_t>(threads));
+  for (int rep = 0; rep < 3; ++rep) {
+    auto t0 = Clock::now();
+    split([&](size_t b, size_t e) { std::memcpy(&dst[b], &src[b], (e - b) * 8); });
+    cp.push_back(2.0 * bytes / seconds_since(t0) / 1e9);  // read + write
+    t0 = Clock::now();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t) {
+      ts.emplace_back([&, t] {
+        const size_t n = src.size(), b = n * t / threads, e = n * (t + 1) / threads;
+        uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        size_t i = b;
+        for (; i + 4 <= e; i += 4) {
+          a0 += src[i];
+          a1 += src[i + 1];
+          a2 += src[i + 2];
+          a3 += src[i + 3];
+        }
+        for (; i < e; ++i) a0 += src[i];
+        sums[static_cast<size_t>(t)] = a0 + a1 + a2 + a3;
+      });
+    }
+    for (auto& th : ts) th.join();
+    rd.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
+  }
+  volatile uint64_t sink = 0;
+  for (uint64_t s : sums) sink = sink + s;
+  bw.memcpy_gbps = median(cp);
+  bw.read_gbps = median(rd);
+  return bw;
+}
+
+int run_bench(const std::string& model, int threads, bool json) {
+  EngineOptions o;
+  o.n_threads = threads;
+  o.n_seq_max = 1;
+  o.n_ctx = 4096;
+  auto loaded = Engine::load(model, o);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "hearth bench engine: %s\n", loaded.status().to_string().c_str());
+    return 1;
+  }
+  Engine& e = **loaded;
+  const ModelInfo& info = e.info();
+  const auto toks = bench_tokens(2048, info.n_vocab);
+  nlohmann::json out;
+  out["model"] = info.name;
+  out["quant"] = info.quant_name;
+  out["threads"] = threads;
+  out["weight_bytes"] = info.weight_bytes;
+  out["numerics_id"] = e.numerics_id();
+  for (int32_t n : {128, 512, 2048}) {
+    if (n > info.n_ctx) continue;
+    std::vector<double> rates;
+    for (int rep = 0; rep < 3; ++rep) {
+      auto s = time_prefill(e, toks, n);
+      if (!s.ok()) {
+        std::fprintf(stderr, "hearth bench engine: %s\n", s.status().to_string().c_str());
+        return 1;
+      }
+      rates.push_back(n / *s);
+    }
+    out["pp" + std::to_string(n) + "_tok_per_s"] = median(rates);
+  }
+  const int32_t n_prompt = std::min<int32_t>(512, info.n_ctx - 64);
+  std::vector<double> rates;
+  for (int rep = 0; rep < 3; ++rep) {
+    auto s = time_decode(e, toks, n_prompt, 64);
+    if (!s.ok()) {
+      std::fprintf(stderr, "hearth bench engine: %s\n", s.status().to_string().c_str());
+      return 1;
+    }
+    rates.push_back(64 / *s);
+  }
+  const double tg = median(rates);
+  out["tg64_tok_per_s"] = tg;
+  out["tg64_prompt_tokens"] = n_prompt;
+  const Bandwidth bw = measure_bandwidth(threads);
+  out["memcpy_gbps"] = bw.memcpy_gbps;
+  out["read_gbps"] = bw.read_gbps;
+  // Decode reads every weight matrix once per token; the embedding table only one row
+  // (unless it doubles as the output projection).
+  uint64_t bytes_per_token = info.weight_bytes;
+  if (!info.tied_embeddings) bytes_per_token -= info.token_embd_bytes;
+  out["weight_bytes_per_token"] = bytes_per_token;
+  const double roofline = bw.read_gbps * 1e9 / static_cast<double>(bytes_per_token);
+  out["roofline_tg"] = roofline;
+  out["roofline_fraction"] = tg / roofline;
+  if (json) {
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model %s (%s), %d threads, numerics %s\n", info.name.c_str(),
+              info.quant_name.c_str(), threads, e.numerics_id().c_str());
+  for (const char* k : {"pp128_tok_per_s", "pp512_tok_per_s", "pp2048_tok_per_s"}) {
+    if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k, out[k].get<double>());
+  }
+  std::printf("%-18s %10.1f tok/s (after a %d-token prompt)\n", "tg64", tg, n_prompt);
+  std::printf("%-18s %10.2f GB/s\n%-18s %10.2f GB/s\n", "memcpy", bw.memcpy_gbps, "read",
+              bw.read_gbps);
+  std::printf("%-18s %10.1f tok/s (%.1f%% reached)\n", "roofline tg", roofline,
+              100.0 * tg / roofline);
+  return 0;
+}
+
+CLI::App* find_or_add(CLI::App& root, const std::string& name, const std::string& desc) {
+  for (CLI::App* s : root.get_subcommands([](CLI::App*) { return true; })) {
+    if (s->get_name() == name) return s;
+  }
+  return root.add_subcommand(name, desc);
+}
+
+Registrar reg("bench_engine", [](CLI::App& root) {
+  // `bench` is shared with other subsystems' benchmarks: reuse it if present.
+  CLI::App* bench = find_or_add(root, "bench", "Benchmarks");
+  bench->require_subcommand(1);
+  struct Args {
+    std::string model;
+    int threads = 2;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = bench->add_subcommand("engine", "Prefill/decode speed against the memory roofline");
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
+  cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  cmd->add_flag("--json", a->json, "JSON output");
+  cmd->callback([a] { exit_code() = run_bench(a->model, a->threads, a->json); });
+});
+
+}  // namespace
+}  // namespace hearth::cli

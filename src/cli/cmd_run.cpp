@@ -1,0 +1,153 @@
+// `hearth run`: generate text from a prompt, streaming it to stdout.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/registry.h"
+#include "hearth/engine.h"
+#include "hearth/sampler.h"
+#include "hearth/tokenizer.h"
+
+namespace hearth::cli {
+namespace {
+
+struct RunArgs {
+  std::string model, prompt;
+  int n = 128;
+  float temp = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  uint64_t seed = 0;
+  int threads = 2;
+  int ctx = 0;
+  bool json = false;
+};
+
+int fail(const Status& s) {
+  std::fprintf(stderr, "hearth run: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(const RunArgs& a) {
+  EngineOptions opts;
+  opts.n_threads = a.threads;
+  opts.n_ctx = a.ctx;
+  opts.n_seq_max = 1;
+  const auto t_load = std::chrono::steady_clock::now();
+  auto loaded = Engine::load(a.model, opts);
+  if (!loaded.ok()) return fail(loaded.status());
+  Engine& engine = **loaded;
+  const double load_ms = ms_since(t_load);
+  const Tokenizer& tok = engine.tokenizer();
+  auto ids = tok.encode(a.prompt, /*add_special=*/true, /*parse_special=*/true);
+  if (!ids.ok()) return fail(ids.status());
+  if (ids->empty()) return fail(InvalidArgument("the prompt tokenizes to nothing"));
+  const int32_t n_ctx = engine.info().n_ctx;
+  if (static_cast<int32_t>(ids->size()) >= n_ctx) {
+    return fail(OutOfRange("prompt of " + std::to_string(ids->size()) +
+                           " tokens does not fit the context of " + std::to_string(n_ctx)));
+  }
+
+  SamplingParams sp;
+  sp.temperature = a.temp;
+  sp.top_k = a.top_k;
+  sp.top_p = a.top_p;
+  sp.min_p = a.min_p;
+  sp.repetition_penalty = a.repeat_penalty;
+  sp.seed = a.seed;
+  Sampler sampler(sp);
+  StreamDecoder stream(tok, /*render_special=*/false);
+
+  std::vector<int32_t> history = *ids;
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < ids->size(); ++i) {
+    batch.push_back({(*ids)[i], static_cast<int32_t>(i), 0, i + 1 == ids->size()});
+  }
+  std::vector<float> logits;
+  std::vector<int32_t> generated;
+  std::string text;
+  double prompt_ms = 0;
+  const auto t_gen = std::chrono::steady_clock::now();
+  auto t_step = t_gen;
+  for (int i = 0; i < a.n; ++i) {
+    if (i > 0) {
+      if (static_cast<int32_t>(history.size()) >= n_ctx) break;
+      batch.assign(1, BatchToken{history.back(), static_cast<int32_t>(history.size()) - 1, 0,
+                                 true});
+    }
+    Status st = engine.forward(batch, logits);
+    if (!st.ok()) return fail(st);
+    if (i == 0) {
+      prompt_ms = ms_since(t_step);
+      t_step = std::chrono::steady_clock::now();
+    }
+    const int32_t id = sampler.sample(logits, history);
+    if (tok.is_eog(id)) break;
+    history.push_back(id);
+    generated.push_back(id);
+    auto piece = stream.push(id);
+    if (!piece.ok()) return fail(piece.status());
+    text += *piece;
+    if (!a.json) {
+      std::fwrite(piece->data(), 1, piece->size(), stdout);
+      std::fflush(stdout);
+    }
+  }
+  const std::string tail = stream.flush();
+  text += tail;
+  const double gen_ms = ms_since(t_step);
+  if (!a.json) {
+    std::fwrite(tail.data(), 1, tail.size(), stdout);
+    std::printf("\n");
+    std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tok/s); generated %zu tokens in "
+                 "%.1f ms (%.1f tok/s)\n",
+                 ids->size(), prompt_ms, ids->size() * 1000.0 / std::max(prompt_ms, 1e-3),
+                 generated.size(), gen_ms,
+                 generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3)
+                                      : 0.0);
+    return 0;
+  }
+  nlohmann::json j;
+  j["text"] = text;
+  j["tokens"] = generated;
+  j["prompt_tokens"] = ids->size();
+  j["timings"] = {{"load_ms", load_ms},
+                  {"prompt_ms", prompt_ms},
+                  {"generate_ms", gen_ms},
+                  {"prompt_tok_per_s", ids->size() * 1000.0 / std::max(prompt_ms, 1e-3)},
+                  {"generate_tok_per_s",
+                   generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3)
+                                        : 0.0}};
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
+Registrar reg("run", [](CLI::App& root) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = root.add_subcommand("run", "Generate text from a prompt");
+  cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
+  cmd->add_option("-p,--prompt", a->prompt, "prompt text")->required();
+  cmd->add_option("-n,--n-predict", a->n, "tokens to generate")->check(CLI::Range(0, 1000000));
+  cmd->add_option("--temp", a->temp, "temperature (<= 0: greedy)");
+  cmd->add_option("--top-k", a->top_k, "top-k (<= 0: off)");
+  cmd->add_option("--top-p", a->top_p, "top-p (>= 1: off)");
+  cmd->add_option("--min-p", a->min_p, "min-p (<= 0: off)");
+  cmd->add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty (1: off)");
+  cmd->add_option("--seed", a->seed, "sampling seed");
+  cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  cmd->add_option("-c,--ctx", a->ctx, "context size (0: model's, at most 4096)");
+  cmd->add_flag("--json", a->json, "print {text, tokens, prompt_tokens, timings} as JSON");
+  cmd->callback([a] { exit_code() = run(*a); });
+});
+
+}  // namespace
+}  // namespace hearth::cli

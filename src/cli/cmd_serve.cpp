@@ -1,0 +1,76 @@
+// `hearth serve`: the OpenAI/Anthropic-compatible HTTP server (docs/api.md).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli/registry.h"
+#include "hearth/server.h"
+
+namespace hearth::cli {
+namespace {
+
+struct ServeFlags {
+  std::vector<std::string> models;
+  std::string host;
+  int port = -1;
+  std::string api_key;
+  std::string cache_dir;
+  std::string models_dir;
+  std::string config_file;
+  std::string chat_template;
+  std::string backend;
+  int64_t max_concurrent = 0;
+  int64_t max_tokens = 0;
+};
+
+Registrar reg("serve", [](CLI::App& root) {
+  auto flags = std::make_shared<ServeFlags>();
+  auto* cmd = root.add_subcommand("serve",
+                                  "Serve models over an OpenAI- and Anthropic-compatible HTTP API");
+  cmd->add_option("-m,--model", flags->models,
+                  "Model to load: PATH (id = file stem) or ID=PATH; repeatable");
+  cmd->add_option("--host", flags->host, "Address to listen on (default 127.0.0.1)");
+  cmd->add_option("--port", flags->port, "Port to listen on (default 8080; 0 = any free port)");
+  cmd->add_option("--api-key", flags->api_key,
+                  "Require this key (Bearer or x-api-key); also HEARTH_API_KEY");
+  cmd->add_option("--cache-dir", flags->cache_dir, "Directory of the disk cache tier (enables it)");
+  cmd->add_option("--models-dir", flags->models_dir, "Directory POST /hearth/models may load from");
+  cmd->add_option("--config", flags->config_file, "TOML configuration file (flags override it)");
+  cmd->add_option("--chat-template", flags->chat_template,
+                  "Force a chat template family: chatml, qwen, llama-2, llama-3, mistral, zephyr, "
+                  "gemma, phi-3");
+  cmd->add_option("--max-concurrent", flags->max_concurrent,
+                  "Generations running at once (limits.max_concurrent_requests)");
+  cmd->add_option("--max-tokens", flags->max_tokens,
+                  "Largest max_tokens a request may ask for (limits.max_tokens)");
+  cmd->add_option("--backend", flags->backend, "runtime (default) or fake (model-free, for tests)")
+      ->group("");
+  cmd->callback([flags] {
+    server::ServerConfig config;
+    if (!flags->config_file.empty()) {
+      if (Status s = server::apply_config_file(flags->config_file, config); !s.ok()) {
+        std::fprintf(stderr, "hearth serve: %s\n", s.message().c_str());
+        exit_code() = 2;
+        return;
+      }
+    }
+    for (const auto& m : flags->models) config.models.push_back(server::model_config_from_flag(m));
+    if (!flags->host.empty()) config.host = flags->host;
+    if (flags->port >= 0) config.port = flags->port;
+    if (const char* env = std::getenv("HEARTH_API_KEY"); env && *env && config.api_key.empty()) {
+      config.api_key = env;
+    }
+    if (!flags->api_key.empty()) config.api_key = flags->api_key;
+    if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
+    if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
+    if (!flags->chat_template.empty()) config.chat_template = flags->chat_template;
+    if (!flags->backend.empty()) config.backend = flags->backend;
+    if (flags->max_concurrent > 0) config.limits.max_concurrent_requests = flags->max_concurrent;
+    if (flags->max_tokens > 0) config.limits.max_tokens = flags->max_tokens;
+    exit_code() = server::run_server(config);
+  });
+});
+
+}  // namespace
+}  // namespace hearth::cli

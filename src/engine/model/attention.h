@@ -1,0 +1,25 @@
+// Causal attention of one query head over its sequence's F16 KV, with llama.cpp's
+// (flash attention off) roundings: Q is F16, scores and softmax in f32 (the softmax
+// sum in double), probabilities rounded to F16 before P.V. Every reduction runs in
+// position order 0..pos, so the result depends only on the sequence's KV and q.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/model/kv_store.h"
+
+namespace hearth::engine {
+
+struct HeadQuery {
+  int32_t seq;
+  int32_t layer;
+  int32_t pos;      // attends to positions 0..pos
+  int32_t kv_head;
+  const float* q;  // head_dim values, already rounded to F16
+};
+
+// out: head_dim floats. scores: scratch of at least pos+1 floats.
+void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float scale,
+                 float* scores, float* out);
+
+}  // namespace hearth::engine

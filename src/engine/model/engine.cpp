@@ -1,0 +1,226 @@
+// Engine lifecycle, sequence bookkeeping and KV transfer. The forward pass is in
+// forward.cpp.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "engine/model/engine_impl.h"
+#if __has_include("hearth/tokenizer.h")
+#include "hearth/tokenizer.h"
+#define HEARTH_ENGINE_HAS_TOKENIZER 1
+#else
+#define HEARTH_ENGINE_HAS_TOKENIZER 0
+#endif
+
+namespace hearth {
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+namespace {
+
+ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
+                    const std::string& path, int32_t n_ctx, int32_t n_seq_max) {
+  ModelInfo mi;
+  mi.arch = hp.arch;
+  mi.name = hp.name.empty() ? std::filesystem::path(path).stem().string() : hp.name;
+  mi.path = path;
+  mi.n_vocab = hp.n_vocab;
+  mi.n_ctx_train = hp.n_ctx_train;
+  mi.n_ctx = n_ctx;
+  mi.n_seq_max = n_seq_max;
+  mi.n_embd = hp.n_embd;
+  mi.n_layer = hp.n_layer;
+  mi.n_head = hp.n_head;
+  mi.n_head_kv = hp.n_head_kv;
+  mi.head_dim = hp.head_dim;
+  mi.n_rot = hp.n_rot;
+  mi.n_ff = hp.n_ff;
+  mi.rope_base = hp.rope_base;
+  mi.rope_scaling_type = hp.rope_scaling_type;
+  mi.rope_scaling_factor = hp.rope_scaling_factor;
+  mi.rms_eps = hp.rms_eps;
+  mi.rope_neox = hp.rope_neox;
+  mi.tied_embeddings = w.tied;
+  mi.file_type = hp.file_type;
+  mi.quant_name = engine::file_type_name(hp.file_type);
+  if (mi.quant_name.empty()) {
+    mi.quant_name = gguf::tensor_type_name(w.dominant_type);
+    std::transform(mi.quant_name.begin(), mi.quant_name.end(), mi.quant_name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  }
+  mi.n_params = w.n_params;
+  mi.weight_bytes = w.n_bytes;
+  mi.token_embd_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(w.token_embd.cols)) *
+                        static_cast<uint64_t>(w.token_embd.rows);
+  mi.bits_per_weight = w.n_params ? static_cast<double>(w.n_bytes) * 8.0 / w.n_params : 0.0;
+  return mi;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
+                                             const EngineOptions& options) {
+  if (options.n_threads < 1 || options.n_threads > 256) {
+    return InvalidArgument("EngineOptions.n_threads must be in [1, 256], got " +
+                           std::to_string(options.n_threads));
+  }
+  if (options.n_seq_max < 1 || options.n_seq_max > 1024) {
+    return InvalidArgument("EngineOptions.n_seq_max must be in [1, 1024], got " +
+                           std::to_string(options.n_seq_max));
+  }
+  if (options.n_batch < 1) {
+    return InvalidArgument("EngineOptions.n_batch must be positive, got " +
+                           std::to_string(options.n_batch));
+  }
+  if (options.n_ctx < 0) return InvalidArgument("EngineOptions.n_ctx must be >= 0");
+  auto impl = std::make_unique<Impl>();
+  HEARTH_ASSIGN_OR_RETURN(impl->file, gguf::GgufFile::open(path));
+  HEARTH_ASSIGN_OR_RETURN(impl->hp, engine::read_hparams(impl->file));
+  HEARTH_ASSIGN_OR_RETURN(impl->w, engine::bind_weights(impl->file, impl->hp));
+  const engine::Hparams& hp = impl->hp;
+  impl->opts = options;
+  impl->opts.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min(hp.n_ctx_train, 4096);
+  impl->n_threads = options.n_threads;
+  impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
+
+#if HEARTH_ENGINE_HAS_TOKENIZER
+  {
+    HEARTH_ASSIGN_OR_RETURN(auto vocab, vocab_from_gguf(impl->file));
+    HEARTH_ASSIGN_OR_RETURN(auto tok, Tokenizer::create(std::move(vocab)));
+    if (tok.n_vocab() > hp.n_vocab) {
+      return InvalidArgument("tokenizer has " + std::to_string(tok.n_vocab()) +
+                             " tokens but token_embd.weight has only " +
+                             std::to_string(hp.n_vocab) + " rows");
+    }
+    impl->tokenizer = std::make_shared<Tokenizer>(std::move(tok));
+  }
+#endif
+
+  impl->pool = std::make_unique<kb::ThreadPool>(options.n_threads);
+  impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
+  impl->kv = std::make_unique<engine::KvStore>(options.n_seq_max + 1, hp.n_layer,
+                                                impl->opts.n_ctx, hp.kv_dim());
+  ForwardScratch& s = impl->s;
+  const size_t B = static_cast<size_t>(impl->opts.n_batch);
+  s.x.resize(B * hp.n_embd);
+  s.xn.resize(B * hp.n_embd);
+  s.q.resize(B * hp.q_dim());
+  s.k.resize(B * hp.kv_dim());
+  s.v.resize(B * hp.kv_dim());
+  s.att.resize(B * hp.q_dim());
+  s.proj.resize(B * hp.n_embd);
+  s.gate.resize(B * hp.n_ff);
+  s.up.resize(B * hp.n_ff);
+  s.rope.resize(B * hp.n_rot);
+  s.q16.resize(B * hp.q_dim());
+  s.scores.resize(static_cast<size_t>(options.n_threads) * impl->opts.n_ctx);
+  s.out_x.resize(B * hp.n_embd);
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+const ModelInfo& Engine::info() const { return impl_->info; }
+const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+
+Status Engine::forward(std::span<const BatchToken> batch, std::vector<float>& logits_out) {
+  HEARTH_RETURN_IF_ERROR(impl_->validate(batch, /*allow_private=*/false));
+  impl_->run(batch, &logits_out, nullptr);
+  return OkStatus();
+}
+
+int32_t Engine::seq_len(int32_t seq) const {
+  if (seq < 0 || seq >= impl_->opts.n_seq_max) return -1;
+  return impl_->kv->len(seq);
+}
+
+namespace {
+Status check_seq(int32_t seq, int32_t n_seq_max, const char* op) {
+  if (seq < 0 || seq >= n_seq_max) {
+    return InvalidArgument(std::string(op) + ": seq " + std::to_string(seq) +
+                           " is outside [0, " + std::to_string(n_seq_max) + ")");
+  }
+  return OkStatus();
+}
+}  // namespace
+
+Status Engine::seq_clear(int32_t seq) {
+  HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "seq_clear"));
+  impl_->kv->set_len(seq, 0);
+  return OkStatus();
+}
+
+Status Engine::seq_truncate(int32_t seq, int32_t n) {
+  HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "seq_truncate"));
+  if (n < 0 || n > impl_->kv->len(seq)) {
+    return OutOfRange("seq_truncate: n " + std::to_string(n) + " is outside [0, " +
+                      std::to_string(impl_->kv->len(seq)) + "] for seq " + std::to_string(seq));
+  }
+  impl_->kv->set_len(seq, n);
+  return OkStatus();
+}
+
+size_t Engine::kv_bytes_per_position() const { return impl_->kv->bytes_per_position(); }
+
+Status Engine::kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const {
+  HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_pack"));
+  if (n_pos < 0 || n_pos > impl_->kv->len(seq)) {
+    return OutOfRange("kv_pack: n_pos " + std::to_string(n_pos) + " is outside [0, " +
+                      std::to_string(impl_->kv->len(seq)) + "] for seq " + std::to_string(seq));
+  }
+  impl_->kv->pack(seq, n_pos, out);
+  return OkStatus();
+}
+
+Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) {
+  HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_unpack"));
+  if (n_pos < 0 || n_pos > impl_->kv->n_ctx()) {
+    return OutOfRange("kv_unpack: n_pos " + std::to_string(n_pos) + " is outside [0, n_ctx " +
+                      std::to_string(impl_->kv->n_ctx()) + "]");
+  }
+  const size_t want = static_cast<size_t>(n_pos) * kv_bytes_per_position();
+  if (bytes.size() != want) {
+    return InvalidArgument("kv_unpack: got " + std::to_string(bytes.size()) + " bytes for " +
+                           std::to_string(n_pos) + " positions, expected " +
+                           std::to_string(want));
+  }
+  impl_->kv->unpack(seq, bytes, n_pos);
+  return OkStatus();
+}
+
+std::string Engine::numerics_id() const {
+  // Bumped whenever any arithmetic in forward.cpp, attention.cpp, rope.cpp or norm.cpp
+  // changes; the kernels contribute their own id. Thread count and batch shape are
+  // deliberately absent: they do not change the bits.
+  return std::string("hearth-engine-1;kv=f16;attn=f16q-f32acc-f16p;") + kb::kernels_id();
+}
+
+Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {
+  if (tokens.empty()) return InvalidArgument("embed: no tokens");
+  const int32_t seq = impl_->embed_seq();
+  impl_->kv->set_len(seq, 0);
+  std::vector<BatchToken> batch(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    batch[i] = BatchToken{tokens[i], static_cast<int32_t>(i), seq, false};
+  }
+  HEARTH_RETURN_IF_ERROR(impl_->validate(batch, /*allow_private=*/true));
+  std::vector<float> hidden;
+  impl_->run(batch, nullptr, &hidden);
+  impl_->kv->set_len(seq, 0);
+  const size_t e = static_cast<size_t>(impl_->hp.n_embd);
+  std::vector<double> acc(e, 0.0);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    for (size_t i = 0; i < e; ++i) acc[i] += hidden[t * e + i];
+  }
+  double norm = 0.0;
+  for (size_t i = 0; i < e; ++i) {
+    acc[i] /= static_cast<double>(tokens.size());
+    norm += acc[i] * acc[i];
+  }
+  norm = std::sqrt(norm);
+  std::vector<float> out(e);
+  for (size_t i = 0; i < e; ++i) out[i] = static_cast<float>(norm > 0 ? acc[i] / norm : 0.0);
+  return out;
+}
+
+}  // namespace hearth

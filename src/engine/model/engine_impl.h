@@ -1,0 +1,67 @@
+// Engine internals shared by engine.cpp (lifecycle, sequences, KV transfer) and
+// forward.cpp (the transformer evaluation).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/model/hparams.h"
+#include "engine/model/kernels_bridge.h"
+#include "engine/model/kv_store.h"
+#include "engine/model/weights.h"
+#include "hearth/engine.h"
+#include "hearth/gguf.h"
+
+namespace hearth {
+
+namespace kb = engine::kb;
+
+// Scratch for one chunk of up to n_batch tokens, allocated once at load.
+struct ForwardScratch {
+  std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
+  std::vector<float> q16;          // Q rounded to F16 (held as float)
+  std::vector<float> scores;       // n_threads * n_ctx
+  std::vector<int32_t> next_pos;   // validate(): expected position per sequence
+  std::vector<float> out_x;        // gathered rows for the output head
+  kb::MatmulScratch mm;
+};
+
+struct Engine::Impl {
+  gguf::GgufFile file;
+  engine::Hparams hp;
+  engine::ModelWeights w;
+  ModelInfo info;
+  EngineOptions opts;
+  int n_threads = 1;
+  std::shared_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<kb::ThreadPool> pool;
+  std::unique_ptr<kb::ThreadPool> inline_pool;  // size 1: for work too small to split
+
+  // The pool for `macs` multiply-adds: waking workers costs more than tiny jobs save.
+  // Results do not depend on the choice (thread count never changes the bits).
+  kb::ThreadPool& pool_for(int64_t macs) { return macs < (int64_t{1} << 16) ? *inline_pool : *pool; }
+  void matmul(const kb::WeightView& w, const float* x, int64_t n_tokens, float* y) {
+    kb::matmul(w, x, n_tokens, y, pool_for(w.rows * w.cols * n_tokens), s.mm);
+  }
+  std::unique_ptr<engine::KvStore> kv;  // n_seq_max user sequences + 1 private (embed)
+  ForwardScratch s;
+
+  int32_t embed_seq() const { return opts.n_seq_max; }
+
+  // Checks the batch against the current sequence lengths. allow_private admits the
+  // embed sequence.
+  Status validate(std::span<const BatchToken> batch, bool allow_private);
+  // Evaluates a validated batch. logits: n_vocab rows for tokens with logits = true.
+  // hidden (optional): final-normed hidden state of every token (n_embd rows).
+  void run(std::span<const BatchToken> batch, std::vector<float>* logits,
+           std::vector<float>* hidden);
+
+ private:
+  void run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden);
+  void attention(std::span<const BatchToken> chunk, int32_t layer);
+};
+
+}  // namespace hearth

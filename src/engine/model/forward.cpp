@@ -1,0 +1,183 @@
+// The transformer forward pass. Prefill and decode are the same code: a chunk of
+// tokens (from any sequences) goes through every layer together, and every value a
+// token produces is computed by a reduction whose order depends only on that token's
+// own inputs (see docs/engine.md, "Batch invariance").
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/model/attention.h"
+#include "engine/model/engine_impl.h"
+#include "engine/model/norm.h"
+#include "engine/model/rope.h"
+#include "hearth/fp16.h"
+
+namespace hearth {
+
+using engine::KvStore;
+
+Status Engine::Impl::validate(std::span<const BatchToken> batch, bool allow_private) {
+  if (batch.empty()) return InvalidArgument("forward: empty batch");
+  const int32_t n_seq = allow_private ? kv->n_seq() : opts.n_seq_max;
+  // Expected next position per sequence; reused, so validation allocates nothing.
+  std::vector<int32_t>& next = s.next_pos;
+  next.resize(static_cast<size_t>(kv->n_seq()));
+  for (int32_t q = 0; q < kv->n_seq(); ++q) next[static_cast<size_t>(q)] = kv->len(q);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BatchToken& t = batch[i];
+    auto where = [&] { return "forward: batch[" + std::to_string(i) + "]: "; };
+    if (t.token < 0 || t.token >= hp.n_vocab) {
+      return OutOfRange(where() + "token id " + std::to_string(t.token) +
+                        " is outside the vocabulary [0, " + std::to_string(hp.n_vocab) + ")");
+    }
+    if (t.seq < 0 || t.seq >= n_seq) {
+      return InvalidArgument(where() + "seq " + std::to_string(t.seq) + " is outside [0, " +
+                             std::to_string(opts.n_seq_max) + ")");
+    }
+    int32_t& expect = next[static_cast<size_t>(t.seq)];
+    if (t.pos != expect) {
+      return InvalidArgument(where() + "pos " + std::to_string(t.pos) + " of seq " +
+                             std::to_string(t.seq) + " must be " + std::to_string(expect) +
+                             " (positions of a sequence are contiguous)");
+    }
+    if (t.pos >= kv->n_ctx()) {
+      return OutOfRange(where() + "context overflow: seq " + std::to_string(t.seq) +
+                        " position " + std::to_string(t.pos) + " exceeds n_ctx " +
+                        std::to_string(kv->n_ctx()));
+    }
+    ++expect;
+  }
+  return OkStatus();
+}
+
+void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* logits,
+                       std::vector<float>* hidden) {
+  size_t n_out = 0;
+  for (const BatchToken& t : batch) n_out += t.logits ? 1 : 0;
+  if (logits != nullptr) logits->resize(n_out * static_cast<size_t>(hp.n_vocab));
+  if (hidden != nullptr) hidden->resize(batch.size() * static_cast<size_t>(hp.n_embd));
+  size_t out_done = 0;
+  const size_t step = static_cast<size_t>(opts.n_batch);
+  for (size_t b = 0; b < batch.size(); b += step) {
+    const auto chunk = batch.subspan(b, std::min(step, batch.size() - b));
+    float* lg = logits != nullptr && n_out > 0
+                    ? logits->data() + out_done * static_cast<size_t>(hp.n_vocab)
+                    : nullptr;
+    float* hd = hidden != nullptr ? hidden->data() + b * static_cast<size_t>(hp.n_embd) : nullptr;
+    run_chunk(chunk, lg, hd);
+    for (const BatchToken& t : chunk) out_done += t.logits ? 1 : 0;
+  }
+}
+
+void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
+  const int32_t hd = hp.head_dim;
+  const int32_t group = hp.n_head / hp.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int64_t items = static_cast<int64_t>(chunk.size()) * hp.n_head;
+  int64_t macs = 0;
+  for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
+  kb::ThreadPool& tp = pool_for(macs);
+  const int64_t n_slots = std::min<int64_t>(tp.size(), items);
+  // One slot per thread, each with its own score buffer; which thread runs a slot does
+  // not matter, every (token, head) output is computed by one sequential loop.
+  tp.parallel_for(n_slots, [&](int64_t slot_begin, int64_t slot_end) {
+    for (int64_t slot = slot_begin; slot < slot_end; ++slot) {
+      float* scores = s.scores.data() + slot * kv->n_ctx();
+      const int64_t lo = items * slot / n_slots, hi = items * (slot + 1) / n_slots;
+      for (int64_t it = lo; it < hi; ++it) {
+        const int64_t t = it / hp.n_head;
+        const int32_t h = static_cast<int32_t>(it % hp.n_head);
+        const BatchToken& tok = chunk[static_cast<size_t>(t)];
+        engine::HeadQuery hq{tok.seq, layer, tok.pos, h / group,
+                             s.q16.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd};
+        engine::attend_head(*kv, hq, hd, scale, scores,
+                            s.att.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd);
+      }
+    }
+  });
+}
+
+void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden) {
+  const int64_t T = static_cast<int64_t>(chunk.size());
+  const int32_t e = hp.n_embd, qd = hp.q_dim(), kvd = hp.kv_dim(), ff = hp.n_ff;
+  float* x = s.x.data();
+  float* xn = s.xn.data();
+
+  // Embeddings: dequantized rows of token_embd.
+  const uint8_t* emb = w.token_embd.data;
+  for (int64_t t = 0; t < T; ++t) {
+    kb::dequantize_row(w.token_embd.type, emb + static_cast<size_t>(chunk[t].token) * w.token_embd_row_bytes,
+                       x + t * e, e);
+  }
+  // RoPE angles per token (shared by all layers and heads).
+  for (int64_t t = 0; t < T; ++t) {
+    engine::rope_angles(chunk[t].pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale,
+                        s.rope.data() + t * hp.n_rot);
+  }
+
+  for (int32_t l = 0; l < hp.n_layer; ++l) {
+    const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    for (int64_t t = 0; t < T; ++t) {
+      engine::rms_norm(x + t * e, L.attn_norm.data, e, hp.rms_eps, xn + t * e);
+    }
+    matmul(L.wq, xn, T, s.q.data());
+    matmul(L.wk, xn, T, s.k.data());
+    matmul(L.wv, xn, T, s.v.data());
+    for (int64_t t = 0; t < T; ++t) {
+      float* q = s.q.data() + t * qd;
+      float* k = s.k.data() + t * kvd;
+      float* v = s.v.data() + t * kvd;
+      if (hp.has_qkv_bias) {
+        for (int32_t i = 0; i < qd; ++i) q[i] += L.bq.data[i];
+        for (int32_t i = 0; i < kvd; ++i) k[i] += L.bk.data[i];
+        for (int32_t i = 0; i < kvd; ++i) v[i] += L.bv.data[i];
+      }
+      const float* cs = s.rope.data() + t * hp.n_rot;
+      engine::rope_apply(q, hp.n_head, hp.head_dim, hp.n_rot, cs, hp.rope_neox);
+      engine::rope_apply(k, hp.n_head_kv, hp.head_dim, hp.n_rot, cs, hp.rope_neox);
+      // K and V go to the sequence's store as F16 before any token attends.
+      uint16_t* kr = kv->k_row(chunk[t].seq, l, chunk[t].pos);
+      uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
+      for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
+      for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
+      float* q16 = s.q16.data() + t * qd;
+      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
+    }
+    attention(chunk, l);
+    matmul(L.wo, s.att.data(), T, s.proj.data());
+    for (int64_t i = 0; i < T * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
+
+    for (int64_t t = 0; t < T; ++t) {
+      engine::rms_norm(x + t * e, L.ffn_norm.data, e, hp.rms_eps, xn + t * e);
+    }
+    matmul(L.w_gate, xn, T, s.gate.data());
+    matmul(L.w_up, xn, T, s.up.data());
+    for (int64_t i = 0; i < T * ff; ++i) {
+      const float g = s.gate[static_cast<size_t>(i)];
+      s.gate[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * s.up[static_cast<size_t>(i)];
+    }
+    matmul(L.w_down, s.gate.data(), T, s.proj.data());
+    for (int64_t i = 0; i < T * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
+  }
+
+  for (const BatchToken& t : chunk) {
+    kv->set_len(t.seq, std::max(kv->len(t.seq), t.pos + 1));
+  }
+
+  if (hidden != nullptr) {
+    for (int64_t t = 0; t < T; ++t) {
+      engine::rms_norm(x + t * e, w.output_norm.data, e, hp.rms_eps, hidden + t * e);
+    }
+  }
+  if (logits != nullptr) {
+    int64_t n_out = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      if (!chunk[t].logits) continue;
+      engine::rms_norm(x + t * e, w.output_norm.data, e, hp.rms_eps, s.out_x.data() + n_out * e);
+      ++n_out;
+    }
+    if (n_out > 0) matmul(w.output, s.out_x.data(), n_out, logits);
+  }
+}
+
+}  // namespace hearth

@@ -1,0 +1,36 @@
+// The engine's view of the compute kernels (engine/matmul.h, engine/quant/quant.h,
+// engine/thread_pool.h): one place to adapt when they change.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/cpu_features.h"
+#include "engine/matmul.h"
+#include "engine/quant/quant.h"
+#include "engine/thread_pool.h"
+#include "hearth/gguf.h"
+
+namespace hearth::engine::kb {
+
+using ::hearth::engine::MatmulScratch;
+using ::hearth::engine::ThreadPool;
+using ::hearth::engine::WeightView;
+
+inline bool type_supported(gguf::TensorType t) { return is_supported_weight_type(t); }
+inline void dequantize_row(gguf::TensorType t, const void* src, float* dst, int64_t n) {
+  ::hearth::engine::dequantize_row(t, src, dst, n);
+}
+inline void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
+                   ThreadPool& pool, MatmulScratch& s) {
+  ::hearth::engine::matmul(w, x, n_tokens, y, pool, s);
+}
+inline const char* kernels_id() { return ::hearth::engine::numerics_id(); }
+
+// dot(f16 k, q) over n values in the kernels' fixed canonical order.
+inline float dot_f16(const uint16_t* k, const float* q, int n) { return dot_f16_f32(k, q, n); }
+// y += a * f16(v), one FMA per element.
+inline void axpy_f16(float* y, float a, const uint16_t* v, int n) {
+  ::hearth::engine::axpy_f16(a, v, y, n);
+}
+
+}  // namespace hearth::engine::kb

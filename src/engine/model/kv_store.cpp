@@ -1,0 +1,52 @@
+#include "engine/model/kv_store.h"
+
+#include <cstring>
+
+namespace hearth::engine {
+
+KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
+    : n_seq_(n_seq), n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
+  seq_elems_ = static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) *
+               static_cast<size_t>(kv_dim);
+  blocks_.reserve(static_cast<size_t>(n_seq));
+  for (int32_t s = 0; s < n_seq; ++s) {
+    // for_overwrite: no zero fill, so untouched positions cost no memory.
+    blocks_.push_back(std::make_unique_for_overwrite<uint16_t[]>(seq_elems_));
+  }
+  len_.assign(static_cast<size_t>(n_seq), 0);
+}
+
+uint16_t* KvStore::row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
+  const size_t run = static_cast<size_t>(n_ctx_) * static_cast<size_t>(kv_dim_);
+  return blocks_[static_cast<size_t>(seq)].get() +
+         (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kind)) * run +
+         static_cast<size_t>(pos) * static_cast<size_t>(kv_dim_);
+}
+
+void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
+  const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
+  out.resize(run_bytes * 2 * static_cast<size_t>(n_layer_));
+  uint8_t* dst = out.data();
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    if (n == 0) break;
+    std::memcpy(dst, k_row(seq, l, 0), run_bytes);
+    dst += run_bytes;
+    std::memcpy(dst, v_row(seq, l, 0), run_bytes);
+    dst += run_bytes;
+  }
+}
+
+void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
+  const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
+  const uint8_t* src = bytes.data();
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    if (n == 0) break;
+    std::memcpy(k_row(seq, l, 0), src, run_bytes);
+    src += run_bytes;
+    std::memcpy(v_row(seq, l, 0), src, run_bytes);
+    src += run_bytes;
+  }
+  set_len(seq, n);
+}
+
+}  // namespace hearth::engine

@@ -1,0 +1,51 @@
+// Per-sequence K/V storage. Each sequence owns one block laid out as
+//   [layer][K|V][position][n_head_kv * head_dim] F16
+// so the first n positions of one layer's K (or V) are one contiguous run, and
+// kv_pack is a plain copy of those runs. Blocks are allocated once at load, untouched
+// (the OS commits pages as positions are written), so steady state never allocates.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace hearth::engine {
+
+class KvStore {
+ public:
+  KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
+
+  int32_t n_seq() const { return n_seq_; }
+  int32_t n_ctx() const { return n_ctx_; }
+  int32_t kv_dim() const { return kv_dim_; }
+  int32_t len(int32_t seq) const { return len_[static_cast<size_t>(seq)]; }
+  void set_len(int32_t seq, int32_t n) { len_[static_cast<size_t>(seq)] = n; }
+
+  uint16_t* k_row(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 0, pos); }
+  uint16_t* v_row(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 1, pos); }
+  const uint16_t* k_row(int32_t seq, int32_t layer, int32_t pos) const {
+    return const_cast<KvStore*>(this)->row(seq, layer, 0, pos);
+  }
+  const uint16_t* v_row(int32_t seq, int32_t layer, int32_t pos) const {
+    return const_cast<KvStore*>(this)->row(seq, layer, 1, pos);
+  }
+
+  size_t bytes_per_position() const {
+    return static_cast<size_t>(n_layer_) * 2 * static_cast<size_t>(kv_dim_) * 2;
+  }
+  // Copies of the first n positions (see the layout above); n <= len(seq) is the
+  // caller's check.
+  void pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const;
+  void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
+
+ private:
+  uint16_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos);
+
+  int32_t n_seq_, n_layer_, n_ctx_, kv_dim_;
+  size_t seq_elems_;
+  std::vector<std::unique_ptr<uint16_t[]>> blocks_;
+  std::vector<int32_t> len_;
+};
+
+}  // namespace hearth::engine

@@ -1,0 +1,127 @@
+#include "engine/model/weights.h"
+
+#include <map>
+
+#include "hearth/fp16.h"
+
+namespace hearth::engine {
+namespace {
+
+std::string dims_string(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+class Binder {
+ public:
+  Binder(const gguf::GgufFile& f, ModelWeights& w) : f_(f), w_(w) {}
+
+  Result<const gguf::TensorInfo*> find(const std::string& name,
+                                       const std::vector<uint64_t>& dims) {
+    const gguf::TensorInfo* t = f_.tensor(name);
+    if (t == nullptr) return InvalidArgument("model is missing tensor " + name);
+    if (t->dims != dims) {
+      return InvalidArgument("tensor " + name + " has shape " + dims_string(t->dims) +
+                             ", expected " + dims_string(dims));
+    }
+    return t;
+  }
+
+  // A matrix with cols = ne0 (contiguous), rows = ne1.
+  Status matrix(const std::string& name, int64_t cols, int64_t rows, kb::WeightView& out) {
+    HEARTH_ASSIGN_OR_RETURN(const gguf::TensorInfo* t,
+                            find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}));
+    if (!kb::type_supported(t->type)) {
+      return Unsupported("tensor " + name + " has unsupported type " +
+                         gguf::tensor_type_name(t->type));
+    }
+    out.type = t->type;
+    out.rows = rows;
+    out.cols = cols;
+    out.data = t->data;
+    count(*t);
+    return OkStatus();
+  }
+
+  Status vector(const std::string& name, int64_t n, VectorWeight& out) {
+    HEARTH_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, find(name, {static_cast<uint64_t>(n)}));
+    count(*t);
+    if (t->type == gguf::TensorType::kF32) {
+      out.data = reinterpret_cast<const float*>(t->data);
+      return OkStatus();
+    }
+    if (t->type != gguf::TensorType::kF16 && t->type != gguf::TensorType::kBF16) {
+      return Unsupported("tensor " + name + " has unsupported type " +
+                         gguf::tensor_type_name(t->type) + " (norms and biases: F32/F16/BF16)");
+    }
+    out.owned.resize(static_cast<size_t>(n));
+    const uint16_t* s = reinterpret_cast<const uint16_t*>(t->data);
+    for (int64_t i = 0; i < n; ++i) {
+      out.owned[i] = t->type == gguf::TensorType::kF16 ? fp16_to_fp32(s[i]) : bf16_to_fp32(s[i]);
+    }
+    out.data = out.owned.data();
+    return OkStatus();
+  }
+
+  void finish() {
+    uint64_t best = 0;
+    for (const auto& [type, n] : per_type_) {
+      if (n > best) {
+        best = n;
+        w_.dominant_type = type;
+      }
+    }
+  }
+
+ private:
+  void count(const gguf::TensorInfo& t) {
+    w_.n_params += t.n_elements;
+    w_.n_bytes += t.n_bytes;
+    if (t.dims.size() == 2) per_type_[t.type] += t.n_elements;
+  }
+
+  const gguf::GgufFile& f_;
+  ModelWeights& w_;
+  std::map<gguf::TensorType, uint64_t> per_type_;
+};
+
+}  // namespace
+
+Result<ModelWeights> bind_weights(const gguf::GgufFile& f, const Hparams& hp) {
+  ModelWeights w;
+  Binder b(f, w);
+  const int64_t e = hp.n_embd, q = hp.q_dim(), kv = hp.kv_dim(), ff = hp.n_ff;
+  HEARTH_RETURN_IF_ERROR(b.matrix("token_embd.weight", e, hp.n_vocab, w.token_embd));
+  w.token_embd_row_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(e));
+  HEARTH_RETURN_IF_ERROR(b.vector("output_norm.weight", e, w.output_norm));
+  if (f.tensor("output.weight") != nullptr) {
+    HEARTH_RETURN_IF_ERROR(b.matrix("output.weight", e, hp.n_vocab, w.output));
+  } else {
+    w.output = w.token_embd;
+    w.tied = true;
+  }
+  w.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int32_t i = 0; i < hp.n_layer; ++i) {
+    LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_norm.weight", e, l.attn_norm));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", e, q, l.wq));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", e, kv, l.wk));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", e, kv, l.wv));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", q, e, l.wo));
+    if (hp.has_qkv_bias) {
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_q.bias", q, l.bq));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", kv, l.bk));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", kv, l.bv));
+    }
+    HEARTH_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", e, l.ffn_norm));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", e, ff, l.w_gate));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", e, ff, l.w_up));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", ff, e, l.w_down));
+  }
+  b.finish();
+  return w;
+}
+
+}  // namespace hearth::engine

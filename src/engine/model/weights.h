@@ -1,0 +1,46 @@
+// The model's tensors, bound in place to the mmapped GGUF file (no copies of matrices).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/model/hparams.h"
+#include "engine/model/kernels_bridge.h"
+#include "hearth/gguf.h"
+#include "hearth/status.h"
+
+namespace hearth::engine {
+
+// A 1-D float vector (norm weight or bias). Points into the file when it is F32,
+// otherwise into `owned` (converted once at load; these are tiny).
+struct VectorWeight {
+  const float* data = nullptr;
+  std::vector<float> owned;
+};
+
+struct LayerWeights {
+  VectorWeight attn_norm;
+  kb::WeightView wq, wk, wv, wo;
+  VectorWeight bq, bk, bv;  // qwen2 only
+  VectorWeight ffn_norm;
+  kb::WeightView w_gate, w_up, w_down;
+};
+
+struct ModelWeights {
+  kb::WeightView token_embd;  // rows = n_vocab, cols = n_embd
+  size_t token_embd_row_bytes = 0;
+  VectorWeight output_norm;
+  kb::WeightView output;      // token_embd when tied
+  bool tied = false;
+  std::vector<LayerWeights> layers;
+  uint64_t n_params = 0;
+  uint64_t n_bytes = 0;
+  gguf::TensorType dominant_type = gguf::TensorType::kF32;
+};
+
+// Finds every tensor the architecture needs and checks shape and type; errors name
+// the tensor.
+Result<ModelWeights> bind_weights(const gguf::GgufFile& file, const Hparams& hp);
+
+}  // namespace hearth::engine

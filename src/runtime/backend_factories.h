@@ -1,0 +1,18 @@
+// Backend and cache construction by name, so Runtime needs no knowledge of which
+// implementations are built in.
+#pragma once
+
+#include <memory>
+
+#include "hearth/runtime.h"
+#include "runtime/row_store.h"
+
+namespace hearth::runtime {
+
+// "stub" -> StubBackend; "engine" -> EngineBackend over hearth::Engine (when built in).
+Result<BackendFactory> named_backend_factory(const ModelConfig& config);
+
+// The shared row store for a runtime.
+Result<std::shared_ptr<RowStore>> make_row_store(const CacheOptions& options);
+
+}  // namespace hearth::runtime

@@ -1,0 +1,60 @@
+// RowStore over hearth::cache::Cache. Async saves are queued on this store's own writer
+// threads, which call the cache's synchronous save: that way a key is known to be in flight
+// from the moment the save is queued, so a follow-up request with that parent_key waits for
+// it (resume) instead of missing. Rows carry the last-position logits as TLV 0x0A.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "hearth/cache.h"
+#include "runtime/row_store.h"
+
+namespace hearth::runtime {
+
+class CacheRowStore : public RowStore {
+ public:
+  static Result<std::shared_ptr<CacheRowStore>> open(const CacheOptions& options);
+  CacheRowStore(std::unique_ptr<cache::Cache> cache, int32_t writer_threads,
+                std::chrono::milliseconds publish_delay);
+  ~CacheRowStore() override;
+
+  RowHit lookup_exact_or_wait(const RowKey& key, std::chrono::milliseconds wait,
+                              bool* waited) override;
+  RowHit lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
+                               size_t min_tokens, size_t stride) override;
+  Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row, Tier tier,
+                      SaveReason reason, bool sync) override;
+  bool tier_enabled(Tier tier) const override;
+  std::map<std::string, uint64_t> counters() const override;
+  void count(const std::string& name) override;
+  void flush(std::chrono::milliseconds deadline) override;
+
+  cache::Cache& cache() { return *cache_; }
+
+ private:
+  struct Job {
+    RowKey key;
+    cache::Tier tier;
+    cache::KvcBuildMeta meta;
+    std::vector<uint8_t> payload;
+  };
+  void writer_loop();
+  Status write(const Job& job);
+  RowHit load(const RowKey& key, size_t n_tokens);
+
+  std::unique_ptr<cache::Cache> cache_;
+  const std::chrono::milliseconds publish_delay_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  std::multiset<RowKey> in_flight_;
+  std::map<std::string, uint64_t> runtime_counters_;
+  bool stop_ = false;
+  std::vector<std::thread> writers_;
+};
+
+}  // namespace hearth::runtime

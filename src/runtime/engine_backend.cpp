@@ -1,0 +1,156 @@
+#include "runtime/engine_backend.h"
+
+#include <algorithm>
+#include <cctype>
+#include <random>
+#include <thread>
+
+#include "hearth/cache_types.h"
+#include "hearth/sampler.h"
+
+namespace hearth::runtime {
+namespace {
+
+class EngineSampler : public TokenSampler {
+ public:
+  EngineSampler(const SamplingParams& params, std::span<const TokenId> history)
+      : sampler_(params), history_(history.begin(), history.end()) {}
+  TokenId sample(std::span<const float> logits) override {
+    return sampler_.sample(logits, history_);
+  }
+  void accept(TokenId token) override { history_.push_back(token); }
+
+ private:
+  Sampler sampler_;
+  std::vector<int32_t> history_;
+};
+
+class EngineTextStream : public TextStream {
+ public:
+  explicit EngineTextStream(std::shared_ptr<const Tokenizer> tok)
+      : tok_(std::move(tok)), decoder_(*tok_, /*render_special=*/false) {}
+  std::string push(TokenId token) override {
+    auto r = decoder_.push(token);
+    return r.ok() ? std::move(r).value() : std::string();
+  }
+  std::string flush() override { return decoder_.flush(); }
+
+ private:
+  std::shared_ptr<const Tokenizer> tok_;  // keeps the tokenizer alive for the decoder
+  StreamDecoder decoder_;
+};
+
+uint8_t quant_byte_for(const std::string& quant_name) {
+  std::string lower;
+  for (char c : quant_name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto q = cache::quant_type_from_name(lower)) return static_cast<uint8_t>(*q);
+  return static_cast<uint8_t>(cache::QuantType::kF16);
+}
+
+}  // namespace
+
+EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
+    : engine_(std::move(engine)),
+      tokenizer_(std::make_shared<const Tokenizer>(engine_->tokenizer())) {
+  const ModelInfo& m = engine_->info();
+  info_.backend_name = "engine";
+  info_.architecture = m.arch;
+  info_.vocab_size = m.n_vocab;
+  info_.n_ctx = m.n_ctx;
+  info_.n_ctx_train = m.n_ctx_train;
+  info_.n_seq_max = m.n_seq_max;
+  info_.n_embd = m.n_embd;
+  info_.quant_type = m.quant_name;
+  info_.quant_bits = static_cast<int32_t>(m.bits_per_weight + 0.5);
+  info_.memory_estimate_bytes =
+      m.weight_bytes + static_cast<uint64_t>(engine_->kv_bytes_per_position()) *
+                           static_cast<uint64_t>(m.n_ctx) * static_cast<uint64_t>(m.n_seq_max);
+  for (int32_t id = 0; id < m.n_vocab; ++id)
+    if (tokenizer_->is_eog(id)) info_.eog_tokens.push_back(id);
+  identity_.model_path = m.path;
+  identity_.quant_byte = quant_byte_for(m.quant_name);
+  // Everything that shapes the KV bytes beyond the file itself.
+  identity_.kv_layout = "engine-kv;numerics=" + engine_->numerics_id() +
+                        ";kv_bytes_per_pos=" + std::to_string(engine_->kv_bytes_per_position()) +
+                        ";rope_base=" + std::to_string(m.rope_base) +
+                        ";rope_scaling=" + m.rope_scaling_type + ":" +
+                        std::to_string(m.rope_scaling_factor);
+}
+
+Result<std::vector<TokenId>> EngineBackend::tokenize(std::string_view text,
+                                                     bool add_special) const {
+  return tokenizer_->encode(text, add_special, /*parse_special=*/true);
+}
+
+Result<std::string> EngineBackend::detokenize(std::span<const TokenId> tokens) const {
+  return tokenizer_->decode(tokens, /*render_special=*/false);
+}
+
+std::unique_ptr<TextStream> EngineBackend::text_stream() const {
+  return std::make_unique<EngineTextStream>(tokenizer_);
+}
+
+Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
+    const SamplingOptions& o, std::span<const TokenId> history) const {
+  SamplingParams p;
+  p.temperature = o.temperature;
+  p.top_k = o.top_k;
+  p.top_p = o.top_p;
+  p.min_p = o.min_p;
+  p.repetition_penalty = o.repetition_penalty;
+  p.seed = o.seed ? *o.seed : std::random_device{}();
+  return std::unique_ptr<TokenSampler>(std::make_unique<EngineSampler>(p, history));
+}
+
+Status EngineBackend::step(std::span<const StepRow> rows,
+                           std::vector<std::vector<float>>* logits_out) {
+  batch_.clear();
+  for (const StepRow& r : rows)
+    for (size_t i = 0; i < r.tokens.size(); ++i)
+      batch_.push_back(BatchToken{r.tokens[i], r.pos + static_cast<int32_t>(i), r.seq,
+                                  r.want_logits && i + 1 == r.tokens.size()});
+  HEARTH_RETURN_IF_ERROR(engine_->forward(batch_, logits_));
+  const size_t n_vocab = static_cast<size_t>(info_.vocab_size);
+  for (size_t off = 0; off + n_vocab <= logits_.size(); off += n_vocab)
+    logits_out->emplace_back(logits_.begin() + static_cast<std::ptrdiff_t>(off),
+                             logits_.begin() + static_cast<std::ptrdiff_t>(off + n_vocab));
+  return OkStatus();
+}
+
+Result<std::vector<uint8_t>> EngineBackend::kv_pack(int32_t seq, int32_t n_pos) {
+  std::vector<uint8_t> out;
+  HEARTH_RETURN_IF_ERROR(engine_->kv_pack(seq, n_pos, out));
+  return out;
+}
+
+Status EngineBackend::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) {
+  return engine_->kv_unpack(seq, bytes, n_pos);
+}
+
+Status EngineBackend::seq_truncate(int32_t seq, int32_t n_pos) {
+  const int32_t len = engine_->seq_len(seq);
+  if (len < 0) return InvalidArgument("unknown sequence " + std::to_string(seq));
+  if (n_pos >= len) return OkStatus();
+  return engine_->seq_truncate(seq, n_pos);
+}
+
+Result<std::vector<float>> EngineBackend::embed(std::span<const TokenId> tokens) {
+  return engine_->embed(tokens);
+}
+
+BackendFactory engine_factory(const ModelConfig& config) {
+  EngineOptions o;
+  o.n_threads = config.n_threads > 0
+                    ? config.n_threads
+                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  o.n_ctx = config.n_ctx;
+  o.n_seq_max = config.n_seq_max;
+  o.n_batch = config.n_batch;
+  const std::string path = config.model_path;
+  return [path, o]() -> Result<std::unique_ptr<Backend>> {
+    HEARTH_ASSIGN_OR_RETURN(auto engine, Engine::load(path, o));
+    return std::unique_ptr<Backend>(std::make_unique<EngineBackend>(std::move(engine)));
+  };
+}
+
+}  // namespace hearth::runtime

@@ -1,0 +1,47 @@
+// Backend over hearth::Engine (the native CPU transformer). The engine is thread-
+// compatible, and the runtime's worker thread is its only caller for forward/KV/embed;
+// tokenization uses a copy of the engine's immutable Tokenizer, so it is safe from any
+// thread while a step runs.
+#pragma once
+
+#include <memory>
+
+#include "hearth/backend.h"
+#include "hearth/engine.h"
+#include "hearth/runtime.h"
+#include "hearth/tokenizer.h"
+
+namespace hearth::runtime {
+
+class EngineBackend : public Backend {
+ public:
+  explicit EngineBackend(std::unique_ptr<Engine> engine);
+
+  BackendInfo info() const override { return info_; }
+  KvIdentity kv_identity() const override { return identity_; }
+  Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special) const override;
+  Result<std::string> detokenize(std::span<const TokenId> tokens) const override;
+  std::unique_ptr<TextStream> text_stream() const override;
+  Result<std::unique_ptr<TokenSampler>> make_sampler(
+      const SamplingOptions& options, std::span<const TokenId> history) const override;
+
+  Status step(std::span<const StepRow> rows,
+              std::vector<std::vector<float>>* logits_out) override;
+  Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) override;
+  Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) override;
+  Status seq_truncate(int32_t seq, int32_t n_pos) override;
+  Result<std::vector<float>> embed(std::span<const TokenId> tokens) override;
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  BackendInfo info_;
+  KvIdentity identity_;
+  std::vector<BatchToken> batch_;   // reused between steps
+  std::vector<float> logits_;
+};
+
+// Loads `config.model_path` with the config's context, sequence and batch sizes.
+BackendFactory engine_factory(const ModelConfig& config);
+
+}  // namespace hearth::runtime

@@ -1,0 +1,712 @@
+#include "runtime/model_worker.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "hearth/log.h"
+#include "runtime/batch_planner.h"
+
+namespace hearth::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// A backend error inside the worker: unwinds to the supervision boundary.
+struct WorkerFault : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* hit_counter_name(CacheHitKind kind) {
+  switch (kind) {
+    case CacheHitKind::kExact: return "hits_exact";
+    case CacheHitKind::kResume: return "hits_resume";
+    case CacheHitKind::kPartial: return "hits_longest_prefix";
+    case CacheHitKind::kSticky: return "hits_sticky";
+    case CacheHitKind::kCold: return "misses";
+  }
+  return "misses";
+}
+
+template <typename F, typename... Args>
+bool call_sink(const F& fn, Args&&... args) {
+  if (!fn) return true;
+  try {
+    fn(std::forward<Args>(args)...);
+    return true;
+  } catch (...) {
+    return false;  // a throwing sink is treated as a cancel
+  }
+}
+
+}  // namespace
+
+ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
+                         std::shared_ptr<RowStore> store,
+                         std::function<void(RequestId)> unregister)
+    : config_(std::move(config)),
+      ns_(ns),
+      store_(std::move(store)),
+      unregister_(std::move(unregister)),
+      chunk_(effective_chunk(config_.prefill_chunk_size, config_.n_batch)),
+      backend_info_(backend->info()),
+      backend_(std::move(backend)) {
+  slots_.resize(static_cast<size_t>(config_.n_seq_max));
+  for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<int32_t>(i);
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+ModelWorker::~ModelWorker() { stop(); }
+
+std::shared_ptr<Backend> ModelWorker::backend() const {
+  std::lock_guard lock(mu_);
+  return backend_;
+}
+
+Status ModelWorker::submit(RequestPtr request) {
+  std::lock_guard lock(mu_);
+  if (stopping_) return Unavailable("model '" + config_.id + "' is unloading");
+  if (failed_) return Unavailable("model '" + config_.id + "' failed and is not serving");
+  const size_t free_slots = static_cast<size_t>(config_.n_seq_max - active_);
+  if (queue_.size() >= static_cast<size_t>(config_.max_queue) + free_slots)
+    return ResourceExhausted("request queue of model '" + config_.id + "' is full (max_queue " +
+                             std::to_string(config_.max_queue) + ")");
+  queue_.push_back(std::move(request));
+  cv_.notify_all();
+  return OkStatus();
+}
+
+void ModelWorker::wake() {
+  std::lock_guard lock(mu_);
+  cv_.notify_all();
+}
+
+Status ModelWorker::run_job(std::function<Status(Backend&)> fn) {
+  Job job{std::move(fn), {}};
+  auto done = job.done.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Unavailable("model '" + config_.id + "' is unloading");
+    if (failed_) return Unavailable("model '" + config_.id + "' failed and is not serving");
+    jobs_.push_back(&job);
+    cv_.notify_all();
+  }
+  return done.get();
+}
+
+Status ModelWorker::evict() {
+  return run_job([this](Backend& backend) -> Status {
+    for (Slot& s : slots_) {
+      if (s.resident.empty()) continue;
+      fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kEvict, true, nullptr);
+      if (!s.busy()) {  // release idle cells
+        HEARTH_RETURN_IF_ERROR(backend.seq_truncate(s.seq, 0));
+        s.resident.clear();
+        s.last_logits.clear();
+      }
+    }
+    return OkStatus();
+  });
+}
+
+void ModelWorker::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+LoadedModelInfo ModelWorker::info() const {
+  std::lock_guard lock(mu_);
+  LoadedModelInfo i;
+  i.id = config_.id;
+  i.status = failed_ ? ModelStatus::kFailed : status_;
+  i.backend = backend_info_.backend_name;
+  i.model_path = config_.model_path;
+  i.architecture = backend_info_.architecture;
+  i.context_size = config_.n_ctx;
+  i.n_seq_max = config_.n_seq_max;
+  i.quant_type = backend_info_.quant_type;
+  i.quant_bits = backend_info_.quant_bits;
+  i.tier = config_.tier;
+  i.fingerprint_hex = to_hex(ns_.fingerprint);
+  i.ctx_params_hash_hex = to_hex(ns_.ctx_params_hash);
+  i.loaded_at = loaded_at_;
+  i.memory_estimate_bytes = backend_info_.memory_estimate_bytes;
+  i.active_requests = active_;
+  i.queued_requests = static_cast<int32_t>(queue_.size());
+  i.restarts = restarts_;
+  return i;
+}
+
+void ModelWorker::lookup(Request& r) {
+  const ModelSavePolicy& p = config_.policy;
+  if (r.params.parent_key) {
+    auto key = digest_from_hex(*r.params.parent_key);
+    if (key.ok()) {
+      bool waited = false;
+      RowHit hit = store_->lookup_exact_or_wait(
+          *key, std::chrono::milliseconds(std::max(0, p.session_resume_wait_ms)), &waited);
+      // Usable when the row is a prefix of the new prompt (the usual next turn).
+      if (hit && hit.row->tokens.size() <= r.prompt.size() &&
+          std::equal(hit.row->tokens.begin(), hit.row->tokens.end(), r.prompt.begin())) {
+        r.restore_row = std::move(hit.row);
+        r.restore_len = r.restore_row->tokens.size();
+        r.restore_kind = waited ? CacheHitKind::kResume : CacheHitKind::kExact;
+        return;
+      }
+    } else {
+      log::debug("runtime: ignoring malformed parent_key: " + key.status().message());
+    }
+  }
+  RowHit hit = store_->lookup_longest_prefix(ns_, r.prompt, 1,
+                                             static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
+  if (hit && hit.row->tokens.size() <= static_cast<size_t>(config_.n_ctx)) {
+    r.restore_len = std::min(hit.n_tokens, r.prompt.size());
+    r.restore_row = std::move(hit.row);
+    r.restore_kind = CacheHitKind::kPartial;
+  }
+}
+
+void ModelWorker::check(const Status& status, const char* what) {
+  if (!status.ok()) throw WorkerFault(std::string(what) + ": " + status.to_string());
+}
+
+// ---------------------------------------------------------------- the worker thread
+
+void ModelWorker::thread_main() {
+  for (;;) {
+    try {
+      std::unique_lock lock(mu_);
+      const bool any_busy =
+          std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy(); });
+      if (!any_busy) {
+        cv_.wait(lock, [this] { return stopping_ || !jobs_.empty() || !queue_.empty(); });
+      }
+      if (stopping_) {
+        lock.unlock();
+        shutdown_saves();
+        return;
+      }
+      loop_once(lock);
+    } catch (const std::exception& e) {
+      handle_failure(e.what());
+    } catch (...) {
+      handle_failure("unknown exception");
+    }
+  }
+}
+
+void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
+  std::deque<Job*> jobs;
+  jobs.swap(jobs_);
+  // Requests cancelled while queued end now rather than when a sequence frees up.
+  std::vector<RequestPtr> admits;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->cancelled.load()) {
+      admits.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  size_t free_slots = 0;
+  for (const Slot& s : slots_) free_slots += s.busy() ? 0 : 1;
+  while (!failed_ && !queue_.empty() && free_slots > 0) {
+    --free_slots;
+    admits.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  const std::shared_ptr<Backend> backend = backend_;
+  lock.unlock();
+
+  for (Job* job : jobs) {
+    Status st;
+    try {
+      st = job->fn(*backend);
+    } catch (const std::exception& e) {
+      st = Internal(std::string("job threw: ") + e.what());
+    }
+    job->done.set_value(st);
+  }
+  // If admitting one request throws, the ones after it go back to the queue head so the
+  // restarted worker serves them.
+  for (size_t i = 0; i < admits.size(); ++i) {
+    try {
+      admit(std::move(admits[i]));
+    } catch (...) {
+      std::lock_guard relock(mu_);
+      for (size_t j = admits.size(); j > i + 1; --j) queue_.push_front(std::move(admits[j - 1]));
+      throw;
+    }
+  }
+  tick();
+  publish_status();
+}
+
+void ModelWorker::admit(RequestPtr r) {
+  if (r->cancelled.load()) {  // cancelled while queued: done at once, nothing computed
+    RequestStats stats;
+    stats.prompt_tokens = static_cast<int64_t>(r->prompt.size());
+    stats.finish_reason = FinishReason::kCancelled;
+    stats.cancelled = true;
+    if (r->promise) {
+      CompletionResult res;
+      res.context_tokens = r->prompt;
+      res.finish_reason = FinishReason::kCancelled;
+      res.stats = stats;
+      r->promise->set_value(std::move(res));
+    } else {
+      call_sink(r->sink.on_done, stats);
+    }
+    unregister_(r->id);
+    return;
+  }
+  Backend& backend = *backend_;  // worker thread: backend_ only changes on this thread
+  const auto& prompt = r->prompt;
+  const size_t n = prompt.size();
+
+  // Pick a free sequence: the longest resident prefix when slot affinity is on, else an
+  // empty one (no cells to drop), else the first free.
+  Slot* best = nullptr;
+  size_t best_lcp = 0;
+  for (Slot& s : slots_) {
+    if (s.busy()) continue;
+    size_t lcp = 0;
+    if (config_.slot_affinity) {
+      const size_t m = std::min(s.resident.size(), n);
+      while (lcp < m && s.resident[lcp] == prompt[lcp]) ++lcp;
+    }
+    if (!best || lcp > best_lcp || (lcp == best_lcp && s.resident.empty() && !best->resident.empty())) {
+      best = &s;
+      best_lcp = lcp;
+    }
+  }
+  Slot& s = *best;
+  s.request = r;
+  s.admit_order = ++admit_counter_;
+  s.admitted_at = Clock::now();
+  s.has_pending = false;
+  s.generated.clear();
+  s.reply.clear();
+  s.token_logits.clear();
+  s.cold_boundary = 0;
+  s.last_continued_at = 0;
+  s.delta = {};
+  s.finishing = false;
+  s.reason = FinishReason::kStop;
+  s.finish_key.reset();
+  s.has_first_token = false;
+  {
+    std::lock_guard lock(mu_);
+    ++active_;
+  }
+
+  // Reuse resident cells, restore a cached row, or start cold.
+  const RowPtr& row = r->restore_row;
+  const size_t row_len = row ? r->restore_len : 0;  // usable tokens
+  const bool row_complete =
+      row && row_len == n && row->tokens.size() == n && !row->last_logits.empty();
+  const size_t sticky = std::min(best_lcp, n - 1);
+  if (sticky > 0 && sticky >= row_len && !row_complete) {
+    check(backend.seq_truncate(s.seq, static_cast<int32_t>(sticky)), "seq_truncate");
+    s.resident.resize(sticky);
+    s.last_logits.clear();
+    s.hit = CacheHitKind::kSticky;
+    s.delta.read = static_cast<int64_t>(sticky);
+  } else if (row_len > 0) {
+    Status st = backend.kv_unpack(s.seq, row->kv, static_cast<int32_t>(row->tokens.size()));
+    if (st.ok()) {
+      s.resident = row->tokens;
+      s.last_logits = row->last_logits;
+      s.hit = r->restore_kind;
+      // Keep only what matches the prompt; without stored logits for the last prompt
+      // position, recompute that one token.
+      const size_t keep = row_complete ? n : std::min(row_len, n - 1);
+      if (keep < s.resident.size()) {
+        check(backend.seq_truncate(s.seq, static_cast<int32_t>(keep)), "seq_truncate");
+        s.resident.resize(keep);
+        s.last_logits.clear();
+      }
+      s.delta.read = static_cast<int64_t>(s.resident.size());
+    } else {
+      log::warn("runtime: restore failed, prefilling cold: " + st.to_string());
+      store_->count("restore_failures");
+      check(backend.seq_truncate(s.seq, 0), "seq_truncate");
+      s.resident.clear();
+      s.last_logits.clear();
+      s.hit = CacheHitKind::kCold;
+    }
+  } else {
+    check(backend.seq_truncate(s.seq, 0), "seq_truncate");
+    s.resident.clear();
+    s.last_logits.clear();
+    s.hit = CacheHitKind::kCold;
+  }
+  store_->count(hit_counter_name(s.hit));
+  r->restore_row.reset();  // drop the pinned row early
+
+  auto sampler = backend.make_sampler(r->params.sampling, prompt);
+  check(sampler.status(), "make_sampler");
+  s.sampler = std::move(sampler).value();
+  s.text = backend.text_stream();
+  s.stop = StopMatcher(r->params.stop_sequences);
+
+  // Cold save boundary: trimmed, aligned prefix of the prompt (policy cold_save_split).
+  const ModelSavePolicy& p = config_.policy;
+  if (static_cast<int32_t>(n) >= p.cold_min_tokens) {
+    int64_t len = std::min<int64_t>(static_cast<int64_t>(n), p.cold_max_tokens);
+    len -= p.boundary_trim_tokens;
+    if (p.boundary_align_tokens > 0) len = len / p.boundary_align_tokens * p.boundary_align_tokens;
+    if (len >= p.min_tokens && len > static_cast<int64_t>(s.resident.size()))
+      s.cold_boundary = static_cast<int32_t>(len);
+  }
+  s.cursor = static_cast<int32_t>(s.resident.size());
+  if (s.cursor == static_cast<int32_t>(n)) after_prefill(s, s.last_logits);
+}
+
+void ModelWorker::tick() {
+  for (Slot& s : slots_)
+    if (s.busy() && !s.finishing && s.request->cancelled.load()) {
+      s.finishing = true;
+      s.reason = FinishReason::kCancelled;
+    }
+  for (Slot& s : slots_)
+    if (s.busy() && s.finishing) finish(s);
+
+  std::vector<Slot*> order;
+  for (Slot& s : slots_)
+    if (s.busy()) order.push_back(&s);
+  if (order.empty()) return;
+  std::sort(order.begin(), order.end(),
+            [](const Slot* a, const Slot* b) { return a->admit_order < b->admit_order; });
+  std::vector<PlanCandidate> candidates;
+  for (Slot* s : order) {
+    PlanCandidate c;
+    c.slot = s->seq;
+    c.decode = s->has_pending;
+    c.prefill_remaining =
+        s->has_pending ? 0 : static_cast<int32_t>(s->request->prompt.size()) - s->cursor;
+    candidates.push_back(c);
+  }
+  const int32_t n_decode = static_cast<int32_t>(
+      std::count_if(candidates.begin(), candidates.end(), [](auto& c) { return c.decode; }));
+  if (n_decode > config_.n_batch)
+    throw WorkerFault("invariant: " + std::to_string(n_decode) + " decoders exceed n_batch " +
+                      std::to_string(config_.n_batch));
+  const std::vector<PlanRow> plan =
+      plan_batch(candidates, config_.n_batch, chunk_, config_.batch_strategy);
+  if (plan.empty()) return;
+
+  std::vector<StepRow> rows;
+  rows.reserve(plan.size());
+  for (const PlanRow& pr : plan) {
+    Slot& s = slots_[static_cast<size_t>(pr.slot)];
+    StepRow row;
+    row.seq = s.seq;
+    row.pos = static_cast<int32_t>(s.resident.size());
+    if (pr.decode) {
+      row.tokens = std::span<const TokenId>(&s.pending, 1);
+      row.want_logits = true;
+    } else {
+      const auto& prompt = s.request->prompt;
+      row.tokens = std::span<const TokenId>(prompt).subspan(static_cast<size_t>(s.cursor),
+                                                            static_cast<size_t>(pr.prefill_len));
+      row.want_logits = s.cursor + pr.prefill_len == static_cast<int32_t>(prompt.size());
+    }
+    rows.push_back(row);
+  }
+  std::vector<std::vector<float>> logits;
+  check(backend_->step(rows, &logits), "step");
+  size_t wanted = 0;
+  for (const StepRow& row : rows) wanted += row.want_logits ? 1 : 0;
+  if (logits.size() != wanted) throw WorkerFault("invariant: step returned wrong logits count");
+
+  size_t li = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Slot& s = slots_[static_cast<size_t>(plan[i].slot)];
+    const StepRow& row = rows[i];
+    s.resident.insert(s.resident.end(), row.tokens.begin(), row.tokens.end());
+    s.delta.created += static_cast<int64_t>(row.tokens.size());
+    if (plan[i].decode) {
+      s.has_pending = false;
+      s.last_logits = std::move(logits[li++]);
+      sample_next(s, s.last_logits);
+    } else {
+      s.cursor += plan[i].prefill_len;
+      if (row.want_logits) {
+        s.last_logits = std::move(logits[li++]);
+        after_prefill(s, s.last_logits);
+      } else {
+        s.last_logits.clear();
+      }
+    }
+  }
+  for (Slot& s : slots_)
+    if (s.busy() && s.finishing) finish(s);
+}
+
+void ModelWorker::after_prefill(Slot& s, std::vector<float> logits) {
+  if (s.cold_boundary > 0) {
+    fire_save(s, s.cold_boundary, SaveReason::kCold, false, nullptr);
+    s.cold_boundary = 0;
+  }
+  if (s.request->kind == Request::Kind::kPrefillOnly) {
+    s.finishing = true;
+    s.reason = FinishReason::kStop;
+    return;
+  }
+  if (s.request->params.response_tokens <= 0) {
+    s.finishing = true;
+    s.reason = FinishReason::kLength;
+    return;
+  }
+  if (logits.empty()) throw WorkerFault("invariant: no logits at the end of prefill");
+  sample_next(s, logits);
+}
+
+void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
+  Request& r = *s.request;
+  if (r.params.capture_logits) s.token_logits.emplace_back(logits.begin(), logits.end());
+  const TokenId t = s.sampler->sample(logits);
+  s.sampler->accept(t);
+  if (!s.has_first_token) {
+    s.has_first_token = true;
+    s.first_token_at = Clock::now();
+  }
+  const auto& eog = backend_info_.eog_tokens;
+  if (std::find(eog.begin(), eog.end(), t) != eog.end()) {
+    s.finishing = true;
+    s.reason = FinishReason::kStop;
+    return;
+  }
+  s.generated.push_back(t);
+  if (!call_sink(r.sink.on_token, t)) r.cancelled = true;
+  const std::string released = s.stop.push(s.text->push(t));
+  if (!released.empty()) {
+    s.reply += released;
+    if (!call_sink(r.sink.on_text, std::string_view(released))) r.cancelled = true;
+  }
+  if (s.stop.matched()) {
+    s.finishing = true;
+    s.reason = FinishReason::kStop;
+    return;
+  }
+  if (static_cast<int32_t>(s.generated.size()) >= r.params.response_tokens ||
+      static_cast<int32_t>(s.resident.size()) >= config_.n_ctx) {
+    s.finishing = true;
+    s.reason = FinishReason::kLength;
+    return;
+  }
+  s.has_pending = true;
+  s.pending = t;
+  const int32_t interval = config_.policy.continued_interval;
+  if (interval > 0 && s.generated.size() - s.last_continued_at >= static_cast<size_t>(interval)) {
+    fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kContinued, false, nullptr);
+    s.last_continued_at = s.generated.size();
+  }
+}
+
+void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool sync,
+                            std::optional<std::string>* key_out) {
+  if (n_tokens <= 0 || n_tokens < config_.policy.min_tokens) return;
+  if (static_cast<size_t>(n_tokens) > s.resident.size()) return;
+  auto kv = backend_->kv_pack(s.seq, n_tokens);
+  if (!kv.ok()) {
+    log::warn(std::string("runtime: kv_pack for a ") + save_reason_name(reason) +
+              " save failed: " + kv.status().to_string());
+    store_->count("save_failures");
+    return;
+  }
+  CacheRow row;
+  row.tokens.assign(s.resident.begin(), s.resident.begin() + n_tokens);
+  row.kv = std::move(kv).value();
+  if (static_cast<size_t>(n_tokens) == s.resident.size()) row.last_logits = s.last_logits;
+  RowMeta meta;
+  meta.quant_bits = static_cast<uint8_t>(std::clamp(backend_info_.quant_bits, 0, 255));
+  meta.context_size = static_cast<uint32_t>(config_.n_ctx);
+  meta.fingerprint_mode = static_cast<cache::FingerprintMode>(config_.fingerprint_mode);
+  auto key = store_->save(ns_, meta, std::move(row), config_.tier, reason, sync);
+  if (!key.ok()) {
+    log::warn(std::string("runtime: ") + save_reason_name(reason) +
+              " save failed: " + key.status().to_string());
+    store_->count("save_failures");
+    return;
+  }
+  if (key_out) *key_out = to_hex(*key);
+}
+
+void ModelWorker::finish(Slot& s) {
+  RequestPtr r = s.request;
+  if (!s.stop.matched()) {
+    std::string rest = s.stop.push(s.text->flush());
+    rest += s.stop.flush();
+    if (!rest.empty()) {
+      s.reply += rest;
+      call_sink(r->sink.on_text, std::string_view(rest));
+    }
+  }
+  if (!s.finish_key)
+    fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kFinish, false,
+              &s.finish_key);
+  const auto now = Clock::now();
+  CompletionResult res;
+  res.reply = std::move(s.reply);
+  res.generated = s.generated;
+  res.context_tokens = r->prompt;
+  res.context_tokens.insert(res.context_tokens.end(), s.generated.begin(), s.generated.end());
+  res.committed_tokens = static_cast<int64_t>(s.resident.size());
+  res.finish_key = s.finish_key;
+  res.cache_hit_kind = s.hit;
+  res.finish_reason = s.reason;
+  res.cache_delta = s.delta;
+  res.stop_sequence = s.stop.matched();
+  res.token_logits = std::move(s.token_logits);
+  RequestStats& st = res.stats;
+  st.prompt_tokens = static_cast<int64_t>(r->prompt.size());
+  st.completion_tokens = static_cast<int64_t>(s.generated.size());
+  const auto first = s.has_first_token ? s.first_token_at : now;
+  st.prefill_ms = ms_between(s.admitted_at, first);
+  st.generation_ms = ms_between(first, now);
+  st.queue_ms = ms_between(r->enqueued_at, s.admitted_at);
+  st.cache_hit_kind = s.hit;
+  st.finish_reason = s.reason;
+  st.cancelled = s.reason == FinishReason::kCancelled;
+  st.finish_key = s.finish_key;
+  st.committed_tokens = res.committed_tokens;
+  st.cache_delta = s.delta;
+  st.stop_sequence = res.stop_sequence;
+
+  s.request.reset();
+  s.sampler.reset();
+  s.text.reset();
+  s.has_pending = false;
+  s.finishing = false;
+  s.finish_key.reset();
+  {
+    std::lock_guard lock(mu_);
+    --active_;
+    consecutive_failures_ = 0;
+  }
+  if (r->promise) {
+    r->promise->set_value(std::move(res));
+  } else {
+    call_sink(r->sink.on_done, st);
+  }
+  unregister_(r->id);
+}
+
+void ModelWorker::deliver_error(const RequestPtr& r, const Status& error) {
+  if (r->promise) {
+    r->promise->set_value(error);
+  } else {
+    call_sink(r->sink.on_error, error);
+  }
+  unregister_(r->id);
+}
+
+void ModelWorker::publish_status() {
+  int prefilling = 0, generating = 0;
+  for (const Slot& s : slots_) {
+    if (!s.busy()) continue;
+    (s.prefilling() ? prefilling : generating)++;
+  }
+  std::lock_guard lock(mu_);
+  if (prefilling + generating == 0)
+    status_ = ModelStatus::kIdle;
+  else
+    status_ = prefilling > generating ? ModelStatus::kPrefilling : ModelStatus::kGenerating;
+}
+
+void ModelWorker::handle_failure(const std::string& what) {
+  log::error("runtime: model '" + config_.id + "' worker failed: " + what);
+  const Status error = Internal("model '" + config_.id + "' worker failed: " + what);
+  for (Slot& s : slots_) {
+    if (s.busy()) {
+      RequestPtr r = std::move(s.request);
+      s.request.reset();
+      deliver_error(r, error);
+    }
+    const int32_t seq = s.seq;
+    s = Slot();
+    s.seq = seq;
+  }
+  int32_t failures;
+  {
+    std::lock_guard lock(mu_);
+    active_ = 0;
+    ++restarts_;
+    failures = ++consecutive_failures_;
+    if (failures > config_.max_restarts) {
+      failed_ = true;
+      status_ = ModelStatus::kFailed;
+    } else {
+      status_ = ModelStatus::kRestarting;
+    }
+  }
+  if (failures > config_.max_restarts) {
+    std::deque<RequestPtr> queued;
+    {
+      std::lock_guard lock(mu_);
+      queued.swap(queue_);
+    }
+    for (auto& r : queued)
+      deliver_error(r, Unavailable("model '" + config_.id + "' failed after " +
+                                   std::to_string(failures) + " consecutive worker failures"));
+    return;
+  }
+  // Back off (interruptible by stop), then rebuild the backend from scratch: its KV cells
+  // may be half-written.
+  const int64_t backoff =
+      std::min<int64_t>(2000, static_cast<int64_t>(config_.restart_backoff_ms) << (failures - 1));
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(backoff), [this] { return stopping_; });
+    if (stopping_) return;
+  }
+  Result<std::unique_ptr<Backend>> fresh =
+      config_.factory ? config_.factory() : Result<std::unique_ptr<Backend>>(Unavailable("no factory"));
+  if (!fresh.ok()) {
+    handle_failure("rebuilding the backend: " + fresh.status().to_string());
+    return;
+  }
+  std::lock_guard lock(mu_);
+  backend_ = std::shared_ptr<Backend>(std::move(fresh).value());
+  status_ = ModelStatus::kIdle;
+}
+
+void ModelWorker::shutdown_saves() {
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(config_.policy.evict_save_timeout_ms);
+  for (Slot& s : slots_) {
+    if (!s.busy()) continue;
+    if (Clock::now() < deadline && !s.resident.empty()) {
+      try {
+        fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kShutdown, true,
+                  &s.finish_key);
+      } catch (...) {
+        // best effort
+      }
+    }
+    s.finishing = true;
+    s.reason = FinishReason::kCancelled;
+    finish(s);
+  }
+  std::deque<RequestPtr> queued;
+  std::deque<Job*> jobs;
+  {
+    std::lock_guard lock(mu_);
+    queued.swap(queue_);
+    jobs.swap(jobs_);
+  }
+  const Status gone = Unavailable("model '" + config_.id + "' is unloading");
+  for (auto& r : queued) deliver_error(r, gone);
+  for (Job* j : jobs) j->done.set_value(gone);
+}
+
+}  // namespace hearth::runtime

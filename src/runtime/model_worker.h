@@ -1,0 +1,102 @@
+// One loaded model: its backend, its worker thread and its continuous-batching scheduler.
+//
+// Callers (any thread) push requests and jobs into a mutex-protected inbox and wake the
+// worker with a condition variable. The worker thread is the only code that touches the
+// backend's KV cells: each loop it runs queued jobs (embeddings, evict), admits queued
+// requests into free sequences (restoring cached KV), observes cancellations, then runs
+// one tick = one Backend::step over every decode row plus prefill slices.
+//
+// Supervision: the loop body is an exception boundary. A throw or a backend error fails
+// the in-flight requests with Internal, rebuilds the backend from the factory after a
+// backoff, and keeps serving queued requests; after max_restarts consecutive failures the
+// model is marked failed and refuses work. Other models and the cache are untouched.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "hearth/runtime.h"
+#include "runtime/request.h"
+#include "runtime/row_store.h"
+#include "runtime/slot.h"
+
+namespace hearth::runtime {
+
+class ModelWorker {
+ public:
+  // `unregister` is called with a request id when it finishes (the runtime's cancel map).
+  ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
+              std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister);
+  ~ModelWorker();  // stop() + join
+
+  // Queues a request (FIFO). ResourceExhausted when the queue is full, Unavailable when
+  // stopping or failed.
+  Status submit(RequestPtr request);
+  // Wakes the worker so it notices a cancel flag.
+  void wake();
+  // Runs `job` on the worker thread between ticks and waits for it.
+  Status run_job(std::function<Status(Backend&)> job);
+  // Synchronous evict saves of every sequence's KV.
+  Status evict();
+  // Stops admitting, runs shutdown saves (bounded), ends requests, joins the thread.
+  void stop();
+
+  // Snapshot of the backend for thread-safe const calls (tokenize, ...).
+  std::shared_ptr<Backend> backend() const;
+  const ModelConfig& config() const { return config_; }
+  const RowNamespace& row_namespace() const { return ns_; }
+  LoadedModelInfo info() const;
+  // Cache lookup for a new prompt (exact, resume, longest prefix), on the caller's thread.
+  void lookup(Request& request);
+
+ private:
+  struct Job {
+    std::function<Status(Backend&)> fn;
+    std::promise<Status> done;
+  };
+
+  void thread_main();
+  void loop_once(std::unique_lock<std::mutex>& lock);
+  void admit(RequestPtr request);
+  void tick();
+  void after_prefill(Slot& slot, std::vector<float> logits);
+  void sample_next(Slot& slot, std::span<const float> logits);
+  void finish(Slot& slot);
+  void deliver_error(const RequestPtr& request, const Status& error);
+  void fire_save(Slot& slot, int32_t n_tokens, SaveReason reason, bool sync,
+                 std::optional<std::string>* key_out);
+  void handle_failure(const std::string& what);
+  void shutdown_saves();
+  void publish_status();
+  void check(const Status& status, const char* what);
+
+  const ModelConfig config_;
+  const RowNamespace ns_;
+  const std::shared_ptr<RowStore> store_;
+  const std::function<void(RequestId)> unregister_;
+  const int32_t chunk_;
+  BackendInfo backend_info_;
+  std::chrono::system_clock::time_point loaded_at_ = std::chrono::system_clock::now();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<Backend> backend_;  // guarded by mu_ (swapped on restart)
+  std::deque<RequestPtr> queue_;      // waiting for a free sequence
+  std::deque<Job*> jobs_;
+  bool stopping_ = false;
+  bool failed_ = false;
+  int32_t restarts_ = 0;              // total
+  int32_t consecutive_failures_ = 0;
+  int32_t active_ = 0;
+  ModelStatus status_ = ModelStatus::kIdle;
+
+  // Worker-thread state.
+  std::vector<Slot> slots_;
+  uint64_t admit_counter_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace hearth::runtime

@@ -1,0 +1,61 @@
+// Enum names and the default ChatML template.
+#include "hearth/runtime.h"
+
+namespace hearth::runtime {
+
+const char* tier_name(Tier tier) {
+  switch (tier) {
+    case Tier::kRam: return "ram";
+    case Tier::kRamFile: return "ram_file";
+    case Tier::kDisk: return "disk";
+  }
+  return "unknown";
+}
+
+const char* model_status_name(ModelStatus status) {
+  switch (status) {
+    case ModelStatus::kIdle: return "idle";
+    case ModelStatus::kPrefilling: return "prefilling";
+    case ModelStatus::kGenerating: return "generating";
+    case ModelStatus::kRestarting: return "restarting";
+    case ModelStatus::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+const char* cache_hit_kind_name(CacheHitKind kind) {
+  switch (kind) {
+    case CacheHitKind::kCold: return "cold";
+    case CacheHitKind::kExact: return "exact";
+    case CacheHitKind::kResume: return "resume";
+    case CacheHitKind::kPartial: return "partial";
+    case CacheHitKind::kSticky: return "sticky";
+  }
+  return "unknown";
+}
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+std::string render_chatml(const ChatRequest& request) {
+  std::string out;
+  auto add = [&out](std::string_view role, std::string_view content) {
+    out += "<|im_start|>";
+    out += role;
+    out += '\n';
+    out += content;
+    out += "<|im_end|>\n";
+  };
+  if (!request.system.empty()) add("system", request.system);
+  for (const ChatMessage& m : request.messages) add(m.role, m.content);
+  if (request.add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+}  // namespace hearth::runtime

@@ -1,0 +1,77 @@
+// The runtime's view of the shared KV cache: rows of (tokens, packed KV, optional logits
+// of the last position) addressed by key = SHA-256(fingerprint || quant byte ||
+// ctx_params_hash || tokens as u32 LE) (hearth::cache::make_key). One store serves every
+// model; rows are segregated by namespace (fingerprint, quant, ctx_params_hash).
+//
+// CacheRowStore (cache_row_store.h) implements it over hearth::cache::Cache.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hearth/backend.h"
+#include "hearth/cache_key.h"
+#include "hearth/runtime.h"
+
+namespace hearth::runtime {
+
+using RowNamespace = cache::KeyNamespace;
+using RowKey = cache::CacheKey;
+
+struct CacheRow {
+  std::vector<TokenId> tokens;
+  std::vector<uint8_t> kv;
+  std::vector<float> last_logits;  // logits at position tokens.size()-1, or empty
+};
+using RowPtr = std::shared_ptr<const CacheRow>;
+
+// A lookup hit: the row and how many of its leading tokens match the prompt (a radix hit
+// may cover only part of a row: restore it whole, then truncate to n_tokens).
+struct RowHit {
+  RowPtr row;
+  size_t n_tokens = 0;
+  explicit operator bool() const { return row != nullptr; }
+};
+
+enum class SaveReason { kCold, kContinued, kFinish, kEvict, kShutdown };
+const char* save_reason_name(SaveReason reason);
+
+RowKey row_key(const RowNamespace& ns, std::span<const TokenId> tokens);
+
+// Extra facts written into a row's KVC header.
+struct RowMeta {
+  uint8_t quant_bits = 16;
+  uint32_t context_size = 0;
+  cache::FingerprintMode fingerprint_mode = cache::FingerprintMode::kGgufChunked;
+};
+
+class RowStore {
+ public:
+  virtual ~RowStore() = default;
+  // The row published under `key`. When a save of `key` is in flight, waits up to `wait`
+  // for it; *waited reports whether it had to (a resume hit).
+  virtual RowHit lookup_exact_or_wait(const RowKey& key, std::chrono::milliseconds wait,
+                                      bool* waited) = 0;
+  // The row of `ns` sharing the longest token prefix with `tokens` (radix), else the
+  // stride walk over `stride`-aligned prefixes. Hits shorter than min_tokens are ignored.
+  virtual RowHit lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
+                                       size_t min_tokens, size_t stride) = 0;
+  // Async saves return once queued (a resume lookup sees the key in flight at once);
+  // sync saves return once published or failed. Returns the row's key.
+  virtual Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row,
+                              Tier tier, SaveReason reason, bool sync) = 0;
+  virtual bool tier_enabled(Tier tier) const = 0;
+  // Cache counters plus the runtime's own ("runtime_hits_exact", ...).
+  virtual std::map<std::string, uint64_t> counters() const = 0;
+  // Bumps the runtime counter "runtime_<name>".
+  virtual void count(const std::string& name) = 0;
+  // Waits for queued async saves to publish (shutdown, tests).
+  virtual void flush(std::chrono::milliseconds deadline) = 0;
+};
+
+}  // namespace hearth::runtime

@@ -1,0 +1,322 @@
+// Runtime: the model registry and the request API over per-model workers.
+#include "hearth/runtime.h"
+
+#include <atomic>
+#include <set>
+#include <mutex>
+#include <unordered_map>
+
+#include "hearth/log.h"
+#include "runtime/backend_factories.h"
+#include "runtime/model_identity.h"
+#include "runtime/model_worker.h"
+
+namespace hearth::runtime {
+
+class Runtime::Impl {
+ public:
+  explicit Impl(RuntimeOptions options) : options_(std::move(options)) {}
+
+  RuntimeOptions options_;
+  std::shared_ptr<RowStore> store_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<ModelWorker>, std::less<>> models_;
+  std::set<std::string, std::less<>> loading_;  // ids reserved by loads in progress
+  uint64_t next_model_ = 1;
+  bool shut_down_ = false;
+
+  std::atomic<uint64_t> next_request_{1};
+  std::mutex req_mu_;
+  struct Live {
+    std::weak_ptr<Request> request;
+    std::weak_ptr<ModelWorker> worker;
+  };
+  std::unordered_map<RequestId, Live> live_;
+
+  Result<std::shared_ptr<ModelWorker>> find(std::string_view id) const {
+    std::lock_guard lock(mu_);
+    auto it = models_.find(id);
+    if (it == models_.end()) return NotFound("no model '" + std::string(id) + "' is loaded");
+    return it->second;
+  }
+
+  void unregister(RequestId id) {
+    std::lock_guard lock(req_mu_);
+    live_.erase(id);
+  }
+
+  Status validate_prompt(const ModelWorker& w, std::span<const TokenId> prompt) const {
+    if (prompt.empty()) return InvalidArgument("prompt is empty");
+    if (static_cast<int64_t>(prompt.size()) >= w.config().n_ctx)
+      return OutOfRange("prompt of " + std::to_string(prompt.size()) +
+                        " tokens does not fit the context of " +
+                        std::to_string(w.config().n_ctx) + " positions");
+    const int32_t vocab = w.backend()->info().vocab_size;
+    for (TokenId t : prompt)
+      if (t < 0 || t >= vocab)
+        return OutOfRange("prompt token id " + std::to_string(t) + " is outside the vocabulary (" +
+                          std::to_string(vocab) + ")");
+    return OkStatus();
+  }
+
+  // Builds, looks up and queues a request. On success the request belongs to the worker.
+  Result<RequestPtr> start(std::string_view model_id, std::span<const TokenId> prompt,
+                           const RequestParams& params, Request::Kind kind, StreamSink sink,
+                           bool blocking, std::future<Result<CompletionResult>>* future) {
+    HEARTH_ASSIGN_OR_RETURN(auto worker, find(model_id));
+    HEARTH_RETURN_IF_ERROR(validate_prompt(*worker, prompt));
+    if (params.sampling.temperature < 0 || params.sampling.top_p <= 0 ||
+        params.sampling.top_p > 1 || params.sampling.min_p < 0 || params.sampling.min_p > 1 ||
+        params.sampling.repetition_penalty <= 0 || params.sampling.top_k < 0)
+      return InvalidArgument("sampling parameters out of range");
+    auto r = std::make_shared<Request>();
+    r->id = next_request_.fetch_add(1);
+    r->kind = kind;
+    r->prompt.assign(prompt.begin(), prompt.end());
+    r->params = params;
+    r->sink = std::move(sink);
+    if (blocking) {
+      r->promise.emplace();
+      *future = r->promise->get_future();
+    }
+    worker->lookup(*r);
+    {
+      std::lock_guard lock(req_mu_);
+      live_[r->id] = Live{r, worker};
+    }
+    Status st = worker->submit(r);
+    if (!st.ok()) {
+      unregister(r->id);
+      return st;
+    }
+    return r;
+  }
+};
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() { shutdown(); }
+
+Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
+  auto impl = std::make_unique<Impl>(std::move(options));
+  HEARTH_ASSIGN_OR_RETURN(impl->store_, make_row_store(impl->options_.cache));
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Result<std::string> Runtime::load_model(ModelConfig config) {
+  Impl& im = *impl_;
+  if (config.n_seq_max < 1) return InvalidArgument("n_seq_max must be >= 1");
+  if (config.n_batch < config.n_seq_max)
+    return InvalidArgument("n_batch (" + std::to_string(config.n_batch) +
+                           ") must be >= n_seq_max (" + std::to_string(config.n_seq_max) +
+                           "): every decoding sequence needs a row in each forward pass");
+  if (config.max_queue < 0) return InvalidArgument("max_queue must be >= 0");
+  if (config.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0");
+  {
+    std::lock_guard lock(im.mu_);
+    if (im.shut_down_) return Unavailable("runtime is shut down");
+    if (config.id.empty()) {
+      do {
+        config.id = "model_" + std::to_string(im.next_model_++);
+      } while (im.models_.count(config.id) || im.loading_.count(config.id));
+    }
+    if (im.models_.count(config.id) || im.loading_.count(config.id))
+      return AlreadyExists("model id '" + config.id + "' is already loaded");
+    im.loading_.insert(config.id);
+  }
+  auto release = [&] {
+    std::lock_guard lock(im.mu_);
+    im.loading_.erase(config.id);
+  };
+  auto built = [&]() -> Result<std::shared_ptr<ModelWorker>> {
+    if (!config.factory) {
+      HEARTH_ASSIGN_OR_RETURN(config.factory, named_backend_factory(config));
+    }
+    if (!config.adapters.empty()) {
+      // Attach adapters inside the factory so a restarted worker gets them too.
+      config.factory = [inner = config.factory,
+                        adapters = config.adapters]() -> Result<std::unique_ptr<Backend>> {
+        HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, inner());
+        HEARTH_RETURN_IF_ERROR(b->set_adapters(adapters));
+        return b;
+      };
+    }
+    HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, config.factory());
+    const BackendInfo info = backend->info();
+    if (info.n_seq_max < config.n_seq_max)
+      return InvalidArgument("backend holds " + std::to_string(info.n_seq_max) +
+                             " sequences, config asks for n_seq_max " +
+                             std::to_string(config.n_seq_max));
+    if (config.n_ctx == 0 || config.n_ctx > info.n_ctx) config.n_ctx = info.n_ctx;
+    if (!im.store_->tier_enabled(config.tier))
+      return InvalidArgument(std::string("tier ") + tier_name(config.tier) +
+                             " is not enabled in the cache (set its directory in CacheOptions)");
+    HEARTH_ASSIGN_OR_RETURN(RowNamespace ns,
+                            compute_namespace(config, backend->kv_identity(),
+                                              backend->adapters_digest()));
+    return std::make_shared<ModelWorker>(
+        config, std::move(backend), ns, im.store_,
+        [&im](RequestId id) { im.unregister(id); });
+  }();
+  if (!built.ok()) {
+    release();
+    return built.status();
+  }
+  std::lock_guard lock(im.mu_);
+  im.loading_.erase(config.id);
+  im.models_[config.id] = *built;
+  log::info("runtime: loaded model '" + config.id + "'");
+  return config.id;
+}
+
+Status Runtime::unload_model(std::string_view model_id) {
+  std::shared_ptr<ModelWorker> worker;
+  {
+    std::lock_guard lock(impl_->mu_);
+    auto it = impl_->models_.find(model_id);
+    if (it == impl_->models_.end())
+      return NotFound("no model '" + std::string(model_id) + "' is loaded");
+    worker = std::move(it->second);
+    impl_->models_.erase(it);
+  }
+  worker->stop();
+  return OkStatus();
+}
+
+std::vector<LoadedModelInfo> Runtime::list_models() const {
+  std::vector<std::shared_ptr<ModelWorker>> workers;
+  {
+    std::lock_guard lock(impl_->mu_);
+    for (auto& [id, w] : impl_->models_) workers.push_back(w);
+  }
+  std::vector<LoadedModelInfo> out;
+  for (auto& w : workers) out.push_back(w->info());
+  return out;
+}
+
+Result<LoadedModelInfo> Runtime::model_info(std::string_view model_id) const {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->info();
+}
+
+Result<CompletionResult> Runtime::complete(std::string_view model_id, std::string_view prompt,
+                                           const RequestParams& params) {
+  HEARTH_ASSIGN_OR_RETURN(auto tokens, tokenize(model_id, prompt, params.add_special));
+  return complete_tokens(model_id, tokens, params);
+}
+
+Result<CompletionResult> Runtime::complete_tokens(std::string_view model_id,
+                                                  std::span<const TokenId> prompt,
+                                                  const RequestParams& params) {
+  std::future<Result<CompletionResult>> future;
+  HEARTH_RETURN_IF_ERROR(impl_->start(model_id, prompt, params, Request::Kind::kGenerate, {},
+                                      true, &future)
+                             .status());
+  return future.get();
+}
+
+Result<RequestId> Runtime::infer(std::string_view model_id, std::span<const TokenId> prompt,
+                                 const RequestParams& params, StreamSink sink) {
+  HEARTH_ASSIGN_OR_RETURN(RequestPtr r, impl_->start(model_id, prompt, params,
+                                                     Request::Kind::kGenerate, std::move(sink),
+                                                     false, nullptr));
+  return r->id;
+}
+
+void Runtime::cancel(RequestId request) {
+  std::shared_ptr<Request> r;
+  std::shared_ptr<ModelWorker> w;
+  {
+    std::lock_guard lock(impl_->req_mu_);
+    auto it = impl_->live_.find(request);
+    if (it == impl_->live_.end()) return;
+    r = it->second.request.lock();
+    w = it->second.worker.lock();
+  }
+  if (r) r->cancelled = true;
+  if (w) w->wake();
+}
+
+Result<PrefillResult> Runtime::prefill_only(std::string_view model_id,
+                                            std::span<const TokenId> prompt,
+                                            const RequestParams& params) {
+  std::future<Result<CompletionResult>> future;
+  HEARTH_RETURN_IF_ERROR(impl_->start(model_id, prompt, params, Request::Kind::kPrefillOnly, {},
+                                      true, &future)
+                             .status());
+  HEARTH_ASSIGN_OR_RETURN(CompletionResult c, future.get());
+  PrefillResult out;
+  out.context_tokens = std::move(c.context_tokens);
+  out.committed_tokens = c.committed_tokens;
+  out.finish_key = std::move(c.finish_key);
+  out.cache_hit_kind = c.cache_hit_kind;
+  out.cache_delta = c.cache_delta;
+  return out;
+}
+
+Result<std::vector<TokenId>> Runtime::tokenize(std::string_view model_id, std::string_view text,
+                                               bool add_special) const {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->backend()->tokenize(text, add_special);
+}
+
+Result<std::string> Runtime::detokenize(std::string_view model_id,
+                                        std::span<const TokenId> tokens) const {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->backend()->detokenize(tokens);
+}
+
+Result<std::string> Runtime::render_chat(std::string_view model_id,
+                                         const ChatRequest& request) const {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->backend()->render_chat(request);
+}
+
+Result<std::vector<TokenId>> Runtime::apply_chat_template(std::string_view model_id,
+                                                          const ChatRequest& request) const {
+  HEARTH_ASSIGN_OR_RETURN(std::string text, render_chat(model_id, request));
+  return tokenize(model_id, text, true);
+}
+
+Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view model_id,
+                                                            std::span<const std::string> inputs) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  std::vector<std::vector<TokenId>> tokenized;
+  for (const std::string& in : inputs) {
+    HEARTH_ASSIGN_OR_RETURN(auto t, worker->backend()->tokenize(in, true));
+    if (t.empty()) return InvalidArgument("embedding input tokenizes to nothing");
+    tokenized.push_back(std::move(t));
+  }
+  std::vector<std::vector<float>> out;
+  HEARTH_RETURN_IF_ERROR(worker->run_job([&](Backend& backend) -> Status {
+    for (const auto& t : tokenized) {
+      HEARTH_ASSIGN_OR_RETURN(auto v, backend.embed(t));
+      out.push_back(std::move(v));
+    }
+    return OkStatus();
+  }));
+  return out;
+}
+
+Status Runtime::evict(std::string_view model_id) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->evict();
+}
+
+std::map<std::string, uint64_t> Runtime::cache_counters() const {
+  return impl_->store_->counters();
+}
+
+void Runtime::shutdown() {
+  std::map<std::string, std::shared_ptr<ModelWorker>, std::less<>> models;
+  {
+    std::lock_guard lock(impl_->mu_);
+    if (impl_->shut_down_) return;
+    impl_->shut_down_ = true;
+    models.swap(impl_->models_);
+  }
+  for (auto& [id, w] : models) w->stop();
+  impl_->store_->flush(std::chrono::milliseconds(30000));
+}
+
+}  // namespace hearth::runtime

@@ -1,0 +1,50 @@
+// One sequence of a model's context and the request it is serving (worker thread only).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/request.h"
+#include "runtime/stop_matcher.h"
+
+namespace hearth::runtime {
+
+struct Slot {
+  int32_t seq = 0;
+  // Tokens whose KV cells the sequence holds, in order (backend seq length == size()).
+  // Kept after a request ends so the next one can reuse a common prefix (slot affinity).
+  std::vector<TokenId> resident;
+  std::vector<float> last_logits;  // logits at position resident.size() - 1, when known
+
+  RequestPtr request;  // null when free
+  uint64_t admit_order = 0;
+  int32_t cursor = 0;  // next prompt index to prefill; == prompt.size() when done
+  bool has_pending = false;
+  TokenId pending = 0;  // sampled, not yet fed back
+  std::unique_ptr<TokenSampler> sampler;
+  std::unique_ptr<TextStream> text;
+  StopMatcher stop;
+  std::vector<TokenId> generated;
+  std::string reply;
+  std::vector<std::vector<float>> token_logits;
+  int32_t cold_boundary = 0;  // cold save length, 0 = none
+  size_t last_continued_at = 0;
+  CacheHitKind hit = CacheHitKind::kCold;
+  CacheDelta delta;
+  bool finishing = false;
+  FinishReason reason = FinishReason::kStop;
+  std::optional<std::string> finish_key;
+  std::chrono::steady_clock::time_point admitted_at;
+  std::chrono::steady_clock::time_point first_token_at;
+  bool has_first_token = false;
+
+  bool busy() const { return request != nullptr; }
+  bool prefilling() const {
+    return busy() && cursor < static_cast<int32_t>(request->prompt.size());
+  }
+};
+
+}  // namespace hearth::runtime

@@ -1,0 +1,78 @@
+// A deterministic Backend for tests: no weights, no maths, but the same contracts as the
+// engine, so scheduler and cache bugs show up as wrong outputs.
+//   tokens   = bytes + 3 (0 = BOS, 1 = EOS, 2 = unused); tokenize adds no BOS
+//   KV cell  = chain hash: cell[p] = mix(cell[p-1], token[p], p); cells live per sequence
+//   logits   = a pure function of all cells of the sequence (so of its token history), with
+//              printable ASCII favoured and EOS suppressed unless eos_bias is raised
+// A restore that put the wrong cells back changes every later logit, so "warm equals cold"
+// checks are meaningful. step() rejects rows that do not start at the sequence's current
+// length (a scheduler bug) with Internal.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hearth/backend.h"
+
+namespace hearth::runtime {
+
+// Shared with tests so they can steer a backend the runtime owns (and re-creates on
+// restart). All fields are atomics: set them from any thread.
+struct StubControl {
+  std::atomic<int64_t> steps{0};          // forward passes run so far
+  std::atomic<int64_t> tokens_forwarded{0};
+  std::atomic<int64_t> throw_at_step{-1};  // throw std::runtime_error when steps reaches it
+  std::atomic<int64_t> fail_at_step{-1};   // return Internal when steps reaches it
+  std::atomic<int32_t> step_delay_us{0};   // sleep per step (to widen race windows)
+  std::atomic<int32_t> max_rows_seen{0};   // largest number of rows in one step
+  std::atomic<int32_t> max_tokens_seen{0}; // largest token count in one step
+};
+
+struct StubOptions {
+  int32_t n_ctx = 4096;
+  int32_t n_seq_max = 4;
+  float eos_bias = -50.0f;   // added to the EOS logit
+  std::string model_path = "stub.gguf";
+  std::string kv_layout = "stub-kv-v1";
+  std::shared_ptr<StubControl> control = std::make_shared<StubControl>();
+};
+
+class StubBackend : public Backend {
+ public:
+  static constexpr int32_t kVocab = 259;
+  static constexpr TokenId kBos = 0;
+  static constexpr TokenId kEos = 1;
+
+  explicit StubBackend(StubOptions options);
+
+  BackendInfo info() const override;
+  KvIdentity kv_identity() const override;
+  Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special) const override;
+  Result<std::string> detokenize(std::span<const TokenId> tokens) const override;
+  std::unique_ptr<TextStream> text_stream() const override;
+  Result<std::unique_ptr<TokenSampler>> make_sampler(
+      const SamplingOptions& options, std::span<const TokenId> history) const override;
+
+  Status step(std::span<const StepRow> rows,
+              std::vector<std::vector<float>>* logits_out) override;
+  Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) override;
+  Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) override;
+  Status seq_truncate(int32_t seq, int32_t n_pos) override;
+  Result<std::vector<float>> embed(std::span<const TokenId> tokens) override;
+
+  // The logits the stub produces after a history whose last cell is `cell`.
+  static std::vector<float> logits_for_cell(uint64_t cell, float eos_bias);
+  static uint64_t next_cell(uint64_t prev, TokenId token, int32_t pos);
+
+ private:
+  StubOptions options_;
+  std::vector<std::vector<uint64_t>> cells_;  // per sequence
+};
+
+// Factory for ModelConfig::factory.
+BackendFactory stub_factory(StubOptions options);
+
+}  // namespace hearth::runtime

@@ -1,0 +1,239 @@
+// hearth's native endpoints: model management, tokenizer access, cache
+// administration, Prometheus metrics and the health probe.
+#include <filesystem>
+
+#include "server/http_util.h"
+#include "server/model_path.h"
+
+namespace hearth::server {
+namespace {
+
+using nlohmann::json;
+
+json model_json(const ModelDescription& m) {
+  return {{"id", m.id},
+          {"path", m.path},
+          {"context_length", m.context_length},
+          {"n_vocab", m.n_vocab},
+          {"embedding_dim", m.embedding_dim},
+          {"has_chat_template", !m.chat_template.empty()}};
+}
+
+std::optional<ApiError> optional_string(const json& body, const char* key, std::string& out) {
+  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
+  if (!body[key].is_string())
+    return invalid_request(std::string("'") + key + "' must be a string", key, "invalid_type");
+  out = body[key].get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> optional_int(const json& body, const char* key, int64_t& out) {
+  if (!body.contains(key) || body[key].is_null()) return std::nullopt;
+  if (!body[key].is_number_integer() || body[key].get<int64_t>() < 0) {
+    return invalid_request(std::string("'") + key + "' must be a non-negative integer", key,
+                           "invalid_type");
+  }
+  out = body[key].get<int64_t>();
+  return std::nullopt;
+}
+
+void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  ModelConfig m;
+  for (auto [key, out] :
+       {std::pair{"id", &m.id}, std::pair{"path", &m.path}, std::pair{"tier", &m.tier}}) {
+    if (auto e = optional_string(body, key, *out)) return reply_error(res, *e);
+  }
+  if (auto e = optional_int(body, "context", m.context)) return reply_error(res, *e);
+  if (auto e = optional_int(body, "n_seq_max", m.n_seq_max)) return reply_error(res, *e);
+  if (m.path.empty())
+    return reply_error(res, invalid_request("'path' is required", "path", "missing_field"));
+  auto resolved = resolve_model_path(ctx.config.models_dir, m.path);
+  if (!resolved.ok()) {
+    ApiError e = from_status(resolved.status(), "path");
+    if (resolved.status().code() == ErrorCode::kUnsupported) {
+      e.http_status = 403;
+      e.type = "permission_error";
+    }
+    return reply_error(res, e);
+  }
+  m.path = resolved.value();
+  if (m.id.empty()) m.id = std::filesystem::path(m.path).stem().string();
+  auto loaded = ctx.service.load_model(m);
+  if (!loaded.ok()) return reply_error(res, from_status(loaded.status()));
+  reply_json(res, model_json(loaded.value()), 201);
+}
+
+void unload_model(ServerContext& ctx, const std::string& id, httplib::Response& res) {
+  if (id.empty())
+    return reply_error(res, invalid_request("'id' is required", "id", "missing_field"));
+  Status s = ctx.service.unload_model(id);
+  if (!s.ok()) return reply_error(res, from_status(s, "id"));
+  reply_json(res, {{"id", id}, {"unloaded", true}});
+}
+
+void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  std::string model_id, text;
+  if (auto e = optional_string(body, "model", model_id)) return reply_error(res, *e);
+  if (!body.contains("text"))
+    return reply_error(res, invalid_request("'text' is required", "text", "missing_field"));
+  if (auto e = optional_string(body, "text", text)) return reply_error(res, *e);
+  bool add_special = true, parse_special = false;
+  for (auto [key, out] :
+       {std::pair{"add_special", &add_special}, std::pair{"parse_special", &parse_special}}) {
+    if (body.contains(key) && !body[key].is_null()) {
+      if (!body[key].is_boolean()) {
+        return reply_error(res, invalid_request(std::string("'") + key + "' must be a boolean", key,
+                                                "invalid_type"));
+      }
+      *out = body[key].get<bool>();
+    }
+  }
+  ModelDescription model;
+  if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
+  auto tokens = ctx.service.tokenize(model.id, text, add_special, parse_special);
+  if (!tokens.ok()) return reply_error(res, from_status(tokens.status(), "text"));
+  reply_json(res,
+             {{"model", model.id}, {"tokens", tokens.value()}, {"count", tokens.value().size()}});
+}
+
+void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  std::string model_id;
+  if (auto e = optional_string(body, "model", model_id)) return reply_error(res, *e);
+  if (!body.contains("tokens") || !body["tokens"].is_array()) {
+    return reply_error(
+        res, invalid_request("'tokens' must be an array of token ids", "tokens", "invalid_type"));
+  }
+  std::vector<TokenId> tokens;
+  for (const auto& t : body["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+      return reply_error(res, invalid_request("'tokens' must hold non-negative integers", "tokens",
+                                              "invalid_type"));
+    }
+    tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
+  }
+  ModelDescription model;
+  if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
+  auto text = ctx.service.detokenize(model.id, tokens);
+  if (!text.ok()) return reply_error(res, from_status(text.status(), "tokens"));
+  reply_json(res, {{"model", model.id}, {"text", text.value()}});
+}
+
+ApiError cache_error(const Status& s);
+
+void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body.empty() ? "{}" : req.body, body))
+    return reply_error(res, *e);
+  std::string tier;
+  int64_t bytes = 0;
+  if (auto e = optional_string(body, "tier", tier)) return reply_error(res, *e);
+  if (!tier.empty() && tier != "ram" && tier != "ram_file" && tier != "disk") {
+    return reply_error(res, invalid_request("'tier' must be \"ram\", \"ram_file\" or \"disk\"",
+                                            "tier", "invalid_value"));
+  }
+  if (!body.contains("bytes"))
+    return reply_error(res, invalid_request("'bytes' is required", "bytes", "missing_field"));
+  if (auto e = optional_int(body, "bytes", bytes)) return reply_error(res, *e);
+  auto freed = ctx.service.cache_evict_bytes(tier, bytes);
+  if (!freed.ok()) return reply_error(res, cache_error(freed.status()));
+  reply_json(res, {{"requested_bytes", bytes}, {"freed_bytes", freed.value()}});
+}
+
+// Cache operations a backend lacks answer 501, not 400: the request was fine.
+ApiError cache_error(const Status& s) {
+  ApiError e = from_status(s);
+  if (s.code() == ErrorCode::kUnsupported) {
+    e.http_status = 501;
+    e.type = "server_error";
+    e.code = "not_implemented";
+  }
+  return e;
+}
+
+}  // namespace
+
+void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Get("/health", [&ctx](const auto&, auto& res) {
+    const bool stopping = ctx.shutting_down.load();
+    reply_json(res,
+               {{"status", stopping ? "shutting_down" : "ok"},
+                {"models", ctx.service.list_models().size()}},
+               stopping ? 503 : 200);
+  });
+  http.Get("/metrics", [&ctx](const auto&, auto& res) {
+    res.set_content(ctx.metrics.render(ctx.service), "text/plain; version=0.0.4");
+  });
+  http.Get("/hearth/models", with_metrics(ctx, "/hearth/models", [&ctx](const auto&, auto& res) {
+             json data = json::array();
+             for (const auto& m : ctx.service.list_models()) data.push_back(model_json(m));
+             reply_json(res, {{"models", data}});
+           }));
+  http.Post("/hearth/models",
+            with_metrics(ctx, "/hearth/models",
+                         [&ctx](const auto& req, auto& res) { load_model(ctx, req, res); }));
+  http.Delete(R"(/hearth/models/([^/]+))",
+              with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
+                unload_model(ctx, req.matches[1].str(), res);
+              }));
+  http.Delete("/hearth/models",
+              with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
+                json body;
+                if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+                std::string id;
+                if (auto e = optional_string(body, "id", id)) return reply_error(res, *e);
+                unload_model(ctx, id, res);
+              }));
+  http.Post("/hearth/tokenize",
+            with_metrics(ctx, "/hearth/tokenize",
+                         [&ctx](const auto& req, auto& res) { tokenize(ctx, req, res); }));
+  http.Post("/hearth/detokenize",
+            with_metrics(ctx, "/hearth/detokenize",
+                         [&ctx](const auto& req, auto& res) { detokenize(ctx, req, res); }));
+  http.Get("/hearth/cache/counters",
+           with_metrics(ctx, "/hearth/cache/counters", [&ctx](const auto&, auto& res) {
+             json counters = json::object();
+             for (const auto& [k, v] : ctx.service.cache_counters()) counters[k] = v;
+             json tiers = json::array();
+             for (const auto& t : ctx.service.tier_usage()) {
+               tiers.push_back({{"tier", t.tier},
+                                {"bytes", t.bytes},
+                                {"rows", t.rows},
+                                {"quota_bytes", t.quota_bytes}});
+             }
+             reply_json(res, {{"counters", counters}, {"tiers", tiers}});
+           }));
+  http.Get("/hearth/cache/rows",
+           with_metrics(ctx, "/hearth/cache/rows", [&ctx](const auto& req, auto& res) {
+             int64_t limit = 1000;
+             if (req.has_param("limit")) {
+               try {
+                 limit = std::stoll(req.get_param_value("limit"));
+               } catch (...) {
+                 return reply_error(
+                     res, invalid_request("'limit' must be an integer", "limit", "invalid_type"));
+               }
+             }
+             auto rows = ctx.service.cache_rows_json(limit);
+             if (!rows.ok()) return reply_error(res, cache_error(rows.status()));
+             json parsed = json::parse(rows.value(), nullptr, false);
+             if (parsed.is_discarded()) parsed = json::array();
+             reply_json(res, {{"rows", parsed}});
+           }));
+  http.Post("/hearth/cache/evict",
+            with_metrics(ctx, "/hearth/cache/evict",
+                         [&ctx](const auto& req, auto& res) { cache_evict(ctx, req, res); }));
+  http.Post("/hearth/cache/gc",
+            with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
+              auto removed = ctx.service.cache_gc();
+              if (!removed.ok()) return reply_error(res, cache_error(removed.status()));
+              reply_json(res, {{"removed", removed.value()}});
+            }));
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,33 @@
+// Chat prompt rendering without a Jinja engine. A GGUF's tokenizer.chat_template is
+// Jinja text; rather than interpret it, we recognise which well-known family it
+// implements by its marker strings and render that family natively. Unknown
+// templates fall back to ChatML (with a warning from the caller).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hearth::server {
+
+enum class ChatFamily { kChatml, kLlama2, kLlama3, kMistral, kZephyr, kGemma, kPhi3 };
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+// "chatml", "qwen" (alias of chatml), "llama-2", "llama-3", "mistral", "zephyr",
+// "gemma", "phi-3"; nullopt for anything else.
+std::optional<ChatFamily> chat_family_from_name(std::string_view name);
+const char* chat_family_name(ChatFamily family);
+
+// nullopt when no family's markers are present in the Jinja text.
+std::optional<ChatFamily> detect_chat_family(std::string_view jinja_template);
+
+// Renders the conversation and the opening of the assistant's turn. The text
+// carries no leading BOS: the tokenizer adds it (add_special), so it is never doubled.
+std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages);
+
+}  // namespace hearth::server

@@ -1,0 +1,361 @@
+// TOML configuration for `hearth serve`. Strict: every key is known, every value
+// has the right type, and errors name the key path so a bad file fails at start.
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "hearth/server.h"
+#include "server/chat_template.h"
+
+namespace hearth::server {
+namespace {
+
+const std::set<std::string>& policy_keys() {
+  static const std::set<std::string> keys = {"min_tokens",           "cold_min_tokens",
+                                             "cold_max_tokens",      "continued_interval",
+                                             "boundary_trim_tokens", "boundary_align_tokens"};
+  return keys;
+}
+
+// Parses a size: an integer byte count or a string like "512MiB", "2GB", "64k".
+bool parse_size(const toml::node& node, int64_t& out) {
+  if (auto v = node.value<int64_t>(); v && node.is_integer()) {
+    if (*v < 0) return false;
+    out = *v;
+    return true;
+  }
+  auto s = node.value<std::string>();
+  if (!s) return false;
+  size_t pos = 0;
+  double number = 0;
+  try {
+    number = std::stod(*s, &pos);
+  } catch (...) {
+    return false;
+  }
+  std::string unit = s->substr(pos);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double mult = 1;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kb")
+    mult = 1e3;
+  else if (unit == "kib")
+    mult = 1024.0;
+  else if (unit == "m" || unit == "mb")
+    mult = 1e6;
+  else if (unit == "mib")
+    mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb")
+    mult = 1e9;
+  else if (unit == "gib")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tb")
+    mult = 1e12;
+  else if (unit == "tib")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return false;
+  if (number < 0) return false;
+  out = static_cast<int64_t>(number * mult);
+  return true;
+}
+
+// Reads one table, checking each key against the handlers it was given.
+class TableReader {
+ public:
+  TableReader(const toml::table& table, std::string prefix)
+      : table_(table), prefix_(std::move(prefix)) {}
+
+  std::string key_path(std::string_view key) const {
+    return prefix_.empty() ? std::string(key) : prefix_ + "." + std::string(key);
+  }
+
+  Status check_unknown() const {
+    for (const auto& [key, node] : table_) {
+      if (!seen_.count(std::string(key.str()))) {
+        return InvalidArgument("config: unknown key '" + key_path(key.str()) + "'");
+      }
+    }
+    return OkStatus();
+  }
+
+  const toml::node* get(std::string_view key) {
+    seen_.insert(std::string(key));
+    return table_.get(key);
+  }
+
+  Status string(std::string_view key, std::string& out) {
+    if (auto* n = get(key)) {
+      auto v = n->value<std::string>();
+      if (!n->is_string() || !v) return type_error(key, "a string");
+      out = *v;
+    }
+    return OkStatus();
+  }
+  Status integer(std::string_view key, int64_t& out, int64_t min_value = 0) {
+    if (auto* n = get(key)) {
+      if (!n->is_integer()) return type_error(key, "an integer");
+      int64_t v = *n->value<int64_t>();
+      if (v < min_value) {
+        return InvalidArgument("config: " + key_path(key) +
+                               ": must be >= " + std::to_string(min_value));
+      }
+      out = v;
+    }
+    return OkStatus();
+  }
+  Status number(std::string_view key, double& out) {
+    if (auto* n = get(key)) {
+      if (!n->is_number()) return type_error(key, "a number");
+      out = *n->value<double>();
+    }
+    return OkStatus();
+  }
+  Status boolean(std::string_view key, bool& out) {
+    if (auto* n = get(key)) {
+      if (!n->is_boolean()) return type_error(key, "true or false");
+      out = *n->value<bool>();
+    }
+    return OkStatus();
+  }
+  Status size(std::string_view key, int64_t& out) {
+    if (auto* n = get(key)) {
+      if (!parse_size(*n, out)) {
+        return type_error(key, "a size (bytes as an integer, or a string like \"512MiB\")");
+      }
+    }
+    return OkStatus();
+  }
+  // A sub-table; nullptr result with ok status when absent.
+  Status table(std::string_view key, const toml::table*& out) {
+    out = nullptr;
+    if (auto* n = get(key)) {
+      if (!n->is_table()) return type_error(key, "a table");
+      out = n->as_table();
+    }
+    return OkStatus();
+  }
+
+  Status type_error(std::string_view key, std::string_view expected) const {
+    return InvalidArgument("config: " + key_path(key) + ": expected " + std::string(expected));
+  }
+
+ private:
+  const toml::table& table_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+Status read_model(const toml::table& t, const std::string& prefix, ModelConfig& m) {
+  TableReader r(t, prefix);
+  HEARTH_RETURN_IF_ERROR(r.string("id", m.id));
+  HEARTH_RETURN_IF_ERROR(r.string("path", m.path));
+  HEARTH_RETURN_IF_ERROR(r.integer("context", m.context));
+  HEARTH_RETURN_IF_ERROR(r.integer("n_seq_max", m.n_seq_max));
+  HEARTH_RETURN_IF_ERROR(r.string("tier", m.tier));
+  const toml::table* policy = nullptr;
+  HEARTH_RETURN_IF_ERROR(r.table("policy", policy));
+  HEARTH_RETURN_IF_ERROR(r.check_unknown());
+  if (m.path.empty()) return InvalidArgument("config: " + prefix + ".path: required");
+  if (m.id.empty()) m.id = std::filesystem::path(m.path).stem().string();
+  if (!m.tier.empty() && m.tier != "ram" && m.tier != "ram_file" && m.tier != "disk") {
+    return InvalidArgument("config: " + prefix +
+                           ".tier: expected \"ram\", \"ram_file\" or \"disk\"");
+  }
+  if (policy) {
+    for (const auto& [key, node] : *policy) {
+      const std::string k(key.str());
+      const std::string path = prefix + ".policy." + k;
+      if (!policy_keys().count(k)) return InvalidArgument("config: unknown key '" + path + "'");
+      if (!node.is_integer() || *node.value<int64_t>() < 0) {
+        return InvalidArgument("config: " + path + ": expected a non-negative integer");
+      }
+      m.policy[k] = *node.value<int64_t>();
+    }
+  }
+  return OkStatus();
+}
+
+Status read_tier(const toml::table& t, const std::string& prefix, bool has_dir, TierConfig& tier) {
+  TableReader r(t, prefix);
+  tier.enabled = true;
+  HEARTH_RETURN_IF_ERROR(r.boolean("enabled", tier.enabled));
+  if (has_dir) HEARTH_RETURN_IF_ERROR(r.string("dir", tier.dir));
+  HEARTH_RETURN_IF_ERROR(r.size("quota", tier.quota_bytes));
+  HEARTH_RETURN_IF_ERROR(r.check_unknown());
+  if (has_dir && tier.enabled && tier.dir.empty()) {
+    return InvalidArgument("config: " + prefix + ".dir: required when the tier is enabled");
+  }
+  return OkStatus();
+}
+
+Status read_document(const toml::table& root, ServerConfig& c) {
+  TableReader r(root, "");
+  const toml::table* t = nullptr;
+
+  HEARTH_RETURN_IF_ERROR(r.table("server", t));
+  if (t) {
+    TableReader s(*t, "server");
+    int64_t port = c.port;
+    HEARTH_RETURN_IF_ERROR(s.string("host", c.host));
+    HEARTH_RETURN_IF_ERROR(s.integer("port", port));
+    if (port > 65535) return InvalidArgument("config: server.port: must be <= 65535");
+    c.port = static_cast<int>(port);
+    HEARTH_RETURN_IF_ERROR(s.string("api_key", c.api_key));
+    HEARTH_RETURN_IF_ERROR(s.string("models_dir", c.models_dir));
+    HEARTH_RETURN_IF_ERROR(s.string("chat_template", c.chat_template));
+    HEARTH_RETURN_IF_ERROR(s.string("cache_dir", c.cache_dir));
+    HEARTH_RETURN_IF_ERROR(s.integer("shutdown_grace_ms", c.shutdown_grace_ms));
+    HEARTH_RETURN_IF_ERROR(s.check_unknown());
+  }
+
+  HEARTH_RETURN_IF_ERROR(r.table("limits", t));
+  if (t) {
+    TableReader s(*t, "limits");
+    HEARTH_RETURN_IF_ERROR(s.size("max_body_bytes", c.limits.max_body_bytes));
+    HEARTH_RETURN_IF_ERROR(s.integer("max_tokens", c.limits.max_tokens, 1));
+    HEARTH_RETURN_IF_ERROR(
+        s.integer("max_concurrent_requests", c.limits.max_concurrent_requests, 1));
+    HEARTH_RETURN_IF_ERROR(s.integer("max_queued_requests", c.limits.max_queued_requests, 0));
+    HEARTH_RETURN_IF_ERROR(s.integer("retry_after_s", c.limits.retry_after_s, 0));
+    HEARTH_RETURN_IF_ERROR(s.check_unknown());
+  }
+
+  if (const auto* n = r.get("models")) {
+    const auto* arr = n->as_array();
+    if (!arr) return r.type_error("models", "an array of tables ([[models]])");
+    for (size_t i = 0; i < arr->size(); ++i) {
+      const std::string prefix = "models[" + std::to_string(i) + "]";
+      const auto* mt = (*arr)[i].as_table();
+      if (!mt) return InvalidArgument("config: " + prefix + ": expected a table");
+      ModelConfig m;
+      HEARTH_RETURN_IF_ERROR(read_model(*mt, prefix, m));
+      c.models.push_back(std::move(m));
+    }
+  }
+
+  HEARTH_RETURN_IF_ERROR(r.table("tiers", t));
+  if (t) {
+    TableReader s(*t, "tiers");
+    const toml::table* tier = nullptr;
+    HEARTH_RETURN_IF_ERROR(s.table("ram", tier));
+    if (tier) HEARTH_RETURN_IF_ERROR(read_tier(*tier, "tiers.ram", false, c.ram));
+    HEARTH_RETURN_IF_ERROR(s.table("ram_file", tier));
+    if (tier) HEARTH_RETURN_IF_ERROR(read_tier(*tier, "tiers.ram_file", true, c.ram_file));
+    HEARTH_RETURN_IF_ERROR(s.table("disk", tier));
+    if (tier) HEARTH_RETURN_IF_ERROR(read_tier(*tier, "tiers.disk", true, c.disk));
+    HEARTH_RETURN_IF_ERROR(s.check_unknown());
+  }
+
+  HEARTH_RETURN_IF_ERROR(r.table("writer_pool", t));
+  if (t) {
+    TableReader s(*t, "writer_pool");
+    HEARTH_RETURN_IF_ERROR(s.integer("threads", c.writer_threads, 1));
+    HEARTH_RETURN_IF_ERROR(s.check_unknown());
+  }
+
+  HEARTH_RETURN_IF_ERROR(r.table("pressure", t));
+  if (t) {
+    TableReader s(*t, "pressure");
+    auto& p = c.pressure;
+    HEARTH_RETURN_IF_ERROR(s.boolean("enabled", p.enabled));
+    HEARTH_RETURN_IF_ERROR(s.string("source", p.source));
+    HEARTH_RETURN_IF_ERROR(s.integer("interval_ms", p.interval_ms, 1));
+    HEARTH_RETURN_IF_ERROR(s.number("high_watermark", p.high_watermark));
+    HEARTH_RETURN_IF_ERROR(s.number("low_watermark", p.low_watermark));
+    HEARTH_RETURN_IF_ERROR(s.size("min_evict_bytes", p.min_evict_bytes));
+    if (const auto* n = s.get("evict_tiers")) {
+      const auto* arr = n->as_array();
+      if (!arr) return s.type_error("evict_tiers", "an array of tier names");
+      p.evict_tiers.clear();
+      for (const auto& e : *arr) {
+        auto v = e.value<std::string>();
+        if (!e.is_string() || (*v != "ram" && *v != "ram_file" && *v != "disk")) {
+          return InvalidArgument(
+              "config: pressure.evict_tiers: each entry must be \"ram\", \"ram_file\" or \"disk\"");
+        }
+        p.evict_tiers.push_back(*v);
+      }
+    }
+    HEARTH_RETURN_IF_ERROR(s.check_unknown());
+    if (p.source != "noop" && p.source != "system") {
+      return InvalidArgument("config: pressure.source: expected \"noop\" or \"system\"");
+    }
+    if (p.high_watermark <= 0 || p.high_watermark > 1 || p.low_watermark < 0 ||
+        p.low_watermark >= p.high_watermark) {
+      return InvalidArgument(
+          "config: pressure.low_watermark/high_watermark: need 0 <= low < high <= 1");
+    }
+  }
+  return r.check_unknown();
+}
+
+}  // namespace
+
+Status apply_config_toml(std::string_view toml_text, ServerConfig& config) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << "config: TOML syntax error at line " << e.source().begin.line << ", column "
+       << e.source().begin.column << ": " << e.description();
+    return InvalidArgument(os.str());
+  }
+  ServerConfig updated = config;
+  HEARTH_RETURN_IF_ERROR(read_document(root, updated));
+  config = std::move(updated);
+  return OkStatus();
+}
+
+Status apply_config_file(const std::string& path, ServerConfig& config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return IoError("config: cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  Status s = apply_config_toml(ss.str(), config);
+  if (!s.ok()) return Status(s.code(), path + ": " + s.message());
+  return OkStatus();
+}
+
+ModelConfig model_config_from_flag(const std::string& flag_value) {
+  ModelConfig m;
+  const auto eq = flag_value.find('=');
+  if (eq != std::string::npos && eq > 0 && flag_value.find('/') > eq) {
+    m.id = flag_value.substr(0, eq);
+    m.path = flag_value.substr(eq + 1);
+  } else {
+    m.path = flag_value;
+    m.id = std::filesystem::path(m.path).stem().string();
+  }
+  return m;
+}
+
+Status validate_config(const ServerConfig& c) {
+  if (c.port < 0 || c.port > 65535) return InvalidArgument("port: must be in 0..65535");
+  if (c.host.empty()) return InvalidArgument("host: must not be empty");
+  std::set<std::string> ids;
+  for (size_t i = 0; i < c.models.size(); ++i) {
+    const auto& m = c.models[i];
+    if (m.id.empty()) return InvalidArgument("models[" + std::to_string(i) + "].id: empty");
+    if (!ids.insert(m.id).second) {
+      return InvalidArgument("models[" + std::to_string(i) + "].id: duplicate model id '" + m.id +
+                             "'");
+    }
+  }
+  if (!c.chat_template.empty() && !chat_family_from_name(c.chat_template)) {
+    return InvalidArgument(
+        "chat_template: unknown family '" + c.chat_template +
+        "' (expected chatml, qwen, llama-2, llama-3, mistral, zephyr, gemma or phi-3)");
+  }
+  if (c.limits.max_body_bytes < 1024)
+    return InvalidArgument("limits.max_body_bytes: must be >= 1024");
+  return OkStatus();
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,205 @@
+#include "server/generation.h"
+
+#include "hearth/log.h"
+#include "server/chat_template.h"
+#include "server/stop_matcher.h"
+
+namespace hearth::server {
+
+int64_t steady_now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<ApiError> resolve_model(ServerContext& ctx, const std::string& id,
+                                      ModelDescription& out) {
+  if (id.empty()) {
+    auto models = ctx.service.list_models();
+    if (models.empty()) {
+      ApiError e = invalid_request("no model is loaded", "model", "model_not_found");
+      e.http_status = 404;
+      e.type = "not_found_error";
+      return e;
+    }
+    out = models.front();
+    return std::nullopt;
+  }
+  auto info = ctx.service.model_info(id);
+  if (!info.ok()) {
+    ApiError e = from_status(info.status(), "model");
+    if (info.status().code() == ErrorCode::kNotFound) {
+      e.message = "model '" + id + "' not found (GET /v1/models lists the loaded models)";
+      e.code = "model_not_found";
+    }
+    return e;
+  }
+  out = std::move(info).value();
+  return std::nullopt;
+}
+
+namespace {
+
+ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
+  if (!ctx.config.chat_template.empty()) {
+    if (auto f = chat_family_from_name(ctx.config.chat_template)) return *f;
+  }
+  if (auto f = detect_chat_family(model.chat_template)) return *f;
+  std::lock_guard<std::mutex> lock(ctx.warned_mu);
+  if (ctx.warned_template_models.insert(model.id).second) {
+    log::warn("model '" + model.id + "': " +
+              (model.chat_template.empty() ? std::string("no tokenizer.chat_template")
+                                           : std::string("unrecognised tokenizer.chat_template")) +
+              "; using chatml (override with --chat-template NAME)");
+  }
+  return ChatFamily::kChatml;
+}
+
+// Forwards service tokens through the stop matcher to the client.
+class StreamingSink : public GenerateSink {
+ public:
+  StreamingSink(ServerContext& ctx, const GenerationPlan& plan,
+                const std::function<bool(const std::string&)>& emit, GenerationOutcome& out)
+      : ctx_(ctx), matcher_(plan.stop), emit_(emit), out_(out), start_ms_(steady_now_ms()) {}
+
+  bool on_token(const std::string& fragment, TokenId /*token*/) override {
+    if (out_.ttft_seconds < 0) out_.ttft_seconds = (steady_now_ms() - start_ms_) / 1000.0;
+    const std::string text = matcher_.push(fragment);
+    if (!text.empty() && !send(text)) return false;
+    if (matcher_.stopped()) return false;
+    if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
+      return false;
+    }
+    return true;
+  }
+
+  void finish() {
+    if (!out_.client_gone) {
+      const std::string rest = matcher_.flush();
+      if (!rest.empty()) send(rest);
+    }
+  }
+
+  bool stopped_by_string() const { return matcher_.stopped(); }
+  const std::string& matched_stop() const { return matcher_.matched(); }
+
+ private:
+  bool send(const std::string& text) {
+    out_.text += text;
+    if (!emit_(text)) {
+      out_.client_gone = true;
+      return false;
+    }
+    return true;
+  }
+
+  ServerContext& ctx_;
+  StopMatcher matcher_;
+  const std::function<bool(const std::string&)>& emit_;
+  GenerationOutcome& out_;
+  int64_t start_ms_;
+};
+
+}  // namespace
+
+std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& req,
+                                        GenerationPlan& plan) {
+  if (auto e = resolve_model(ctx, req.model, plan.model)) return e;
+  const auto& model = plan.model;
+  std::vector<TokenId> tokens;
+  if (req.prompt_tokens) {
+    tokens = *req.prompt_tokens;
+    for (TokenId t : tokens) {
+      if (model.n_vocab > 0 && t >= model.n_vocab) {
+        return invalid_request("'prompt' holds token id " + std::to_string(t) +
+                                   " outside the vocabulary (size " +
+                                   std::to_string(model.n_vocab) + ")",
+                               "prompt", "invalid_value");
+      }
+    }
+  } else {
+    std::string text = req.prompt;
+    bool parse_special = false;
+    if (req.is_chat) {
+      const ChatFamily family = pick_family(ctx, model);
+      plan.chat_family = chat_family_name(family);
+      text = render_chat(family, req.messages);
+      parse_special = true;
+    }
+    auto tok = ctx.service.tokenize(model.id, text, /*add_special=*/true, parse_special);
+    if (!tok.ok()) return from_status(tok.status(), req.prompt_field);
+    tokens = std::move(tok).value();
+  }
+  if (tokens.empty()) {
+    return invalid_request("'" + req.prompt_field + "' is empty", req.prompt_field,
+                           "invalid_value");
+  }
+  const int64_t n_prompt = static_cast<int64_t>(tokens.size());
+  const int64_t context = model.context_length > 0 ? model.context_length : INT64_MAX;
+  if (n_prompt >= context) {
+    ApiError e = invalid_request(
+        "'" + req.prompt_field + "' is " + std::to_string(n_prompt) + " tokens, but model '" +
+            model.id + "' has a context of " + std::to_string(context) +
+            " tokens (room is needed for at least one generated token); shorten the prompt",
+        req.prompt_field, "context_length_exceeded");
+    return e;
+  }
+  const int64_t room = context - n_prompt;
+  int64_t max_tokens = 0;
+  if (req.max_tokens) {
+    max_tokens = *req.max_tokens;
+    if (max_tokens > ctx.config.limits.max_tokens) {
+      return invalid_request("'max_tokens' is " + std::to_string(max_tokens) +
+                                 ", above this server's limit of " +
+                                 std::to_string(ctx.config.limits.max_tokens),
+                             "max_tokens", "invalid_value");
+    }
+    if (max_tokens > room) {
+      return invalid_request("'max_tokens' (" + std::to_string(max_tokens) + ") plus the prompt (" +
+                                 std::to_string(n_prompt) +
+                                 " tokens) exceeds the context of model '" + model.id + "' (" +
+                                 std::to_string(context) + " tokens)",
+                             "max_tokens", "context_length_exceeded");
+    }
+  } else {
+    max_tokens = std::min(room, ctx.config.limits.max_tokens);
+  }
+  plan.request.model = model.id;
+  plan.request.prompt = std::move(tokens);
+  plan.request.max_tokens = max_tokens;
+  plan.request.sampling = req.sampling;
+  plan.stop = req.stop;
+  return std::nullopt;
+}
+
+GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
+                                 const std::function<bool(const std::string&)>& emit) {
+  GenerationOutcome out;
+  const int64_t start_ms = steady_now_ms();
+  StreamingSink sink(ctx, plan, emit, out);
+  ctx.metrics.in_flight.fetch_add(1);
+  auto result = ctx.service.generate(plan.request, sink);
+  ctx.metrics.in_flight.fetch_sub(1);
+  if (!result.ok()) {
+    out.error = result.status();
+    return out;
+  }
+  out.stats = std::move(result).value();
+  sink.finish();
+  if (sink.stopped_by_string()) {
+    out.finish_reason = "stop";
+    out.matched_stop = sink.matched_stop();
+  } else if (out.stats.finish_reason == "length") {
+    out.finish_reason = "length";
+  } else {
+    out.finish_reason = "stop";
+  }
+  if (out.client_gone) ctx.metrics.client_disconnects.fetch_add(1);
+  const double total_s = (steady_now_ms() - start_ms) / 1000.0;
+  const double decode_s = out.ttft_seconds >= 0 ? total_s - out.ttft_seconds : total_s;
+  ctx.metrics.record_generation(plan.model.id, out.ttft_seconds, out.stats.prompt_tokens,
+                                out.stats.cached_tokens, out.stats.completion_tokens, decode_s);
+  return out;
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,74 @@
+// The path every text endpoint shares: resolve the model, render the chat
+// template, tokenize, enforce context and token limits (a clear error, never a
+// silent truncation), then run the generation with stop strings applied and
+// metrics recorded. Independent of HTTP, so it is unit-testable with a fake.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "hearth/server.h"
+#include "server/admission.h"
+#include "server/api_error.h"
+#include "server/metrics.h"
+#include "server/request_parse.h"
+#include "server/service_api.h"
+
+namespace hearth::server {
+
+// State shared by all request handlers of one server.
+struct ServerContext {
+  ServerContext(ServiceApi& s, const ServerConfig& c)
+      : service(s),
+        config(c),
+        admission(c.limits.max_concurrent_requests, c.limits.max_queued_requests) {}
+
+  ServiceApi& service;
+  const ServerConfig& config;
+  Metrics metrics;
+  Admission admission;
+  // Set on SIGTERM/SIGINT: generations still running after the grace deadline stop.
+  std::atomic<bool> shutting_down{false};
+  std::atomic<int64_t> shutdown_deadline_ms{0};  // steady-clock ms
+
+  std::mutex warned_mu;
+  std::set<std::string> warned_template_models;  // fallback warning logged once per model
+};
+
+struct GenerationPlan {
+  ModelDescription model;
+  GenerateRequest request;
+  std::vector<std::string> stop;
+  std::string chat_family;  // empty for plain completions
+};
+
+// Resolves the model. Empty id = the first loaded model.
+std::optional<ApiError> resolve_model(ServerContext& ctx, const std::string& id,
+                                      ModelDescription& out);
+
+std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& req,
+                                        GenerationPlan& plan);
+
+struct GenerationOutcome {
+  GenerateStats stats;
+  std::string text;           // everything emitted to the client
+  std::string finish_reason;  // "stop" or "length"
+  std::string matched_stop;   // the stop string that ended it, if any
+  bool client_gone = false;
+  Status error;
+  double ttft_seconds = -1;
+};
+
+// Runs the plan. emit(text) returns false once the client is gone, which cancels
+// the generation.
+GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
+                                 const std::function<bool(const std::string&)>& emit);
+
+int64_t steady_now_ms();
+
+}  // namespace hearth::server

@@ -1,0 +1,141 @@
+#include "server/http_server.h"
+
+#include <openssl/crypto.h>
+
+#include "hearth/log.h"
+#include "server/http_util.h"
+
+namespace hearth::server {
+namespace {
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// The API key from "Authorization: Bearer KEY" or Anthropic's "x-api-key: KEY".
+std::string presented_key(const httplib::Request& req) {
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string bearer = "Bearer ";
+  if (auth.size() > bearer.size() && auth.compare(0, bearer.size(), bearer) == 0) {
+    return auth.substr(bearer.size());
+  }
+  return req.get_header_value("x-api-key");
+}
+
+ErrorShape shape_for(const std::string& path) {
+  return path.rfind("/v1/messages", 0) == 0 ? ErrorShape::kAnthropic : ErrorShape::kOpenAi;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServiceApi& service, const ServerConfig& config)
+    : config_(config), ctx_(service, config_), http_(std::make_unique<httplib::Server>()) {
+  install_routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+void HttpServer::install_routes() {
+  auto& http = *http_;
+  // Each streaming client holds a worker thread for its whole generation, and
+  // keep-alive connections hold one while idle: size the pool for the admitted
+  // load plus headroom for admin calls, so /health and /metrics stay reachable.
+  const auto threads = static_cast<size_t>(config_.limits.max_concurrent_requests +
+                                           config_.limits.max_queued_requests + 16);
+  // httplib owns the queue it is handed and deletes it (its API takes a raw pointer).
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_payload_max_length(static_cast<size_t>(config_.limits.max_body_bytes));
+  http.set_keep_alive_timeout(5);
+  http.set_read_timeout(30, 0);
+  http.set_write_timeout(30, 0);
+
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (config_.api_key.empty() || req.path == "/health")
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (constant_time_equal(presented_key(req), config_.api_key)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    ApiError e;
+    e.http_status = 401;
+    e.type = "authentication_error";
+    e.code = "invalid_api_key";
+    e.message = req.has_header("Authorization") || req.has_header("x-api-key")
+                    ? "invalid API key"
+                    : "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
+    res.set_header("WWW-Authenticate", "Bearer");
+    reply_error(res, e, shape_for(req.path));
+    ctx_.metrics.record_request("unauthorized", 401, 0);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  // Turns httplib's own bare errors (no route, body too large) into API errors.
+  http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.http_status = res.status;
+    if (res.status == 404) {
+      e.type = "not_found_error";
+      e.code = "unknown_endpoint";
+      e.message = "no endpoint " + req.method + " " + req.path;
+    } else if (res.status == 413) {
+      e.code = "request_too_large";
+      e.message = "request body exceeds limits.max_body_bytes (" +
+                  std::to_string(config_.limits.max_body_bytes) + " bytes)";
+    } else if (res.status == 405) {
+      e.message = "method " + req.method + " is not allowed on " + req.path;
+    } else {
+      e.message = "HTTP error " + std::to_string(res.status);
+      if (res.status >= 500) e.type = "server_error";
+    }
+    reply_error(res, e, shape_for(req.path));
+    res.status = e.http_status;
+  });
+
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        log::error(std::string("request handler threw: ") + what);
+        ApiError e;
+        e.http_status = 500;
+        e.type = "server_error";
+        e.message = "internal error: " + what;
+        reply_error(res, e);
+      });
+
+  register_openai_routes(http, ctx_);
+  register_anthropic_routes(http, ctx_);
+  register_admin_routes(http, ctx_);
+}
+
+Status HttpServer::bind() {
+  if (config_.port == 0) {
+    port_ = http_->bind_to_any_port(config_.host);
+    if (port_ <= 0) return IoError("cannot bind " + config_.host + " on any port");
+    return OkStatus();
+  }
+  if (!http_->bind_to_port(config_.host, config_.port)) {
+    return IoError("cannot bind " + config_.host + ":" + std::to_string(config_.port) +
+                   " (address in use or not available)");
+  }
+  port_ = config_.port;
+  return OkStatus();
+}
+
+void HttpServer::run() {
+  http_->listen_after_bind();
+}
+
+void HttpServer::stop() {
+  ctx_.shutdown_deadline_ms.store(steady_now_ms() + config_.shutdown_grace_ms);
+  ctx_.shutting_down.store(true);
+  ctx_.admission.close();
+  http_->stop();
+}
+
+}  // namespace hearth::server

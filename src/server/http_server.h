@@ -1,0 +1,40 @@
+// The HTTP front: binds the socket, authenticates, routes to the API families and
+// stops cleanly. One HttpServer serves one ServiceApi.
+#pragma once
+
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+
+#include "hearth/server.h"
+#include "server/generation.h"
+#include "server/service_api.h"
+
+namespace hearth::server {
+
+class HttpServer {
+ public:
+  HttpServer(ServiceApi& service, const ServerConfig& config);
+  ~HttpServer();
+
+  // Binds host:port (port 0 = any free port). Fails with a message naming the address.
+  Status bind();
+  int port() const { return port_; }
+  // Serves until stop(); returns when the listener and worker threads are done.
+  void run();
+  // Stops accepting; in-flight generations get config.shutdown_grace_ms to finish.
+  void stop();
+
+  ServerContext& context() { return ctx_; }
+
+ private:
+  void install_routes();
+
+  const ServerConfig config_;
+  ServerContext ctx_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+};
+
+}  // namespace hearth::server

@@ -1,0 +1,112 @@
+#include "server/http_util.h"
+
+#include <chrono>
+#include <random>
+
+namespace hearth::server {
+
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void reply_json(httplib::Response& res, const nlohmann::json& body, int status) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void reply_error(httplib::Response& res, const ApiError& error, ErrorShape shape) {
+  res.status = error.http_status;
+  res.set_content(
+      shape == ErrorShape::kAnthropic ? anthropic_error_body(error) : openai_error_body(error),
+      "application/json");
+}
+
+std::string sse_event(const nlohmann::json& data, const std::string& event) {
+  std::string out;
+  if (!event.empty()) out += "event: " + event + "\n";
+  out += "data: " + dump_json(data) + "\n\n";
+  return out;
+}
+
+std::string make_id(const std::string& prefix) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  static const char* hex = "0123456789abcdef";
+  std::string id = prefix;
+  for (int i = 0; i < 24; ++i) id += hex[rng() % 16];
+  return id;
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+RouteHandler with_metrics(ServerContext& ctx, std::string endpoint, RouteHandler handler) {
+  return [&ctx, endpoint = std::move(endpoint), handler = std::move(handler)](
+             const httplib::Request& req, httplib::Response& res) {
+    const int64_t start = steady_now_ms();
+    handler(req, res);
+    // A streaming reply is recorded by its content provider when the stream ends.
+    if (!res.is_chunked_content_provider_) {
+      ctx.metrics.record_request(endpoint, res.status, (steady_now_ms() - start) / 1000.0);
+    }
+  };
+}
+
+}  // namespace hearth::server
+
+namespace hearth::server {
+
+std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res,
+                                         ErrorShape shape) {
+  ctx.metrics.queued.fetch_add(1);
+  std::shared_ptr<Admission::Ticket> ticket = ctx.admission.acquire();
+  ctx.metrics.queued.fetch_sub(1);
+  if (!ticket) {
+    ctx.metrics.rejected_busy.fetch_add(1);
+    ApiError e;
+    e.http_status = ctx.shutting_down.load() ? 503 : 429;
+    e.type = ctx.shutting_down.load() ? "server_error" : "rate_limit_error";
+    e.code = ctx.shutting_down.load() ? "shutting_down" : "server_busy";
+    e.message = ctx.shutting_down.load()
+                    ? "the server is shutting down"
+                    : "too many concurrent requests (limits.max_concurrent_requests=" +
+                          std::to_string(ctx.config.limits.max_concurrent_requests) +
+                          ", limits.max_queued_requests=" +
+                          std::to_string(ctx.config.limits.max_queued_requests) + "); retry later";
+    res.set_header("Retry-After", std::to_string(ctx.config.limits.retry_after_s));
+    reply_error(res, e, shape);
+  }
+  return ticket;
+}
+
+void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
+               std::shared_ptr<Admission::Ticket> ticket, SseProducer produce) {
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  const int64_t start = steady_now_ms();
+  auto done = std::make_shared<bool>(false);
+  res.set_chunked_content_provider(
+      "text/event-stream", [&ctx, endpoint = std::move(endpoint), ticket = std::move(ticket),
+                            produce = std::move(produce), done,
+                            start](size_t /*offset*/, httplib::DataSink& sink) mutable {
+        if (*done) return false;
+        *done = true;
+        bool alive = true;
+        auto write = [&](const std::string& text) {
+          if (!alive) return false;
+          alive = sink.write(text.data(), text.size());
+          return alive;
+        };
+        produce(write);
+        ticket.reset();  // frees the slot before the socket is flushed and closed
+        ctx.metrics.record_request(endpoint, alive ? 200 : 499, (steady_now_ms() - start) / 1000.0);
+        if (!alive) return false;
+        sink.done();
+        return true;
+      });
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,61 @@
+// Server-side measurements exported at GET /metrics in the Prometheus text format:
+// request counts by endpoint and status, latency and time-to-first-token
+// histograms, generated tokens and throughput, in-flight and queued requests.
+// Cache counters and tier usage come from the service at scrape time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "server/service_api.h"
+
+namespace hearth::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+  // Appends the _bucket/_sum/_count lines for `name` with extra labels (may be empty).
+  void render(const std::string& name, const std::string& labels, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // one per bound, plus +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+
+  void record_request(const std::string& endpoint, int status, double seconds);
+  void record_generation(const std::string& model, double ttft_seconds, int64_t prompt_tokens,
+                         int64_t cached_tokens, int64_t completion_tokens,
+                         double generation_seconds);
+
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> queued{0};
+  std::atomic<int64_t> rejected_busy{0};
+  std::atomic<int64_t> client_disconnects{0};
+
+  // The full exposition text, including what the service reports.
+  std::string render(ServiceApi& service) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::string, Histogram> latency_;  // by endpoint
+  Histogram ttft_;
+  Histogram tokens_per_second_;
+  uint64_t prompt_tokens_ = 0;
+  uint64_t cached_tokens_ = 0;
+  uint64_t completion_tokens_ = 0;
+  double last_tokens_per_second_ = 0;
+};
+
+}  // namespace hearth::server

@@ -1,0 +1,262 @@
+// OpenAI-compatible endpoints: /v1/completions, /v1/chat/completions,
+// /v1/embeddings, /v1/models. Shapes follow the OpenAI API reference so the
+// official SDKs work unchanged.
+#include <cstring>
+
+#include "server/http_util.h"
+
+namespace hearth::server {
+namespace {
+
+using nlohmann::json;
+
+json usage_json(const GenerateStats& s) {
+  return {{"prompt_tokens", s.prompt_tokens},
+          {"completion_tokens", s.completion_tokens},
+          {"total_tokens", s.prompt_tokens + s.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
+}
+
+json model_json(const ModelDescription& m) {
+  return {{"id", m.id},
+          {"object", "model"},
+          {"created", m.created_unix},
+          {"owned_by", "hearth"},
+          {"context_length", m.context_length}};
+}
+
+ApiError generation_error(const Status& status) {
+  return from_status(status);
+}
+
+// Handles both text endpoints; `chat` picks the request and response shapes.
+void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
+                 httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  TextRequest tr;
+  if (auto e = chat ? parse_chat_request(body, tr) : parse_completion_request(body, tr)) {
+    return reply_error(res, *e);
+  }
+  auto plan = std::make_shared<GenerationPlan>();
+  if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e);
+  auto ticket = admit(ctx, res, ErrorShape::kOpenAi);
+  if (!ticket) return;
+
+  const std::string id = make_id(chat ? "chatcmpl-" : "cmpl-");
+  const int64_t created = unix_now();
+  const std::string object = chat ? "chat.completion" : "text_completion";
+
+  if (!tr.stream) {
+    GenerationOutcome out = run_generation(ctx, *plan, [](const std::string&) { return true; });
+    ticket.reset();
+    if (!out.error.ok()) return reply_error(res, generation_error(out.error));
+    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", out.finish_reason}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", out.text}};
+    } else {
+      choice["text"] = out.text;
+    }
+    return reply_json(res, {{"id", id},
+                            {"object", object},
+                            {"created", created},
+                            {"model", plan->model.id},
+                            {"system_fingerprint", nullptr},
+                            {"choices", json::array({choice})},
+                            {"usage", usage_json(out.stats)}});
+  }
+
+  const bool include_usage = tr.include_usage;
+  const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
+  start_sse(res, ctx, endpoint, std::move(ticket),
+            [&ctx, plan, chat, include_usage, id,
+             created](const std::function<bool(const std::string&)>& write) {
+              const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+              auto chunk = [&](json choice_fields, const json& finish) {
+                json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+                for (auto& [k, v] : choice_fields.items()) choice[k] = v;
+                return json{{"id", id},
+                            {"object", chunk_object},
+                            {"created", created},
+                            {"model", plan->model.id},
+                            {"system_fingerprint", nullptr},
+                            {"choices", json::array({choice})}};
+              };
+              if (chat && !write(sse_event(chunk(
+                              {{"delta", {{"role", "assistant"}, {"content", ""}}}}, nullptr)))) {
+                return;
+              }
+              GenerationOutcome out = run_generation(ctx, *plan, [&](const std::string& text) {
+                json fields = chat ? json{{"delta", {{"content", text}}}} : json{{"text", text}};
+                return write(sse_event(chunk(fields, nullptr)));
+              });
+              if (out.client_gone) return;
+              if (!out.error.ok()) {
+                write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
+                write("data: [DONE]\n\n");
+                return;
+              }
+              json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
+              if (!write(sse_event(chunk(last, out.finish_reason)))) return;
+              if (include_usage) {
+                json u = {{"id", id},
+                          {"object", chunk_object},
+                          {"created", created},
+                          {"model", plan->model.id},
+                          {"system_fingerprint", nullptr},
+                          {"choices", json::array()},
+                          {"usage", usage_json(out.stats)}};
+                if (!write(sse_event(u))) return;
+              }
+              write("data: [DONE]\n\n");
+            });
+}
+
+std::string base64_floats(const std::vector<float>& v) {
+  static const char* table = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(v.size() * sizeof(float), '\0');
+  std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian float32, as OpenAI sends
+  std::string out;
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t n =
+        (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
+    out += table[(n >> 18) & 63];
+    out += table[(n >> 12) & 63];
+    out += table[(n >> 6) & 63];
+    out += table[n & 63];
+  }
+  if (i < bytes.size()) {
+    uint32_t n = uint8_t(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) n |= uint8_t(bytes[i + 1]) << 8;
+    out += table[(n >> 18) & 63];
+    out += table[(n >> 12) & 63];
+    out += i + 1 < bytes.size() ? table[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  std::string model_id;
+  if (body.contains("model") && !body["model"].is_null()) {
+    if (!body["model"].is_string())
+      return reply_error(res, invalid_request("'model' must be a string", "model", "invalid_type"));
+    model_id = body["model"].get<std::string>();
+  }
+  bool base64 = false;
+  if (body.contains("encoding_format") && !body["encoding_format"].is_null()) {
+    const json& f = body["encoding_format"];
+    if (f != "float" && f != "base64") {
+      return reply_error(res, invalid_request("'encoding_format' must be \"float\" or \"base64\"",
+                                              "encoding_format", "invalid_value"));
+    }
+    base64 = f == "base64";
+  }
+  if (!body.contains("input"))
+    return reply_error(res, invalid_request("'input' is required", "input", "missing_field"));
+  ModelDescription model;
+  if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
+
+  // Normalise input into texts (token arrays are detokenized), counting tokens for
+  // usage and the context check.
+  const json& input = body["input"];
+  std::vector<std::string> texts;
+  auto add_tokens = [&](const json& arr) -> std::optional<ApiError> {
+    std::vector<TokenId> t;
+    for (const auto& x : arr) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
+        return invalid_request("'input' token arrays must hold non-negative integers", "input",
+                               "invalid_type");
+      }
+      t.push_back(static_cast<TokenId>(x.get<int64_t>()));
+    }
+    auto text = ctx.service.detokenize(model.id, t);
+    if (!text.ok()) return from_status(text.status(), "input");
+    texts.push_back(std::move(text).value());
+    return std::nullopt;
+  };
+  std::optional<ApiError> err;
+  if (input.is_string()) {
+    texts.push_back(input.get<std::string>());
+  } else if (input.is_array() && !input.empty() && input[0].is_number_integer()) {
+    err = add_tokens(input);
+  } else if (input.is_array() && !input.empty()) {
+    for (const auto& x : input) {
+      if (x.is_string())
+        texts.push_back(x.get<std::string>());
+      else if (x.is_array())
+        err = add_tokens(x);
+      else
+        err = invalid_request("'input' must be a string, an array of strings, or token arrays",
+                              "input", "invalid_type");
+      if (err) break;
+    }
+  } else {
+    err = invalid_request("'input' must be a non-empty string or array", "input", "invalid_type");
+  }
+  if (err) return reply_error(res, *err);
+  if (texts.size() > 256)
+    return reply_error(
+        res, invalid_request("'input' may hold at most 256 items", "input", "invalid_value"));
+
+  int64_t prompt_tokens = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    auto tok = ctx.service.tokenize(model.id, texts[i], true, false);
+    if (!tok.ok()) return reply_error(res, from_status(tok.status(), "input"));
+    const auto n = static_cast<int64_t>(tok.value().size());
+    if (model.context_length > 0 && n > model.context_length) {
+      return reply_error(
+          res, invalid_request("'input' item " + std::to_string(i) + " is " + std::to_string(n) +
+                                   " tokens, above the context of " +
+                                   std::to_string(model.context_length),
+                               "input", "context_length_exceeded"));
+    }
+    prompt_tokens += n;
+  }
+  auto embeddings = ctx.service.embed(model.id, texts);
+  if (!embeddings.ok()) return reply_error(res, from_status(embeddings.status(), "input"));
+  json data = json::array();
+  for (size_t i = 0; i < embeddings.value().size(); ++i) {
+    json e = {{"object", "embedding"}, {"index", i}};
+    if (base64)
+      e["embedding"] = base64_floats(embeddings.value()[i]);
+    else
+      e["embedding"] = embeddings.value()[i];
+    data.push_back(std::move(e));
+  }
+  reply_json(res, {{"object", "list"},
+                   {"data", data},
+                   {"model", model.id},
+                   {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}});
+}
+
+}  // namespace
+
+void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
+  http.Post("/v1/completions",
+            with_metrics(ctx, "/v1/completions", [&ctx](const auto& req, auto& res) {
+              handle_text(ctx, false, req, res);
+            }));
+  http.Post("/v1/chat/completions",
+            with_metrics(ctx, "/v1/chat/completions",
+                         [&ctx](const auto& req, auto& res) { handle_text(ctx, true, req, res); }));
+  http.Post("/v1/embeddings",
+            with_metrics(ctx, "/v1/embeddings",
+                         [&ctx](const auto& req, auto& res) { handle_embeddings(ctx, req, res); }));
+  http.Get("/v1/models", with_metrics(ctx, "/v1/models", [&ctx](const auto&, auto& res) {
+             json data = json::array();
+             for (const auto& m : ctx.service.list_models()) data.push_back(model_json(m));
+             reply_json(res, {{"object", "list"}, {"data", data}});
+           }));
+  http.Get(R"(/v1/models/(.+))",
+           with_metrics(ctx, "/v1/models/{id}", [&ctx](const auto& req, auto& res) {
+             ModelDescription m;
+             if (auto e = resolve_model(ctx, req.matches[1].str(), m)) return reply_error(res, *e);
+             reply_json(res, model_json(m));
+           }));
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,245 @@
+#include "server/request_parse.h"
+
+#include <limits>
+
+namespace hearth::server {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ApiError> type_error(const std::string& field, const std::string& expected) {
+  return invalid_request("'" + field + "' must be " + expected, field, "invalid_type");
+}
+std::optional<ApiError> value_error(const std::string& field, const std::string& why) {
+  return invalid_request("'" + field + "' " + why, field, "invalid_value");
+}
+
+bool present(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
+std::optional<ApiError> get_number(const json& body, const char* key, double& out, double lo,
+                                   double hi) {
+  if (!present(body, key)) return std::nullopt;
+  const json& v = body.at(key);
+  if (!v.is_number()) return type_error(key, "a number");
+  const double d = v.get<double>();
+  if (d < lo || d > hi) {
+    return value_error(key, "must be between " + json(lo).dump() + " and " + json(hi).dump());
+  }
+  out = d;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_int(const json& body, const char* key, int64_t& out, int64_t lo) {
+  if (!present(body, key)) return std::nullopt;
+  const json& v = body.at(key);
+  if (!v.is_number_integer()) return type_error(key, "an integer");
+  const int64_t i = v.get<int64_t>();
+  if (i < lo) return value_error(key, "must be >= " + std::to_string(lo));
+  out = i;
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_bool(const json& body, const char* key, bool& out) {
+  if (!present(body, key)) return std::nullopt;
+  if (!body.at(key).is_boolean()) return type_error(key, "a boolean");
+  out = body.at(key).get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_stop(const json& body, const char* key, std::vector<std::string>& out) {
+  if (!present(body, key)) return std::nullopt;
+  const json& v = body.at(key);
+  if (v.is_string()) {
+    out.push_back(v.get<std::string>());
+    return std::nullopt;
+  }
+  if (!v.is_array()) return type_error(key, "a string or an array of strings");
+  if (v.size() > 16) return value_error(key, "may hold at most 16 sequences");
+  for (const auto& s : v) {
+    if (!s.is_string()) return type_error(key, "a string or an array of strings");
+    out.push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// Fields shared by every text-generation endpoint.
+std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool openai) {
+  if (present(body, "model")) {
+    if (!body["model"].is_string()) return type_error("model", "a string");
+    out.model = body["model"].get<std::string>();
+  }
+  if (auto e = get_bool(body, "stream", out.stream)) return e;
+  auto& s = out.sampling;
+  if (auto e = get_number(body, "temperature", s.temperature, 0.0, openai ? 2.0 : 1.0)) return e;
+  if (auto e = get_number(body, "top_p", s.top_p, 0.0, 1.0)) return e;
+  if (auto e = get_int(body, "top_k", s.top_k, 0)) return e;
+  if (auto e = get_number(body, "min_p", s.min_p, 0.0, 1.0)) return e;
+  if (auto e = get_number(body, "repetition_penalty", s.repetition_penalty, 0.0, 10.0)) return e;
+  if (present(body, "repetition_penalty") && s.repetition_penalty <= 0) {
+    return value_error("repetition_penalty", "must be > 0");
+  }
+  if (auto e = get_number(body, "frequency_penalty", s.frequency_penalty, -2.0, 2.0)) return e;
+  if (auto e = get_number(body, "presence_penalty", s.presence_penalty, -2.0, 2.0)) return e;
+  if (present(body, "seed")) {
+    const json& v = body["seed"];
+    if (!v.is_number_integer()) return type_error("seed", "an integer");
+    s.has_seed = true;
+    s.seed = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
+  }
+  int64_t max_tokens = -1;
+  for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+    if (auto e = get_int(body, key, max_tokens, 1)) return e;
+  }
+  if (max_tokens > 0) out.max_tokens = max_tokens;
+  if (openai) {
+    if (auto e = get_stop(body, "stop", out.stop)) return e;
+    if (present(body, "n")) {
+      if (!body["n"].is_number_integer()) return type_error("n", "an integer");
+      if (body["n"].get<int64_t>() != 1)
+        return value_error("n", "must be 1 (only one choice is supported)");
+    }
+    if (present(body, "stream_options")) {
+      const json& so = body["stream_options"];
+      if (!so.is_object()) return type_error("stream_options", "an object");
+      if (so.contains("include_usage") && !so["include_usage"].is_null()) {
+        if (!so["include_usage"].is_boolean())
+          return type_error("stream_options.include_usage", "a boolean");
+        out.include_usage = so["include_usage"].get<bool>();
+      }
+    }
+  } else {
+    if (auto e = get_stop(body, "stop_sequences", out.stop)) return e;
+  }
+  return std::nullopt;
+}
+
+// Message content: a string or an array of {"type":"text","text":...} parts.
+std::optional<ApiError> content_text(const json& content, const std::string& field,
+                                     std::string& out) {
+  if (content.is_string()) {
+    out = content.get<std::string>();
+    return std::nullopt;
+  }
+  if (!content.is_array()) return type_error(field, "a string or an array of text parts");
+  for (size_t i = 0; i < content.size(); ++i) {
+    const std::string part = field + "[" + std::to_string(i) + "]";
+    const json& p = content[i];
+    if (!p.is_object()) return type_error(part, "an object");
+    if (!p.contains("type") || p["type"] != "text") {
+      return value_error(part + ".type", "must be \"text\" (only text content is supported)");
+    }
+    if (!p.contains("text") || !p["text"].is_string())
+      return type_error(part + ".text", "a string");
+    out += p["text"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_messages_array(const json& body, bool allow_system_role,
+                                             std::vector<ChatMessage>& out) {
+  if (!body.contains("messages"))
+    return invalid_request("'messages' is required", "messages", "missing_field");
+  const json& msgs = body["messages"];
+  if (!msgs.is_array()) return type_error("messages", "an array");
+  if (msgs.empty()) return value_error("messages", "must not be empty");
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    const json& m = msgs[i];
+    if (!m.is_object()) return type_error(field, "an object");
+    if (!m.contains("role") || !m["role"].is_string())
+      return type_error(field + ".role", "a string");
+    std::string role = m["role"].get<std::string>();
+    if (role == "developer") role = "system";
+    const bool ok_role =
+        role == "user" || role == "assistant" || (allow_system_role && role == "system");
+    if (!ok_role) {
+      return value_error(field + ".role",
+                         allow_system_role
+                             ? "must be one of system, developer, user, assistant"
+                             : "must be user or assistant (use the top-level 'system')");
+    }
+    if (!m.contains("content") || m["content"].is_null()) {
+      if (role == "assistant") {
+        out.push_back({role, ""});
+        continue;
+      }
+      return invalid_request("'" + field + ".content' is required", field + ".content",
+                             "missing_field");
+    }
+    ChatMessage cm{role, ""};
+    if (auto e = content_text(m["content"], field + ".content", cm.content)) return e;
+    out.push_back(std::move(cm));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
+  out = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded()) {
+    return invalid_request("request body is not valid JSON", "", "invalid_json");
+  }
+  if (!out.is_object())
+    return invalid_request("request body must be a JSON object", "", "invalid_json");
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_completion_request(const json& body, TextRequest& out) {
+  out.is_chat = false;
+  out.prompt_field = "prompt";
+  if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  if (!body.contains("prompt"))
+    return invalid_request("'prompt' is required", "prompt", "missing_field");
+  const json& p = body["prompt"];
+  if (p.is_string()) {
+    out.prompt = p.get<std::string>();
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    out.prompt = p[0].get<std::string>();
+  } else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
+    std::vector<TokenId> tokens;
+    for (const auto& t : p) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+          t.get<int64_t>() > std::numeric_limits<TokenId>::max()) {
+        return type_error("prompt", "a string or an array of non-negative token ids");
+      }
+      tokens.push_back(static_cast<TokenId>(t.get<int64_t>()));
+    }
+    out.prompt_tokens = std::move(tokens);
+  } else if (p.is_array() && p.size() > 1 && p[0].is_string()) {
+    return value_error("prompt", "may hold only one prompt (batched prompts are not supported)");
+  } else {
+    return type_error("prompt", "a string, an array with one string, or an array of token ids");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_chat_request(const json& body, TextRequest& out) {
+  out.is_chat = true;
+  out.prompt_field = "messages";
+  if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  return parse_messages_array(body, /*allow_system_role=*/true, out.messages);
+}
+
+std::optional<ApiError> parse_messages_request(const json& body, TextRequest& out) {
+  out.is_chat = true;
+  out.prompt_field = "messages";
+  if (auto e = parse_common(body, out, /*openai=*/false)) return e;
+  if (!out.max_tokens) {
+    return invalid_request("'max_tokens' is required", "max_tokens", "missing_field");
+  }
+  std::vector<ChatMessage> messages;
+  if (present(body, "system")) {
+    std::string system;
+    if (auto e = content_text(body["system"], "system", system)) return e;
+    messages.push_back({"system", system});
+  }
+  if (auto e = parse_messages_array(body, /*allow_system_role=*/false, messages)) return e;
+  out.messages = std::move(messages);
+  return std::nullopt;
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,39 @@
+// Validates OpenAI (/v1/completions, /v1/chat/completions) and Anthropic
+// (/v1/messages) request bodies into one neutral form. Every rejection names
+// the offending field, so clients can fix the request from the message alone.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+#include "server/chat_template.h"
+#include "server/service_api.h"
+
+namespace hearth::server {
+
+struct TextRequest {
+  std::string model;  // empty = the default (first loaded) model
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool is_chat = false;
+  std::string prompt;                                 // completions: prompt text
+  std::optional<std::vector<TokenId>> prompt_tokens;  // completions: pre-tokenized prompt
+  std::vector<ChatMessage> messages;                  // chat / messages
+  std::optional<int64_t> max_tokens;                  // nullopt = fill the context (capped)
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  std::string prompt_field = "prompt";  // which field the prompt came from (for errors)
+};
+
+std::optional<ApiError> parse_completion_request(const nlohmann::json& body, TextRequest& out);
+std::optional<ApiError> parse_chat_request(const nlohmann::json& body, TextRequest& out);
+std::optional<ApiError> parse_messages_request(const nlohmann::json& body, TextRequest& out);
+
+// The body must be a JSON object; returns the error for anything else.
+std::optional<ApiError> parse_json_object(const std::string& body, nlohmann::json& out);
+
+}  // namespace hearth::server

@@ -1,0 +1,295 @@
+// ServiceApi over hearth::runtime::Runtime. The runtime calls its stream sink on the
+// model's worker thread; this adapter hands each fragment to the HTTP thread through
+// a small queue, so a slow client never stalls the batch, and turns "the client is
+// gone" into Runtime::cancel.
+#include "server/runtime_service.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <tuple>
+
+#include "hearth/gguf.h"
+#include "hearth/log.h"
+#include "hearth/runtime.h"
+#include "runtime/stub_backend.h"
+
+namespace hearth::server {
+namespace {
+
+namespace rt = hearth::runtime;
+
+rt::Tier tier_from_name(const std::string& name) {
+  if (name == "ram_file") return rt::Tier::kRamFile;
+  if (name == "disk") return rt::Tier::kDisk;
+  return rt::Tier::kRam;
+}
+
+// The Jinja chat template stored in the GGUF, or "" (stub models, no template).
+std::string read_chat_template(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return {};
+  auto file = gguf::GgufFile::open(path);
+  if (!file.ok()) return {};
+  auto t = file->get_string("tokenizer.chat_template");
+  return t.ok() ? t.value() : std::string();
+}
+
+// Events from the worker thread to the request's HTTP thread.
+struct Channel {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> fragments;
+  bool finished = false;
+  rt::RequestStats stats;
+  Status error;
+};
+
+class RuntimeService : public ServiceApi {
+ public:
+  RuntimeService(std::unique_ptr<rt::Runtime> runtime, const ServerConfig& config,
+                 const rt::CacheOptions& cache)
+      : runtime_(std::move(runtime)), config_(config), cache_(cache) {}
+
+  std::vector<ModelDescription> list_models() override {
+    std::vector<ModelDescription> out;
+    for (const auto& info : runtime_->list_models()) out.push_back(describe(info));
+    return out;
+  }
+
+  Result<ModelDescription> model_info(const std::string& id) override {
+    HEARTH_ASSIGN_OR_RETURN(auto info, runtime_->model_info(id));
+    return describe(info);
+  }
+
+  Result<ModelDescription> load_model(const ModelLoadOptions& options) override {
+    rt::ModelConfig c;
+    c.id = options.id;
+    c.model_path = options.path;
+    c.backend = config_.backend == "stub" ? "stub" : "engine";
+    c.n_ctx = static_cast<int32_t>(options.context);
+    c.n_seq_max = static_cast<int32_t>(options.n_seq_max > 0 ? options.n_seq_max : 4);
+    c.tier = tier_from_name(options.tier.empty() ? default_tier() : options.tier);
+    c.max_queue = static_cast<int32_t>(config_.limits.max_queued_requests);
+    for (const auto& [key, value] : options.policy) {
+      const auto v = static_cast<int32_t>(value);
+      if (key == "min_tokens")
+        c.policy.min_tokens = v;
+      else if (key == "cold_min_tokens")
+        c.policy.cold_min_tokens = v;
+      else if (key == "cold_max_tokens")
+        c.policy.cold_max_tokens = v;
+      else if (key == "continued_interval")
+        c.policy.continued_interval = v;
+      else if (key == "boundary_trim_tokens")
+        c.policy.boundary_trim_tokens = v;
+      else if (key == "boundary_align_tokens")
+        c.policy.boundary_align_tokens = v;
+    }
+    if (c.backend == "stub") {
+      // Tests slow the stub down (HEARTH_STUB_STEP_DELAY_US) so a client can leave mid-stream.
+      rt::StubOptions stub;
+      if (c.n_ctx > 0) stub.n_ctx = c.n_ctx;
+      stub.n_seq_max = c.n_seq_max;
+      if (!c.model_path.empty()) stub.model_path = c.model_path;
+      if (const char* delay = std::getenv("HEARTH_STUB_STEP_DELAY_US")) {
+        stub.control->step_delay_us.store(std::atoi(delay));
+      }
+      c.factory = rt::stub_factory(stub);
+    }
+    std::string chat_template = read_chat_template(options.path);
+    HEARTH_ASSIGN_OR_RETURN(std::string id, runtime_->load_model(std::move(c)));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      templates_[id] = std::move(chat_template);
+    }
+    return model_info(id);
+  }
+
+  Status unload_model(const std::string& id) override { return runtime_->unload_model(id); }
+
+  Result<std::vector<TokenId>> tokenize(const std::string& model, const std::string& text,
+                                        bool add_special, bool /*parse_special*/) override {
+    return runtime_->tokenize(model, text, add_special);
+  }
+
+  Result<std::string> detokenize(const std::string& model,
+                                 const std::vector<TokenId>& tokens) override {
+    return runtime_->detokenize(model, tokens);
+  }
+
+  Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) override {
+    rt::RequestParams params;
+    params.response_tokens = static_cast<int32_t>(request.max_tokens);
+    const auto& s = request.sampling;
+    params.sampling.temperature = static_cast<float>(s.temperature);
+    params.sampling.top_k = static_cast<int32_t>(s.top_k);
+    params.sampling.top_p = static_cast<float>(s.top_p);
+    params.sampling.min_p = static_cast<float>(s.min_p);
+    params.sampling.repetition_penalty = static_cast<float>(s.repetition_penalty);
+    if (s.has_seed) params.sampling.seed = s.seed;
+
+    auto channel = std::make_shared<Channel>();
+    rt::StreamSink rsink;
+    rsink.on_text = [channel](std::string_view text) {
+      std::lock_guard<std::mutex> lock(channel->mu);
+      channel->fragments.emplace_back(text);
+      channel->cv.notify_one();
+    };
+    rsink.on_done = [channel](const rt::RequestStats& stats) {
+      std::lock_guard<std::mutex> lock(channel->mu);
+      channel->stats = stats;
+      channel->finished = true;
+      channel->cv.notify_one();
+    };
+    rsink.on_error = [channel](const Status& error) {
+      std::lock_guard<std::mutex> lock(channel->mu);
+      channel->error = error.ok() ? Internal("runtime reported an error without a message") : error;
+      channel->finished = true;
+      channel->cv.notify_one();
+    };
+    HEARTH_ASSIGN_OR_RETURN(rt::RequestId id,
+                            runtime_->infer(request.model, request.prompt, params, rsink));
+
+    bool cancelled = false;
+    std::unique_lock<std::mutex> lock(channel->mu);
+    for (;;) {
+      channel->cv.wait(lock, [&] { return channel->finished || !channel->fragments.empty(); });
+      while (!channel->fragments.empty()) {
+        std::string text = std::move(channel->fragments.front());
+        channel->fragments.pop_front();
+        if (cancelled) continue;
+        lock.unlock();  // the sink writes to a socket: never under the lock
+        const bool keep_going = sink.on_token(text, -1);
+        if (!keep_going) {
+          runtime_->cancel(id);
+          cancelled = true;
+        }
+        lock.lock();
+      }
+      if (channel->finished && channel->fragments.empty()) break;
+    }
+    if (!channel->error.ok()) return channel->error;
+    const auto& st = channel->stats;
+    GenerateStats out;
+    out.prompt_tokens = st.prompt_tokens;
+    out.cached_tokens = st.cache_delta.read;
+    out.completion_tokens = st.completion_tokens;
+    out.finish_reason =
+        cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
+    return out;
+  }
+
+  Result<std::vector<std::vector<float>>> embed(const std::string& model,
+                                                const std::vector<std::string>& inputs) override {
+    return runtime_->embeddings(model, inputs);
+  }
+
+  std::map<std::string, int64_t> cache_counters() override {
+    std::map<std::string, int64_t> out;
+    for (const auto& [k, v] : runtime_->cache_counters()) out[k] = static_cast<int64_t>(v);
+    return out;
+  }
+
+  // Per-tier usage from the cache's bytes_<tier> / rows_<tier> counters.
+  std::vector<TierUsage> tier_usage() override {
+    const auto counters = runtime_->cache_counters();
+    auto get = [&](const std::string& name) -> int64_t {
+      auto it = counters.find(name);
+      return it == counters.end() ? 0 : static_cast<int64_t>(it->second);
+    };
+    std::vector<TierUsage> out;
+    const std::tuple<const char*, bool, uint64_t> tiers[] = {
+        {"ram", true, cache_.ram_bytes},
+        {"ram_file", !cache_.ram_file_dir.empty(), cache_.ram_file_bytes},
+        {"disk", !cache_.disk_dir.empty(), cache_.disk_bytes}};
+    for (const auto& [name, enabled, quota] : tiers) {
+      const std::string n = name;
+      if (!enabled) continue;
+      out.push_back({n, get("bytes_" + n), get("rows_" + n), static_cast<int64_t>(quota)});
+    }
+    return out;
+  }
+  // Row listing, evict-by-bytes and gc are cache-facade operations the runtime does
+  // not expose yet.
+  Result<std::string> cache_rows_json(int64_t) override {
+    return Unsupported("cache rows: not exposed by this runtime build yet");
+  }
+  Result<int64_t> cache_evict_bytes(const std::string&, int64_t) override {
+    return Unsupported("cache evict: not exposed by this runtime build yet");
+  }
+  Result<int64_t> cache_gc() override {
+    return Unsupported("cache gc: not exposed by this runtime build yet");
+  }
+
+  int64_t queue_depth() override {
+    int64_t n = 0;
+    for (const auto& m : runtime_->list_models()) n += m.queued_requests;
+    return n;
+  }
+
+  void shutdown() override { runtime_->shutdown(); }
+
+ private:
+  std::string default_tier() const {
+    if (config_.disk.enabled) return "disk";
+    if (config_.ram_file.enabled) return "ram_file";
+    return "ram";
+  }
+
+  ModelDescription describe(const rt::LoadedModelInfo& info) {
+    ModelDescription d;
+    d.id = info.id;
+    d.path = info.model_path;
+    d.context_length = info.context_size;
+    d.created_unix =
+        std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = templates_.find(info.id);
+    if (it != templates_.end()) d.chat_template = it->second;
+    return d;
+  }
+
+  std::unique_ptr<rt::Runtime> runtime_;
+  const ServerConfig config_;
+  const rt::CacheOptions cache_;
+  std::mutex mu_;
+  std::map<std::string, std::string> templates_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& config) {
+  rt::RuntimeOptions options;
+  if (config.ram.quota_bytes > 0)
+    options.cache.ram_bytes = static_cast<uint64_t>(config.ram.quota_bytes);
+  if (config.ram_file.enabled) {
+    options.cache.ram_file_dir = config.ram_file.dir;
+    if (config.ram_file.quota_bytes > 0)
+      options.cache.ram_file_bytes = static_cast<uint64_t>(config.ram_file.quota_bytes);
+  }
+  if (config.disk.enabled) {
+    options.cache.disk_dir = config.disk.dir;
+    if (config.disk.quota_bytes > 0)
+      options.cache.disk_bytes = static_cast<uint64_t>(config.disk.quota_bytes);
+  }
+  options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
+  HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
+  auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache);
+  for (const auto& m : config.models) {
+    auto loaded = service->load_model(m);
+    if (!loaded.ok()) {
+      service->shutdown();
+      return Status(loaded.status().code(),
+                    "model '" + m.id + "' (" + m.path + "): " + loaded.status().message());
+    }
+    log::info("loaded model '" + m.id + "' from " + m.path + " (context " +
+              std::to_string(loaded->context_length) + ")");
+  }
+  return std::unique_ptr<ServiceApi>(std::move(service));
+}
+
+}  // namespace hearth::server

@@ -1,0 +1,112 @@
+// The narrow interface the HTTP layer needs from the inference runtime. The server
+// only ever talks to a ServiceApi: production wires it to hearth::Runtime through
+// an adapter, tests drive the HTTP layer with a deterministic fake. Keeping this
+// seam small is what lets the HTTP code be tested without a model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hearth/server.h"
+#include "hearth/status.h"
+
+namespace hearth::server {
+
+using TokenId = int32_t;
+
+struct ModelDescription {
+  std::string id;
+  std::string path;            // file it was loaded from (may be empty for stubs)
+  int64_t context_length = 0;  // tokens the model accepts per sequence
+  int64_t n_vocab = 0;
+  int64_t embedding_dim = 0;
+  std::string chat_template;  // tokenizer.chat_template (Jinja text) or empty
+  int64_t created_unix = 0;
+};
+
+using ModelLoadOptions = ModelConfig;
+
+struct SamplingParams {
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int64_t top_k = 0;  // 0 = disabled
+  double min_p = 0.0;
+  bool has_seed = false;
+  uint64_t seed = 0;
+  double repetition_penalty = 1.0;
+  double frequency_penalty = 0.0;
+  double presence_penalty = 0.0;
+};
+
+struct GenerateRequest {
+  std::string model;
+  std::vector<TokenId> prompt;
+  int64_t max_tokens = 16;
+  SamplingParams sampling;
+};
+
+struct GenerateStats {
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens restored from the KV cache
+  int64_t completion_tokens = 0;
+  std::string finish_reason;  // "stop" (EOS) or "length"
+};
+
+// Receives a generation as it happens. on_token returns false to cancel (client
+// gone, stop string matched); the service then finishes with on_done or on_error.
+class GenerateSink {
+ public:
+  virtual ~GenerateSink() = default;
+  virtual bool on_token(const std::string& text_fragment, TokenId token) = 0;
+};
+
+struct TierUsage {
+  std::string tier;
+  int64_t bytes = 0;
+  int64_t rows = 0;
+  int64_t quota_bytes = 0;
+};
+
+class ServiceApi {
+ public:
+  virtual ~ServiceApi() = default;
+
+  virtual std::vector<ModelDescription> list_models() = 0;
+  virtual Result<ModelDescription> model_info(const std::string& id) = 0;
+  virtual Result<ModelDescription> load_model(const ModelLoadOptions& options) = 0;
+  virtual Status unload_model(const std::string& id) = 0;
+
+  // parse_special: text like "<|im_start|>" becomes the special token (chat templates).
+  virtual Result<std::vector<TokenId>> tokenize(const std::string& model, const std::string& text,
+                                                bool add_special, bool parse_special) = 0;
+  virtual Result<std::string> detokenize(const std::string& model,
+                                         const std::vector<TokenId>& tokens) = 0;
+
+  // Blocks until the generation ends. Returns the stats on success (also after a
+  // cancellation requested by the sink: finish_reason is then "cancelled").
+  virtual Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) = 0;
+
+  // One L2-normalised embedding per input text.
+  virtual Result<std::vector<std::vector<float>>> embed(const std::string& model,
+                                                        const std::vector<std::string>& inputs) = 0;
+
+  // Cache administration. Counters are name -> monotonic value.
+  virtual std::map<std::string, int64_t> cache_counters() = 0;
+  virtual std::vector<TierUsage> tier_usage() = 0;
+  // One JSON-serialisable row per cache entry; fields are the cache's own.
+  virtual Result<std::string> cache_rows_json(int64_t limit) = 0;
+  virtual Result<int64_t> cache_evict_bytes(const std::string& tier, int64_t bytes) = 0;
+  virtual Result<int64_t> cache_gc() = 0;
+
+  // Requests waiting inside the runtime's scheduler (for /metrics).
+  virtual int64_t queue_depth() { return 0; }
+
+  // Graceful stop: cancel or finish in-flight work and persist what should be saved.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace hearth::server

@@ -1,0 +1,196 @@
+// Fault injection through the CacheIo seam: every failure must end in a clean
+// error (save) or a counted miss (load), never a wrong payload.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+
+#include "cache/cache_impl.h"
+#include "test_util.h"
+
+namespace hearth::cache {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+enum class Op { kOpen, kWrite, kRead, kFdatasync, kFsync, kLink, kUnlink };
+
+class FaultyIo final : public CacheIo {
+ public:
+  std::shared_ptr<CacheIo> real = posix_io();
+  std::atomic<int> fail_op{-1};
+  std::atomic<int> fail_errno{EIO};
+  std::atomic<bool> short_writes{false};
+
+  bool hit(Op op) { return fail_op.load() == static_cast<int>(op); }
+
+  int open(const std::string& p, int flags, mode_t mode) override {
+    if (hit(Op::kOpen)) return -fail_errno;
+    return real->open(p, flags, mode);
+  }
+  int close(int fd) override { return real->close(fd); }
+  ssize_t pwrite(int fd, const void* b, size_t n, uint64_t off) override {
+    if (hit(Op::kWrite)) return -fail_errno;
+    if (short_writes && n > 1) n = n / 2;  // legal short write: must be retried
+    return real->pwrite(fd, b, n, off);
+  }
+  ssize_t pread(int fd, void* b, size_t n, uint64_t off) override {
+    if (hit(Op::kRead)) return -fail_errno;
+    return real->pread(fd, b, n, off);
+  }
+  int fdatasync(int fd) override { return hit(Op::kFdatasync) ? -fail_errno : real->fdatasync(fd); }
+  int fsync(int fd) override { return hit(Op::kFsync) ? -fail_errno : real->fsync(fd); }
+  int fstat_size(int fd, uint64_t* s) override { return real->fstat_size(fd, s); }
+  int link(const std::string& a, const std::string& b) override {
+    return hit(Op::kLink) ? -fail_errno : real->link(a, b);
+  }
+  int rename(const std::string& a, const std::string& b) override { return real->rename(a, b); }
+  int unlink(const std::string& p) override {
+    return hit(Op::kUnlink) ? -fail_errno : real->unlink(p);
+  }
+  int mkdir(const std::string& p, mode_t m) override { return real->mkdir(p, m); }
+  int list_dir(const std::string& p, std::vector<std::string>* n) override {
+    return real->list_dir(p, n);
+  }
+};
+
+struct Fixture {
+  TempDir dir;
+  std::shared_ptr<FaultyIo> io = std::make_shared<FaultyIo>();
+  std::unique_ptr<Cache> cache;
+  Fixture() {
+    CacheConfig c;
+    c.disk_dir = dir.sub("disk");
+    c.ram_file_dir = dir.sub("shm");
+    c.sweep_interval_ms = 0;
+    c.io = io;
+    cache = std::move(Cache::open(c)).value();
+  }
+  bool no_tmp_files() const {
+    for (const auto& e : fs::directory_iterator(dir.sub("disk"))) {
+      if (e.path().extension() == ".tmp") return false;
+    }
+    return true;
+  }
+};
+
+class SaveFault : public ::testing::TestWithParam<std::pair<Op, int>> {};
+
+TEST_P(SaveFault, FailsCleanlyIsCountedAndTierRecovers) {
+  Fixture f;
+  auto [op, err] = GetParam();
+  f.io->fail_op = static_cast<int>(op);
+  f.io->fail_errno = err;
+  auto meta = testing::make_meta(testing::seq_tokens(32));
+  auto payload = testing::random_bytes(100000, 1);
+  auto r = f.cache->save(Tier::kDisk, meta, payload);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(testing::counter(*f.cache, Counter::kSaveErrors), 1u);
+  EXPECT_EQ(testing::counter(*f.cache, Counter::kSavesCold), 0u);
+  EXPECT_FALSE(f.cache->lookup_exact(make_key(meta.ns, meta.tokens)));
+  EXPECT_FALSE(f.cache->internals().meta.reserved(make_key(meta.ns, meta.tokens)));
+  EXPECT_TRUE(f.no_tmp_files());
+  EXPECT_TRUE(f.cache->tier_degraded(Tier::kDisk));
+  // Other tiers are untouched by the disk tier's trouble.
+  EXPECT_FALSE(f.cache->tier_degraded(Tier::kRamFile));
+  EXPECT_TRUE(f.cache->save(Tier::kRam, meta, payload).ok());
+  // Heal the device, rescan, and the tier works again.
+  f.io->fail_op = -1;
+  ASSERT_TRUE(f.cache->rescan_tier(Tier::kDisk).ok());
+  EXPECT_FALSE(f.cache->tier_degraded(Tier::kDisk));
+  auto meta2 = testing::make_meta(testing::seq_tokens(33));
+  ASSERT_TRUE(f.cache->save(Tier::kDisk, meta2, payload).ok());
+  EXPECT_EQ(*f.cache->load(make_key(meta2.ns, meta2.tokens)), payload);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, SaveFault,
+    ::testing::Values(std::make_pair(Op::kWrite, ENOSPC), std::make_pair(Op::kWrite, EIO),
+                      std::make_pair(Op::kFdatasync, EIO), std::make_pair(Op::kOpen, EIO),
+                      std::make_pair(Op::kLink, EIO), std::make_pair(Op::kFsync, EIO)));
+
+TEST(Fault, ShortWritesAreRetriedNotTruncated) {
+  Fixture f;
+  f.io->short_writes = true;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes(300000, 2);
+  auto r = f.cache->save(Tier::kDisk, meta, payload);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(*f.cache->load(*r), payload);
+}
+
+TEST(Fault, ReadErrorIsACountedMissAndDegrades) {
+  Fixture f;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes(50000, 3);
+  CacheKey key = *f.cache->save(Tier::kDisk, meta, payload);
+  f.io->fail_op = static_cast<int>(Op::kRead);
+  auto r = f.cache->load(key);
+  EXPECT_FALSE(r.ok());
+  EXPECT_GE(testing::counter(*f.cache, Counter::kLoadErrors), 1u);
+  EXPECT_FALSE(f.cache->lookup_exact(key));  // misses until the tier recovers
+  f.io->fail_op = -1;
+  ASSERT_TRUE(f.cache->rescan_tier(Tier::kDisk).ok());
+  EXPECT_EQ(*f.cache->load(key), payload);
+}
+
+TEST(Fault, BitFlippedPayloadIsNeverReturned) {
+  Fixture f;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes(50000, 4);
+  CacheKey key = *f.cache->save(Tier::kDisk, meta, payload);
+  std::string path = f.cache->lookup_exact(key)->location;
+  {
+    std::fstream fl(path, std::ios::in | std::ios::out | std::ios::binary);
+    fl.seekp(-100, std::ios::end);
+    fl.put('\x5A' ^ static_cast<char>(payload[payload.size() - 100]));
+  }
+  auto r = f.cache->load(key);
+  EXPECT_EQ(r.status().code(), ErrorCode::kDataLoss);
+  EXPECT_EQ(testing::counter(*f.cache, Counter::kCorruptFiles), 1u);
+  EXPECT_FALSE(f.cache->lookup_exact(key));
+  EXPECT_FALSE(fs::exists(path));  // corrupt rows are removed
+}
+
+TEST(Fault, TruncatedFileIsAMiss) {
+  Fixture f;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes(50000, 5);
+  CacheKey key = *f.cache->save(Tier::kDisk, meta, payload);
+  std::string path = f.cache->lookup_exact(key)->location;
+  fs::resize_file(path, fs::file_size(path) - 1000);
+  EXPECT_FALSE(f.cache->checkout(key).ok());
+  EXPECT_FALSE(f.cache->lookup_exact(key));
+  EXPECT_GE(testing::counter(*f.cache, Counter::kLoadErrors), 1u);
+  EXPECT_FALSE(fs::exists(path));  // dropped as corrupt
+  // And a restart scan refuses a truncated file too.
+  CacheKey key2 = *f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(65)), payload);
+  fs::resize_file(f.cache->lookup_exact(key2)->location, 100);
+  uint64_t bad = 0;
+  auto scanned = f.cache->internals().files[2]->scan(nullptr, &bad);
+  ASSERT_TRUE(scanned.ok());
+  EXPECT_EQ(scanned->size(), 0u);
+  EXPECT_EQ(bad, 1u);
+}
+
+TEST(Fault, DirectoryRemovedDegradesThenRecovers) {
+  Fixture f;
+  auto payload = testing::random_bytes(1000, 6);
+  ASSERT_TRUE(f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(8)), payload).ok());
+  fs::remove_all(f.dir.sub("disk"));
+  auto r = f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(9)), payload);
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(f.cache->tier_degraded(Tier::kDisk));
+  ASSERT_TRUE(f.cache->rescan_tier(Tier::kDisk).ok());  // recreates the directory
+  EXPECT_EQ(f.cache->row_count(), 0u);                  // the vanished row is gone
+  EXPECT_TRUE(
+      f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(9)), payload).ok());
+}
+
+}  // namespace
+}  // namespace hearth::cache

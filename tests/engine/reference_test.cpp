@@ -1,0 +1,95 @@
+// Agreement with llama.cpp: every case in <shared>/reference/*.txt (globbed, so new
+// cases need no code change) is run teacher-forced and must stay within the bounds of
+// docs/engine.md (float weights: max 0.1 / mean 0.01; quantized: 0.25 / 0.06; no top-1
+// miss where llama.cpp's top-1/top-2 margin exceeds the max bound).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "engine/model/reference_check.h"
+#include "hearth/engine.h"
+
+namespace hearth::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> reference_cases() {
+  std::vector<std::string> out;
+  const fs::path dir = fs::path(HEARTH_SHARED_DIR) / "reference";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".txt") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Engines are shared by the three cases of a model.
+Engine* engine_for(const std::string& model, Status& error) {
+  static std::map<std::string, std::unique_ptr<Engine>> engines;
+  auto& engine = engines[model];
+  if (!engine) {
+    EngineOptions opts;
+    opts.n_seq_max = 1;
+    opts.n_ctx = 512;
+    opts.n_threads = 1;  // the test machine is shared; bits do not depend on it
+    auto e = Engine::load(model, opts);
+    if (!e.ok()) {
+      error = e.status();
+      return nullptr;
+    }
+    engine = std::move(e).value();
+  }
+  return engine.get();
+}
+
+class ReferenceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ReferenceTest, AgreesWithLlamaCpp) {
+  const std::string path = GetParam();
+  if (path.empty()) GTEST_SKIP() << "SKIPPED: no reference cases under " HEARTH_SHARED_DIR;
+  auto c = parse_reference_case(path);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  const std::string model = resolve_reference_model(*c);
+  if (model.empty()) GTEST_SKIP() << "SKIPPED: model " << c->model_file << " not found";
+  Status error;
+  Engine* engine = engine_for(model, error);
+  ASSERT_NE(engine, nullptr) << error.to_string();
+  auto r = run_reference_case(*engine, *c);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::printf("reference %-36s max_abs_diff %.6f mean_abs_diff %.6f top1_violations %d "
+              "tokens_match %d\n",
+              fs::path(path).filename().c_str(), r->max_abs_diff, r->mean_abs_diff,
+              r->top1_violations, r->tokens_match ? 1 : 0);
+  EXPECT_LE(r->max_abs_diff, r->bounds.max_abs);
+  EXPECT_LE(r->mean_abs_diff, r->bounds.mean_abs);
+  EXPECT_EQ(r->top1_violations, 0);
+  EXPECT_TRUE(r->prompt_tokens_match) << "tokenizing prompt_text does not give prompt_tokens";
+}
+
+std::vector<std::string> cases_or_placeholder() {
+  auto v = reference_cases();
+  if (v.empty()) v.push_back("");
+  return v;
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param.empty() ? "none" : fs::path(info.param).stem().string();
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ReferenceTest, ::testing::ValuesIn(cases_or_placeholder()),
+                         case_name);
+
+}  // namespace
+}  // namespace hearth::engine

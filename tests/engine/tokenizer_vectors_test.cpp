@@ -1,0 +1,133 @@
+// llama.cpp's tokenizer test vectors (46 strings per vocabulary) must be reproduced
+// exactly, for every SPM and byte-level BPE vocabulary in /work/shared/models/vocab.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "engine/tokenizer/vocab_files.h"
+#include "tokenizer_test_util.h"
+
+namespace hearth {
+namespace {
+
+using testing::file_exists;
+using testing::read_vocab_inputs;
+using testing::read_vocab_outputs;
+using testing::shared_path;
+
+std::string ids_to_string(const std::vector<int32_t>& ids) {
+  std::ostringstream ss;
+  for (int32_t id : ids) ss << ' ' << id;
+  return ss.str();
+}
+
+// Encodes every input and compares with the expected line. Returns the number of
+// mismatching lines; the first mismatch is described in *first_diff.
+int count_mismatches(const Tokenizer& tok, const std::string& vector_base,
+                     std::string* first_diff) {
+  const auto inputs = read_vocab_inputs(vector_base + ".inp");
+  const auto outputs = read_vocab_outputs(vector_base + ".out");
+  if (inputs.size() != 46 || outputs.size() != inputs.size()) {
+    *first_diff = "expected 46 inputs and outputs, got " + std::to_string(inputs.size()) + " and " +
+                  std::to_string(outputs.size());
+    return 46;
+  }
+  int mismatches = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto ids = tok.encode(inputs[i], /*add_special=*/false, /*parse_special=*/false);
+    const std::string got = ids.ok() ? ids_to_string(*ids) : ids.status().to_string();
+    const std::string want = ids_to_string(outputs[i]);
+    if (got == want) continue;
+    if (mismatches++ == 0) {
+      *first_diff = "input " + std::to_string(i) + " '" + inputs[i] + "': got [" + got +
+                    " ] want [" + want + " ]";
+    }
+  }
+  return mismatches;
+}
+
+class GgufVocabVectors : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GgufVocabVectors, AllLinesMatch) {
+  const std::string base =
+      shared_path(std::string("models/vocab/ggml-vocab-") + GetParam() + ".gguf");
+  if (!file_exists(base) || !file_exists(base + ".inp")) {
+    GTEST_SKIP() << "SKIPPED: " << base << " not present";
+  }
+  auto tok = testing::tokenizer_from_gguf(base);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  std::string diff;
+  EXPECT_EQ(count_mismatches(*tok, base, &diff), 0) << diff;
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVocabVectors,
+                         ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-coder",
+                                           "deepseek-llm", "falcon", "mpt", "refact", "starcoder"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
+
+TEST(TokenizerVectors, BertWordPieceIsUnsupported) {
+  const std::string path = shared_path("models/vocab/ggml-vocab-bert-bge.gguf");
+  if (!file_exists(path)) GTEST_SKIP() << "SKIPPED: " << path << " not present";
+  auto tok = testing::tokenizer_from_gguf(path);
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(tok.status().message().find("bert"), std::string::npos) << tok.status().message();
+}
+
+TEST(TokenizerVectors, Llama3BpeFromGpt2Files) {
+  const std::string dir = shared_path("models/llama3.2-bpe");
+  const std::string base = shared_path("models/vocab/ggml-vocab-llama-bpe.gguf");
+  if (!file_exists(dir + "/encoder.json") || !file_exists(base + ".inp")) {
+    GTEST_SKIP() << "SKIPPED: llama3.2-bpe files or vectors not present";
+  }
+  auto vocab =
+      tokenizer::vocab_from_gpt2_files(dir + "/encoder.json", dir + "/vocab.bpe", "llama3");
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->tokens.size(), 128000u);
+  auto tok = Tokenizer::create(std::move(vocab).value());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  std::string diff;
+  EXPECT_EQ(count_mismatches(*tok, base, &diff), 0) << diff;
+}
+
+TEST(TokenizerVectors, Qwen2FromTiktoken) {
+  const std::string path = shared_path("models/qwen-tiktoken/qwen.tiktoken");
+  const std::string base = shared_path("models/vocab/ggml-vocab-qwen2.gguf");
+  if (!file_exists(path) || !file_exists(base + ".inp")) {
+    GTEST_SKIP() << "SKIPPED: qwen.tiktoken or vectors not present";
+  }
+  auto vocab = tokenizer::vocab_from_tiktoken(path, "qwen2");
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->tokens.size(), 151643u);
+  auto tok = Tokenizer::create(std::move(vocab).value());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  std::string diff;
+  EXPECT_EQ(count_mismatches(*tok, base, &diff), 0) << diff;
+}
+
+// The vectors discriminate: the wrong pre-tokenizer must produce mismatches.
+TEST(TokenizerVectors, WrongPreTokenizerIsDetected) {
+  const std::string base = shared_path("models/vocab/ggml-vocab-deepseek-llm.gguf");
+  if (!file_exists(base) || !file_exists(base + ".inp")) {
+    GTEST_SKIP() << "SKIPPED: " << base << " not present";
+  }
+  auto file = gguf::GgufFile::open(base);
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto vocab = vocab_from_gguf(*file);
+  ASSERT_TRUE(vocab.ok()) << vocab.status().to_string();
+  EXPECT_EQ(vocab->pre, "deepseek-llm");
+  vocab->pre = "gpt-2";
+  auto tok = Tokenizer::create(std::move(vocab).value());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  std::string diff;
+  EXPECT_GT(count_mismatches(*tok, base, &diff), 0);
+}
+
+}  // namespace
+}  // namespace hearth

@@ -1,0 +1,107 @@
+// The runtime over the real engine (stories260K): warm == cold bit-identical for exact,
+// resume and longest-prefix hits; concurrent requests equal solo runs.
+#include <filesystem>
+#include <future>
+
+#include "stub_fixture.h"
+
+namespace hearth::runtime {
+namespace {
+using namespace testing;
+
+const std::string kModel = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
+
+class EngineRuntime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "SKIPPED: " << kModel << " is absent";
+  }
+  static ModelConfig config(std::string id, int32_t n_seq_max, bool caching = true) {
+    ModelConfig c;
+    c.id = std::move(id);
+    c.model_path = kModel;
+    c.n_ctx = 512;
+    c.n_seq_max = n_seq_max;
+    c.n_batch = 64;
+    c.prefill_chunk_size = 24;
+    c.n_threads = 1;
+    c.slot_affinity = false;
+    c.policy = small_policy(32, 32);
+    if (!caching) {
+      c.policy.min_tokens = 1 << 30;
+      c.policy.cold_min_tokens = 1 << 30;
+    }
+    return c;
+  }
+  static CompletionResult cold(std::span<const TokenId> prompt, const RequestParams& p) {
+    auto rt = make_runtime();
+    EXPECT_TRUE(rt->load_model(config("ref", 1, false)).ok());
+    auto r = rt->complete_tokens("ref", prompt, p);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return std::move(r).value();
+  }
+};
+
+const char* kStory =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "sun. One day, she saw a big red ball in the park. She ran to get it, but a dog took it.";
+
+TEST_F(EngineRuntime, ExactResumeAndPrefixHitsAreBitIdentical) {
+  auto rt = make_runtime(/*publish_delay_ms=*/250);
+  auto loaded = rt->load_model(config("m", 2));
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(rt->model_info("m")->backend, "engine");
+  RequestParams p = greedy(12);
+  auto t1 = rt->complete("m", kStory, p);
+  ASSERT_TRUE(t1.ok()) << t1.status().to_string();
+  ASSERT_TRUE(t1->finish_key);
+  std::vector<TokenId> prompt2 = t1->context_tokens;
+  auto more = *rt->tokenize("m", " Lily was sad.", false);
+  prompt2.insert(prompt2.end(), more.begin(), more.end());
+  RequestParams pk = p;
+  pk.parent_key = t1->finish_key;
+  auto resume = rt->complete_tokens("m", prompt2, pk);  // finish save still in flight
+  ASSERT_TRUE(resume.ok());
+  EXPECT_EQ(resume->cache_hit_kind, CacheHitKind::kResume);
+  const CompletionResult reference = cold(prompt2, p);
+  expect_same_output(*resume, reference);
+
+  auto exact = rt->complete_tokens("m", prompt2, pk);
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->cache_hit_kind, CacheHitKind::kExact);
+  expect_same_output(*exact, reference);
+
+  auto prefix = rt->complete_tokens("m", prompt2, p);
+  ASSERT_TRUE(prefix.ok());
+  EXPECT_EQ(prefix->cache_hit_kind, CacheHitKind::kPartial);
+  EXPECT_GT(prefix->cache_delta.read, 0);
+  expect_same_output(*prefix, reference);
+
+  RequestParams seeded = p;
+  seeded.sampling.temperature = 0.8f;
+  seeded.sampling.seed = 7;
+  auto warm_seeded = rt->complete_tokens("m", prompt2, seeded);
+  ASSERT_TRUE(warm_seeded.ok());
+  EXPECT_NE(warm_seeded->cache_hit_kind, CacheHitKind::kCold);
+  expect_same_output(*warm_seeded, cold(prompt2, seeded));
+}
+
+TEST_F(EngineRuntime, ConcurrentRequestsEqualSoloRuns) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(config("m", 4, false)).ok());
+  const char* prompts[] = {"Once upon a time", "The cat sat", "Tom had a big", "One day, a bird",
+                           "There was a", "Sue liked to"};
+  std::vector<std::future<Result<CompletionResult>>> fs;
+  RequestParams p = greedy(10);
+  for (const char* s : prompts)
+    fs.push_back(std::async(std::launch::async, [&, s] { return rt->complete("m", s, p); }));
+  for (size_t i = 0; i < fs.size(); ++i) {
+    auto r = fs[i].get();
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    auto tokens = *rt->tokenize("m", prompts[i]);
+    expect_same_output(*r, cold(tokens, p));
+  }
+}
+
+}  // namespace
+}  // namespace hearth::runtime

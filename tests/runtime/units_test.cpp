@@ -1,0 +1,134 @@
+// Unit tests of the runtime's pure parts: batch planning, stop sequences, stub backend,
+// sampler determinism, ChatML.
+#include <gtest/gtest.h>
+
+#include "hearth/runtime.h"
+#include "runtime/basic_sampler.h"
+#include "runtime/batch_planner.h"
+#include "runtime/stop_matcher.h"
+#include "runtime/stub_backend.h"
+
+namespace hearth::runtime {
+namespace {
+
+int32_t total_tokens(const std::vector<PlanRow>& rows) {
+  int32_t t = 0;
+  for (const auto& r : rows) t += r.decode ? 1 : r.prefill_len;
+  return t;
+}
+
+TEST(BatchPlanner, DecodeFirstKeepsDecodersWholeAndSlicesPrefillHeadFirst) {
+  std::vector<PlanCandidate> c = {{0, true, 0}, {1, false, 100}, {2, true, 0}, {3, false, 50}};
+  auto rows = plan_batch(c, 64, 0, BatchStrategy::kDecodeFirst);
+  ASSERT_EQ(rows.size(), 3u);  // slot 3 gets nothing: slot 1 (head) took the rest
+  EXPECT_TRUE(rows[0].decode);
+  EXPECT_EQ(rows[1].slot, 1);
+  EXPECT_EQ(rows[1].prefill_len, 62);
+  EXPECT_TRUE(rows[2].decode);
+  EXPECT_EQ(total_tokens(rows), 64);
+}
+
+TEST(BatchPlanner, ChunkCapsEachPrefillRow) {
+  std::vector<PlanCandidate> c = {{0, false, 100}, {1, false, 100}};
+  auto rows = plan_batch(c, 512, 32, BatchStrategy::kDecodeFirst);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].prefill_len, 32);
+  EXPECT_EQ(rows[1].prefill_len, 32);
+}
+
+TEST(BatchPlanner, PrefillFirstDefersDecodersThatDoNotFit) {
+  std::vector<PlanCandidate> c = {{0, true, 0}, {1, false, 100}};
+  auto rows = plan_batch(c, 16, 0, BatchStrategy::kPrefillFirst);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].slot, 1);
+  EXPECT_EQ(rows[0].prefill_len, 16);
+}
+
+TEST(BatchPlanner, BalancedGivesPrefillHalfWhileDecodersWait) {
+  std::vector<PlanCandidate> c = {{0, true, 0}, {1, false, 100}};
+  auto rows = plan_batch(c, 64, 0, BatchStrategy::kBalanced);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].prefill_len, 32);
+  std::vector<PlanCandidate> only_prefill = {{1, false, 100}};
+  EXPECT_EQ(plan_batch(only_prefill, 64, 0, BatchStrategy::kBalanced)[0].prefill_len, 64);
+}
+
+TEST(BatchPlanner, EffectiveChunkDefault) {
+  EXPECT_EQ(effective_chunk(0, 512), 128);
+  EXPECT_EQ(effective_chunk(0, 100), 64);
+  EXPECT_EQ(effective_chunk(-1, 512), 0);
+  EXPECT_EQ(effective_chunk(7, 512), 7);
+}
+
+TEST(StopMatcher, HoldsBackPossibleStartAndCutsAtMatch) {
+  StopMatcher m({"END", "xyz"});
+  EXPECT_EQ(m.push("abcE"), "abc");
+  EXPECT_EQ(m.push("N"), "");
+  EXPECT_EQ(m.push("Dtail"), "");
+  ASSERT_TRUE(m.matched());
+  EXPECT_EQ(*m.matched(), "END");
+  StopMatcher n({"END"});
+  EXPECT_EQ(n.push("aE"), "a");
+  EXPECT_EQ(n.push("x"), "Ex");
+  EXPECT_EQ(n.flush(), "");
+  EXPECT_FALSE(n.matched());
+}
+
+TEST(StubBackend, PackUnpackRestoresIdenticalLogits) {
+  StubBackend b(StubOptions{});
+  auto toks = *b.tokenize("hello world, this is a stub", false);
+  std::vector<std::vector<float>> l1, l2;
+  StepRow r{0, 0, toks, true};
+  ASSERT_TRUE(b.step({&r, 1}, &l1).ok());
+  auto kv = b.kv_pack(0, static_cast<int32_t>(toks.size()));
+  ASSERT_TRUE(kv.ok());
+  ASSERT_TRUE(b.kv_unpack(1, *kv, static_cast<int32_t>(toks.size())).ok());
+  TokenId next = 70;
+  StepRow a{0, static_cast<int32_t>(toks.size()), {&next, 1}, true};
+  StepRow c{1, static_cast<int32_t>(toks.size()), {&next, 1}, true};
+  StepRow both[] = {a, c};
+  ASSERT_TRUE(b.step(both, &l2).ok());
+  ASSERT_EQ(l2.size(), 2u);
+  EXPECT_EQ(l2[0], l2[1]);
+  EXPECT_NE(l2[0], l1[0]);
+  // A row that does not continue the sequence is a scheduler bug the stub reports.
+  StepRow bad{0, 3, {&next, 1}, true};
+  EXPECT_EQ(b.step({&bad, 1}, &l2).code(), ErrorCode::kInternal);
+}
+
+TEST(StubBackend, WrongRestoreChangesLogits) {
+  StubBackend b(StubOptions{});
+  auto x = *b.tokenize("abcdef", false);
+  auto y = *b.tokenize("abcdeg", false);
+  std::vector<std::vector<float>> lx, ly;
+  StepRow rx{0, 0, x, true}, ry{1, 0, y, true};
+  StepRow rows[] = {rx, ry};
+  ASSERT_TRUE(b.step(rows, &lx).ok());
+  EXPECT_NE(lx[0], lx[1]);
+}
+
+TEST(BasicSampler, SeededIsDeterministicGreedyIsArgmax) {
+  std::vector<float> logits = {0.1f, 2.0f, 1.9f, -1.0f};
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(BasicSampler(greedy, {}).sample(logits), 1);
+  SamplingOptions seeded;
+  seeded.temperature = 1.0f;
+  seeded.seed = 42;
+  BasicSampler s1(seeded, {}), s2(seeded, {});
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s1.sample(logits), s2.sample(logits));
+  seeded.top_k = 1;
+  EXPECT_EQ(BasicSampler(seeded, {}).sample(logits), 1);
+}
+
+TEST(ChatTemplate, ChatmlDefault) {
+  ChatRequest r;
+  r.system = "be brief";
+  r.messages = {{"user", "hi"}};
+  EXPECT_EQ(render_chatml(r),
+            "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+}
+
+}  // namespace
+}  // namespace hearth::runtime

@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include "hearth/server.h"
+
+namespace hearth::server {
+namespace {
+
+Status apply(const std::string& text, ServerConfig& c) {
+  return apply_config_toml(text, c);
+}
+
+std::string error_of(const std::string& text) {
+  ServerConfig c;
+  Status s = apply(text, c);
+  return s.ok() ? "" : s.message();
+}
+
+TEST(ServerConfig, ParsesAFullDocument) {
+  ServerConfig c;
+  Status s = apply(R"(
+[server]
+host = "0.0.0.0"
+port = 9000
+api_key = "k"
+models_dir = "/models"
+chat_template = "llama-3"
+
+[limits]
+max_body_bytes = "2MiB"
+max_tokens = 512
+max_concurrent_requests = 4
+max_queued_requests = 8
+
+[[models]]
+id = "small"
+path = "/models/small.gguf"
+context = 2048
+n_seq_max = 4
+tier = "disk"
+policy = { min_tokens = 64, boundary_align_tokens = 128 }
+
+[[models]]
+path = "/models/other.gguf"
+
+[tiers.ram]
+quota = "1GiB"
+[tiers.disk]
+dir = "/var/cache/hearth"
+quota = 1000000
+
+[writer_pool]
+threads = 3
+
+[pressure]
+enabled = true
+source = "system"
+high_watermark = 0.9
+low_watermark = 0.8
+evict_tiers = ["ram"]
+)",
+                   c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(c.host, "0.0.0.0");
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_EQ(c.api_key, "k");
+  EXPECT_EQ(c.limits.max_body_bytes, 2 * 1024 * 1024);
+  EXPECT_EQ(c.limits.max_concurrent_requests, 4);
+  ASSERT_EQ(c.models.size(), 2u);
+  EXPECT_EQ(c.models[0].id, "small");
+  EXPECT_EQ(c.models[0].context, 2048);
+  EXPECT_EQ(c.models[0].tier, "disk");
+  EXPECT_EQ(c.models[0].policy.at("min_tokens"), 64);
+  EXPECT_EQ(c.models[1].id, "other");  // file stem
+  EXPECT_EQ(c.ram.quota_bytes, 1024LL * 1024 * 1024);
+  EXPECT_TRUE(c.disk.enabled);
+  EXPECT_EQ(c.disk.dir, "/var/cache/hearth");
+  EXPECT_EQ(c.writer_threads, 3);
+  EXPECT_TRUE(c.pressure.enabled);
+  EXPECT_EQ(c.pressure.evict_tiers, std::vector<std::string>{"ram"});
+  EXPECT_TRUE(validate_config(c).ok());
+}
+
+TEST(ServerConfig, ErrorsNameTheKey) {
+  EXPECT_NE(error_of("[server]\nport = \"80\"").find("server.port"), std::string::npos);
+  EXPECT_NE(error_of("[server]\nprot = 80").find("server.prot"), std::string::npos);
+  EXPECT_NE(error_of("bogus = 1").find("bogus"), std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a.gguf\"\ncontext = -1").find("models[0].context"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\nid = \"x\"").find("models[0].path"), std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\npolicy = { min_tokenz = 1 }")
+                .find("models[0].policy.min_tokenz"),
+            std::string::npos);
+  EXPECT_NE(error_of("[tiers.disk]\nquota = \"lots\"").find("tiers.disk.quota"), std::string::npos);
+  EXPECT_NE(error_of("[tiers.disk]\nquota = 5").find("tiers.disk.dir"), std::string::npos);
+  EXPECT_NE(error_of("[pressure]\nsource = \"gpu\"").find("pressure.source"), std::string::npos);
+  EXPECT_NE(error_of("[limits]\nmax_tokens = 0").find("limits.max_tokens"), std::string::npos);
+  EXPECT_NE(error_of("[server\nport=1").find("line 1"), std::string::npos);
+}
+
+TEST(ServerConfig, FailedParseLeavesConfigUntouched) {
+  ServerConfig c;
+  c.port = 1234;
+  EXPECT_FALSE(apply("[server]\nport = 99\nextra = 1", c).ok());
+  EXPECT_EQ(c.port, 1234);
+}
+
+TEST(ServerConfig, ValidateCatchesCrossFieldErrors) {
+  ServerConfig c;
+  c.models = {model_config_from_flag("/m/a.gguf"), model_config_from_flag("a=/n/b.gguf")};
+  Status s = validate_config(c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("duplicate model id 'a'"), std::string::npos);
+  ServerConfig t;
+  t.chat_template = "jinja2";
+  EXPECT_NE(validate_config(t).message().find("chat_template"), std::string::npos);
+}
+
+TEST(ServerConfig, ModelFlagForms) {
+  EXPECT_EQ(model_config_from_flag("/x/tiny-model.gguf").id, "tiny-model");
+  auto m = model_config_from_flag("chat=/x/y.gguf");
+  EXPECT_EQ(m.id, "chat");
+  EXPECT_EQ(m.path, "/x/y.gguf");
+  // An '=' inside a directory name is part of the path, not an id separator.
+  EXPECT_EQ(model_config_from_flag("/a=b/c.gguf").path, "/a=b/c.gguf");
+}
+
+TEST(ServerConfig, DefaultsAreSafe) {
+  ServerConfig c;
+  EXPECT_EQ(c.host, "127.0.0.1");
+  EXPECT_TRUE(c.api_key.empty());
+  EXPECT_TRUE(c.models_dir.empty());  // API model loading is off unless configured
+}
+
+}  // namespace
+}  // namespace hearth::server

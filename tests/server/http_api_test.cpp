@@ -1,0 +1,395 @@
+// The HTTP layer driven in-process against the deterministic FakeService.
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "server/fake_service.h"
+#include "server/http_server.h"
+
+namespace hearth::server {
+namespace {
+
+using nlohmann::json;
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  void start(ServerConfig config = {}) {
+    config.port = 0;
+    ModelConfig m;
+    m.id = "fake";
+    ASSERT_TRUE(fake_.load_model(m).ok());
+    server_ = std::make_unique<HttpServer>(fake_, config);
+    ASSERT_TRUE(server_->bind().ok());
+    thread_ = std::thread([this] { server_->run(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    client_->set_read_timeout(10, 0);
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  httplib::Result post(const std::string& path, const json& body, httplib::Headers headers = {}) {
+    return client_->Post(path.c_str(), headers, body.dump(), "application/json");
+  }
+
+  static json chat_body(const std::string& content, int max_tokens = 4) {
+    return {{"model", "fake"},
+            {"messages", json::array({{{"role", "user"}, {"content", content}}})},
+            {"max_tokens", max_tokens},
+            {"temperature", 0}};
+  }
+
+  // Expects an OpenAI error with this status whose message and param name `field`.
+  static void expect_error(const httplib::Result& r, int status, const std::string& field) {
+    ASSERT_TRUE(r) << "no response";
+    EXPECT_EQ(r->status, status) << r->body;
+    json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    for (const char* k : {"message", "type", "param", "code"})
+      EXPECT_TRUE(j["error"].contains(k)) << k;
+    if (!field.empty()) {
+      EXPECT_EQ(j["error"]["param"], field) << r->body;
+      EXPECT_NE(j["error"]["message"].get<std::string>().find(field), std::string::npos) << r->body;
+    }
+  }
+
+  FakeService fake_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpApiTest, ChatCompletionShapeAndCachedTokensOnSecondTurn) {
+  start();
+  auto r1 = post("/v1/chat/completions", chat_body("hello there"));
+  ASSERT_TRUE(r1);
+  ASSERT_EQ(r1->status, 200) << r1->body;
+  json j1 = json::parse(r1->body);
+  EXPECT_EQ(j1["object"], "chat.completion");
+  EXPECT_EQ(j1["choices"][0]["message"]["role"], "assistant");
+  const std::string reply = j1["choices"][0]["message"]["content"];
+  EXPECT_FALSE(reply.empty());
+  EXPECT_EQ(j1["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j1["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(j1["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+
+  json turn2 = chat_body("hello there");
+  turn2["messages"].push_back({{"role", "assistant"}, {"content", reply}});
+  turn2["messages"].push_back({{"role", "user"}, {"content", "and then?"}});
+  auto r2 = post("/v1/chat/completions", turn2);
+  ASSERT_TRUE(r2);
+  json j2 = json::parse(r2->body);
+  EXPECT_GT(j2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0) << r2->body;
+  EXPECT_LT(j2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            j2["usage"]["prompt_tokens"].get<int>());
+}
+
+TEST_F(HttpApiTest, GreedyIsDeterministic) {
+  start();
+  auto a = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"temperature", 0}});
+  auto b = post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 6}, {"temperature", 0}});
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(json::parse(a->body)["choices"][0]["text"], json::parse(b->body)["choices"][0]["text"]);
+  EXPECT_EQ(json::parse(a->body)["object"], "text_completion");
+}
+
+TEST_F(HttpApiTest, StreamingChatChunksEndWithDone) {
+  start();
+  json body = chat_body("stream me", 5);
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  auto r = post("/v1/chat/completions", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  std::vector<json> chunks;
+  size_t pos = 0;
+  bool done = false;
+  while ((pos = r->body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = r->body.find("\n\n", pos);
+    const std::string data = r->body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    chunks.push_back(json::parse(data));
+  }
+  EXPECT_TRUE(done);
+  ASSERT_GE(chunks.size(), 3u);
+  EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (auto& c : chunks) {
+    EXPECT_EQ(c["object"], "chat.completion.chunk");
+    if (!c["choices"].empty() && c["choices"][0]["delta"].contains("content")) {
+      text += c["choices"][0]["delta"]["content"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(chunks[chunks.size() - 2]["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(chunks.back()["usage"]["completion_tokens"], 5);
+  // Same text as the non-streaming call for the same prompt.
+  auto plain = post("/v1/chat/completions", chat_body("stream me", 5));
+  EXPECT_EQ(json::parse(plain->body)["choices"][0]["message"]["content"], text);
+}
+
+TEST_F(HttpApiTest, StopStringsCutTheTextAndReportStop) {
+  start();
+  auto full = post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 12}, {"temperature", 0}});
+  const std::string text = json::parse(full->body)["choices"][0]["text"];
+  ASSERT_GT(text.size(), 6u);
+  const std::string stop = text.substr(text.size() / 2, 3);
+  auto cut = post("/v1/completions",
+                  {{"prompt", "x"}, {"max_tokens", 12}, {"temperature", 0}, {"stop", stop}});
+  json j = json::parse(cut->body);
+  EXPECT_EQ(j["choices"][0]["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(HttpApiTest, AnthropicMessagesNonStreamingAndStreaming) {
+  start();
+  json body = {{"model", "fake"},
+               {"max_tokens", 3},
+               {"system", "be brief"},
+               {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+  auto r = post("/v1/messages", body);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["type"], "message");
+  EXPECT_EQ(j["content"][0]["type"], "text");
+  EXPECT_EQ(j["stop_reason"], "max_tokens");
+  EXPECT_TRUE(j["usage"].contains("cache_read_input_tokens"));
+  body["stream"] = true;
+  auto s = post("/v1/messages", body);
+  ASSERT_TRUE(s);
+  std::vector<std::string> events;
+  size_t pos = 0;
+  while ((pos = s->body.find("event: ", pos)) != std::string::npos) {
+    const size_t end = s->body.find('\n', pos);
+    events.push_back(s->body.substr(pos + 7, end - pos - 7));
+    pos = end;
+  }
+  ASSERT_GE(events.size(), 6u);
+  EXPECT_EQ(events.front(), "message_start");
+  EXPECT_EQ(events[1], "content_block_start");
+  EXPECT_EQ(events[2], "content_block_delta");
+  EXPECT_EQ(events[events.size() - 3], "content_block_stop");
+  EXPECT_EQ(events[events.size() - 2], "message_delta");
+  EXPECT_EQ(events.back(), "message_stop");
+  // Second identical request reads its prompt from the cache.
+  EXPECT_NE(s->body.find("\"cache_read_input_tokens\":"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, AnthropicErrorShape) {
+  start();
+  auto r = post("/v1/messages", {{"model", "fake"}, {"messages", json::array()}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["type"], "error");
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("max_tokens"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, ValidationErrorsAndServerKeepsServing) {
+  ServerConfig config;
+  config.limits.max_tokens = 200;
+  fake_.set_context_length(128);
+  start(config);
+  auto bad_json = client_->Post("/v1/chat/completions", "{not json", "application/json");
+  expect_error(bad_json, 400, "");
+  expect_error(post("/v1/chat/completions", {{"messages", 5}}), 400, "messages");
+  json wrong_type = chat_body("x");
+  wrong_type["top_p"] = "high";
+  expect_error(post("/v1/chat/completions", wrong_type), 400, "top_p");
+  json unknown_model = chat_body("x");
+  unknown_model["model"] = "nope";
+  expect_error(post("/v1/chat/completions", unknown_model), 404, "model");
+  expect_error(post("/v1/chat/completions", chat_body(std::string(200, 'a'))), 400, "messages");
+  expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 500}}), 400, "max_tokens");
+  expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 126}}), 400, "max_tokens");
+  expect_error(post("/v1/embeddings", {{"model", "fake"}}), 400, "input");
+  auto not_found = client_->Get("/v1/nothing");
+  ASSERT_TRUE(not_found);
+  EXPECT_EQ(not_found->status, 404);
+  auto ok = post("/v1/chat/completions", chat_body("still here"));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST_F(HttpApiTest, BodyLimitGives413) {
+  ServerConfig config;
+  config.limits.max_body_bytes = 2048;
+  start(config);
+  auto r = post("/v1/completions", {{"prompt", std::string(5000, 'a')}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_NE(r->body.find("max_body_bytes"), std::string::npos);
+}
+
+TEST_F(HttpApiTest, EmbeddingsFloatAndBase64) {
+  start();
+  auto r = post("/v1/embeddings", {{"model", "fake"}, {"input", json::array({"a", "bb"})}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][1]["index"], 1);
+  EXPECT_EQ(j["data"][0]["embedding"].size(), 8u);
+  auto b = post("/v1/embeddings", {{"input", "a"}, {"encoding_format", "base64"}});
+  json jb = json::parse(b->body);
+  EXPECT_EQ(jb["data"][0]["embedding"].get<std::string>().size(), 44u);  // 32 bytes -> 44 chars
+}
+
+TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
+  start();
+  auto models = client_->Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "fake");
+  auto tok = post("/hearth/tokenize", {{"text", "ab"}});
+  json tj = json::parse(tok->body);
+  ASSERT_EQ(tj["tokens"].size(), 3u);  // BOS + 2 bytes
+  auto detok = post("/hearth/detokenize", {{"tokens", tj["tokens"]}});
+  EXPECT_EQ(json::parse(detok->body)["text"], "ab");
+  post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 2}});
+  auto counters = client_->Get("/hearth/cache/counters");
+  EXPECT_EQ(json::parse(counters->body)["counters"]["saves"], 1);
+  auto rows = client_->Get("/hearth/cache/rows");
+  EXPECT_EQ(json::parse(rows->body)["rows"].size(), 1u);
+  auto evict = post("/hearth/cache/evict", {{"bytes", 1}});
+  EXPECT_GT(json::parse(evict->body)["freed_bytes"].get<int>(), 0);
+  expect_error(post("/hearth/cache/evict", {{"bytes", "x"}}), 400, "bytes");
+  auto gc = post("/hearth/cache/gc", json::object());
+  EXPECT_EQ(gc->status, 200);
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  for (const char* m : {"hearth_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1",
+                        "hearth_time_to_first_token_seconds_count 1", "hearth_cache_saves 1",
+                        "hearth_cache_tier_bytes{tier=\"ram\"}", "hearth_queue_depth 0"}) {
+    EXPECT_NE(metrics->body.find(m), std::string::npos) << m;
+  }
+}
+
+TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
+  const auto base =
+      std::filesystem::temp_directory_path() / ("hearth-models-" + std::to_string(::getpid()));
+  const auto dir = base / "models";
+  std::filesystem::create_directories(dir / "sub");
+  std::ofstream(dir / "sub" / "m.gguf") << "x";
+  std::ofstream(base / "outside.gguf") << "x";
+  ServerConfig config;
+  config.models_dir = dir.string();
+  start(config);
+  auto ok = post("/hearth/models", {{"path", "sub/m.gguf"}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+  EXPECT_EQ(json::parse(ok->body)["id"], "m");
+  expect_error(post("/hearth/models", {{"path", "../outside.gguf"}}), 400, "path");
+  expect_error(post("/hearth/models", {{"path", (dir.parent_path() / "outside.gguf").string()}}),
+               400, "path");
+  expect_error(post("/hearth/models", {{"path", "sub/../../outside.gguf"}}), 400, "path");
+  std::filesystem::create_symlink(base / "outside.gguf", dir / "link.gguf");  // escape via symlink
+  expect_error(post("/hearth/models", {{"path", "link.gguf"}}), 400, "path");
+  expect_error(post("/hearth/models", {{"path", "missing.gguf"}}), 404, "path");
+  auto del = client_->Delete("/hearth/models/m");
+  EXPECT_EQ(del->status, 200);
+  EXPECT_EQ(client_->Delete("/hearth/models/m")->status, 404);
+  std::filesystem::remove_all(base);
+}
+
+TEST_F(HttpApiTest, ModelLoadingRefusedWithoutModelsDir) {
+  start();
+  expect_error(post("/hearth/models", {{"path", "/etc/passwd"}}), 403, "path");
+}
+
+TEST_F(HttpApiTest, AuthProtectsEverythingButHealth) {
+  ServerConfig config;
+  config.api_key = "sekrit";
+  start(config);
+  EXPECT_EQ(client_->Get("/health")->status, 200);
+  const std::vector<std::pair<std::string, std::string>> endpoints = {
+      {"GET", "/v1/models"},
+      {"POST", "/v1/chat/completions"},
+      {"POST", "/v1/completions"},
+      {"POST", "/v1/embeddings"},
+      {"POST", "/v1/messages"},
+      {"GET", "/hearth/models"},
+      {"POST", "/hearth/models"},
+      {"POST", "/hearth/tokenize"},
+      {"GET", "/hearth/cache/counters"},
+      {"GET", "/hearth/cache/rows"},
+      {"POST", "/hearth/cache/gc"},
+      {"GET", "/metrics"}};
+  for (const auto& [method, path] : endpoints) {
+    for (const httplib::Headers& h :
+         {httplib::Headers{}, httplib::Headers{{"Authorization", "Bearer wrong"}},
+          httplib::Headers{{"x-api-key", "wrong"}}}) {
+      auto r = method == "GET" ? client_->Get(path.c_str(), h)
+                               : client_->Post(path.c_str(), h, "{}", "application/json");
+      ASSERT_TRUE(r) << path;
+      EXPECT_EQ(r->status, 401) << method << " " << path;
+    }
+  }
+  EXPECT_EQ(client_->Get("/v1/models", {{"Authorization", "Bearer sekrit"}})->status, 200);
+  EXPECT_EQ(client_->Get("/v1/models", {{"x-api-key", "sekrit"}})->status, 200);
+}
+
+TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
+  fake_.set_token_delay_ms(20);
+  start();
+  // A receiver that aborts after a few chunks plays the client that goes away.
+  httplib::Client c("127.0.0.1", server_->port());
+  json body = chat_body("long two", 500);
+  body["stream"] = true;
+  int chunks = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/chat/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+  auto started = std::chrono::steady_clock::now();
+  (void)c.send(req);
+  c.stop();
+  // Within a few token ticks the generation must be cancelled and its slot freed.
+  for (int i = 0; i < 200 && fake_.active_generations() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(fake_.active_generations(), 0);
+  EXPECT_GE(fake_.cancelled_generations(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST_F(HttpApiTest, FullQueueAnswers429WithRetryAfter) {
+  fake_.set_token_delay_ms(50);
+  ServerConfig config;
+  config.limits.max_concurrent_requests = 1;
+  config.limits.max_queued_requests = 0;
+  start(config);
+  std::thread busy([this] {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(20, 0);
+    c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 20}}.dump(), "application/json");
+  });
+  for (int i = 0; i < 200 && fake_.active_generations() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto r = post("/v1/completions", {{"prompt", "b"}, {"max_tokens", 2}});
+  busy.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429) << r->body;
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  auto after = post("/v1/completions", {{"prompt", "b"}, {"max_tokens", 2}});
+  EXPECT_EQ(after->status, 200);
+}
+
+}  // namespace
+}  // namespace hearth::server
