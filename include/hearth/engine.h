@@ -24,41 +24,41 @@ namespace hearth {
 class Tokenizer;  // include/hearth/tokenizer.h
 
 struct EngineOptions {
-  int n_threads = 2;        // worker threads used by forward(); results do not depend on it
-  int32_t n_ctx = 0;        // positions per sequence; 0 = model's context_length capped at 4096
-  int32_t n_seq_max = 4;    // sequences 0 .. n_seq_max-1 may hold KV at the same time
-  int32_t n_batch = 512;    // largest number of tokens evaluated at once; forward() splits
-                            // bigger batches internally (the results do not change)
+  int n_threads = 2;      // worker threads used by forward(); results do not depend on it
+  int32_t n_ctx = 0;      // positions per sequence; 0 = model's context_length capped at 4096
+  int32_t n_seq_max = 4;  // sequences 0 .. n_seq_max-1 may hold KV at the same time
+  int32_t n_batch = 512;  // largest number of tokens evaluated at once; forward() splits
+                          // bigger batches internally (the results do not change)
 };
 
 struct ModelInfo {
-  std::string arch;          // general.architecture: "llama" or "qwen2"
-  std::string name;          // general.name, or the file name when absent
-  std::string path;          // the file the engine was loaded from
+  std::string arch;  // general.architecture: "llama" or "qwen2"
+  std::string name;  // general.name, or the file name when absent
+  std::string path;  // the file the engine was loaded from
   int32_t n_vocab = 0;
-  int32_t n_ctx_train = 0;   // <arch>.context_length
-  int32_t n_ctx = 0;         // positions per sequence in this engine
+  int32_t n_ctx_train = 0;  // <arch>.context_length
+  int32_t n_ctx = 0;        // positions per sequence in this engine
   int32_t n_seq_max = 0;
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;      // n_embd / n_head
-  int32_t n_rot = 0;         // rope.dimension_count (defaults to head_dim)
+  int32_t head_dim = 0;  // n_embd / n_head
+  int32_t n_rot = 0;     // rope.dimension_count (defaults to head_dim)
   int32_t n_ff = 0;
   float rope_base = 10000.0f;
   std::string rope_scaling_type = "none";  // "none" or "linear"
   float rope_scaling_factor = 1.0f;        // positions are divided by this (linear)
   float rms_eps = 1e-5f;
-  bool rope_neox = false;    // qwen2 rotates (i, i + d/2); llama rotates (2i, 2i+1)
-  bool tied_embeddings = false;  // output projection is token_embd (no output.weight)
-  uint32_t file_type = 0;    // general.file_type (llama_ftype), 0 when absent
-  std::string quant_name;    // "Q4_K_M", "F16", ... from file_type, else the dominant type
-  double bits_per_weight = 0;    // weight bytes * 8 / weight elements
-  uint64_t n_params = 0;         // elements of all weight tensors
-  uint64_t weight_bytes = 0;     // bytes of all weight tensors
-  uint64_t token_embd_bytes = 0; // of which token_embd.weight (decode reads one row of it
-                                 // unless it is tied to the output projection)
+  bool rope_neox = false;         // qwen2 rotates (i, i + d/2); llama rotates (2i, 2i+1)
+  bool tied_embeddings = false;   // output projection is token_embd (no output.weight)
+  uint32_t file_type = 0;         // general.file_type (llama_ftype), 0 when absent
+  std::string quant_name;         // "Q4_K_M", "F16", ... from file_type, else the dominant type
+  double bits_per_weight = 0;     // weight bytes * 8 / weight elements
+  uint64_t n_params = 0;          // elements of all weight tensors
+  uint64_t weight_bytes = 0;      // bytes of all weight tensors
+  uint64_t token_embd_bytes = 0;  // of which token_embd.weight (decode reads one row of it
+                                  // unless it is tied to the output projection)
 };
 
 // One token of a batch. pos must equal the sequence's current length when the token is

@@ -13,14 +13,14 @@
 namespace hearth {
 
 struct SamplingParams {
-  float temperature = 0.8f;        // <= 0: greedy (argmax, lowest id on ties)
-  int32_t top_k = 40;              // <= 0: disabled
-  float top_p = 0.95f;             // >= 1: disabled
-  float min_p = 0.05f;             // <= 0: disabled
-  float repetition_penalty = 1.0f; // 1: disabled; logit>0 divided by it, logit<0 multiplied
-  int32_t penalty_last_n = 64;     // how many of the latest history tokens are penalized
-  float frequency_penalty = 0.0f;  // subtracted once per occurrence
-  float presence_penalty = 0.0f;   // subtracted once if present
+  float temperature = 0.8f;         // <= 0: greedy (argmax, lowest id on ties)
+  int32_t top_k = 40;               // <= 0: disabled
+  float top_p = 0.95f;              // >= 1: disabled
+  float min_p = 0.05f;              // <= 0: disabled
+  float repetition_penalty = 1.0f;  // 1: disabled; logit>0 divided by it, logit<0 multiplied
+  int32_t penalty_last_n = 64;      // how many of the latest history tokens are penalized
+  float frequency_penalty = 0.0f;   // subtracted once per occurrence
+  float presence_penalty = 0.0f;    // subtracted once if present
   uint64_t seed = 0;
 };
 
@@ -59,9 +59,9 @@ class Sampler {
   };
   SamplingParams params_;
   Rng rng_;
-  std::vector<Candidate> cand_;        // reused between calls
-  std::vector<float> penalized_;       // reused between calls
-  std::vector<int32_t> window_;        // reused between calls
+  std::vector<Candidate> cand_;   // reused between calls
+  std::vector<float> penalized_;  // reused between calls
+  std::vector<int32_t> window_;   // reused between calls
 };
 
 }  // namespace hearth

@@ -45,11 +45,21 @@ std::string json_quote(const std::string& s) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c < 0x20 || c == 0x7F) {
             char buf[8];
@@ -193,10 +203,11 @@ int check_reference(const std::string& case_path, std::string model, int threads
     }
     std::printf("\n");
   }
-  std::printf("summary max_abs_diff %.6g mean_abs_diff %.6g top1_violations %d steps %zu "
-              "tokens_match %d\n",
-              r->max_abs_diff, r->mean_abs_diff, r->top1_violations, c->steps.size(),
-              r->tokens_match ? 1 : 0);
+  std::printf(
+      "summary max_abs_diff %.6g mean_abs_diff %.6g top1_violations %d steps %zu "
+      "tokens_match %d\n",
+      r->max_abs_diff, r->mean_abs_diff, r->top1_violations, c->steps.size(),
+      r->tokens_match ? 1 : 0);
   if (!r->prompt_tokens_match) {
     std::fprintf(stderr, "hearth logits: tokenizing prompt_text does not give prompt_tokens\n");
   }

@@ -81,8 +81,8 @@ int run(const RunArgs& a) {
   for (int i = 0; i < a.n; ++i) {
     if (i > 0) {
       if (static_cast<int32_t>(history.size()) >= n_ctx) break;
-      batch.assign(1, BatchToken{history.back(), static_cast<int32_t>(history.size()) - 1, 0,
-                                 true});
+      batch.assign(1,
+                   BatchToken{history.back(), static_cast<int32_t>(history.size()) - 1, 0, true});
     }
     Status st = engine.forward(batch, logits);
     if (!st.ok()) return fail(st);
@@ -108,25 +108,26 @@ int run(const RunArgs& a) {
   if (!a.json) {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
     std::printf("\n");
-    std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tok/s); generated %zu tokens in "
-                 "%.1f ms (%.1f tok/s)\n",
-                 ids->size(), prompt_ms, ids->size() * 1000.0 / std::max(prompt_ms, 1e-3),
-                 generated.size(), gen_ms,
-                 generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3)
-                                      : 0.0);
+    std::fprintf(
+        stderr,
+        "prompt: %zu tokens in %.1f ms (%.1f tok/s); generated %zu tokens in "
+        "%.1f ms (%.1f tok/s)\n",
+        ids->size(), prompt_ms, ids->size() * 1000.0 / std::max(prompt_ms, 1e-3), generated.size(),
+        gen_ms,
+        generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3) : 0.0);
     return 0;
   }
   nlohmann::json j;
   j["text"] = text;
   j["tokens"] = generated;
   j["prompt_tokens"] = ids->size();
-  j["timings"] = {{"load_ms", load_ms},
-                  {"prompt_ms", prompt_ms},
-                  {"generate_ms", gen_ms},
-                  {"prompt_tok_per_s", ids->size() * 1000.0 / std::max(prompt_ms, 1e-3)},
-                  {"generate_tok_per_s",
-                   generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3)
-                                        : 0.0}};
+  j["timings"] = {
+      {"load_ms", load_ms},
+      {"prompt_ms", prompt_ms},
+      {"generate_ms", gen_ms},
+      {"prompt_tok_per_s", ids->size() * 1000.0 / std::max(prompt_ms, 1e-3)},
+      {"generate_tok_per_s",
+       generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3) : 0.0}};
   std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }

@@ -39,9 +39,10 @@ std::string write_variant(const std::string& name,
     if (!tensor_filter(t)) continue;
     EXPECT_TRUE(w.add_tensor(t.name, t.dims, t.type, data).ok());
   }
-  const std::string path = (fs::temp_directory_path() /
-                            ("hearth_model_test_" + std::to_string(getpid()) + "_" + name + ".gguf"))
-                               .string();
+  const std::string path =
+      (fs::temp_directory_path() /
+       ("hearth_model_test_" + std::to_string(getpid()) + "_" + name + ".gguf"))
+          .string();
   EXPECT_TRUE(w.write_file(path).ok());
   return path;
 }

@@ -94,7 +94,7 @@ TEST(SamplerTest, RepetitionPenaltyMovesGreedyChoice) {
   p.frequency_penalty = 0.3f;
   Sampler freq(p);
   EXPECT_EQ(freq.sample(logits, history), 1);  // once: 2.0 - 0.3 = 1.7 > 1.5
-  const std::vector<int32_t> twice = {1, 1};     // twice: 2.0 - 0.6 = 1.4 < 1.5
+  const std::vector<int32_t> twice = {1, 1};   // twice: 2.0 - 0.6 = 1.4 < 1.5
   EXPECT_EQ(freq.sample(logits, twice), 2);
 }
 

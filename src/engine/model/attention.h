@@ -13,7 +13,7 @@ namespace hearth::engine {
 struct HeadQuery {
   int32_t seq;
   int32_t layer;
-  int32_t pos;      // attends to positions 0..pos
+  int32_t pos;  // attends to positions 0..pos
   int32_t kv_head;
   const float* q;  // head_dim values, already rounded to F16
 };

@@ -52,8 +52,9 @@ ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
   }
   mi.n_params = w.n_params;
   mi.weight_bytes = w.n_bytes;
-  mi.token_embd_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(w.token_embd.cols)) *
-                        static_cast<uint64_t>(w.token_embd.rows);
+  mi.token_embd_bytes =
+      gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(w.token_embd.cols)) *
+      static_cast<uint64_t>(w.token_embd.rows);
   mi.bits_per_weight = w.n_params ? static_cast<double>(w.n_bytes) * 8.0 / w.n_params : 0.0;
   return mi;
 }
@@ -100,8 +101,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
 
   impl->pool = std::make_unique<kb::ThreadPool>(options.n_threads);
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
-  impl->kv = std::make_unique<engine::KvStore>(options.n_seq_max + 1, hp.n_layer,
-                                                impl->opts.n_ctx, hp.kv_dim());
+  impl->kv = std::make_unique<engine::KvStore>(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx,
+                                               hp.kv_dim());
   ForwardScratch& s = impl->s;
   const size_t B = static_cast<size_t>(impl->opts.n_batch);
   s.x.resize(B * hp.n_embd);
@@ -120,8 +121,12 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-const ModelInfo& Engine::info() const { return impl_->info; }
-const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer; }
+const ModelInfo& Engine::info() const {
+  return impl_->info;
+}
+const Tokenizer& Engine::tokenizer() const {
+  return *impl_->tokenizer;
+}
 
 Status Engine::forward(std::span<const BatchToken> batch, std::vector<float>& logits_out) {
   HEARTH_RETURN_IF_ERROR(impl_->validate(batch, /*allow_private=*/false));
@@ -137,8 +142,8 @@ int32_t Engine::seq_len(int32_t seq) const {
 namespace {
 Status check_seq(int32_t seq, int32_t n_seq_max, const char* op) {
   if (seq < 0 || seq >= n_seq_max) {
-    return InvalidArgument(std::string(op) + ": seq " + std::to_string(seq) +
-                           " is outside [0, " + std::to_string(n_seq_max) + ")");
+    return InvalidArgument(std::string(op) + ": seq " + std::to_string(seq) + " is outside [0, " +
+                           std::to_string(n_seq_max) + ")");
   }
   return OkStatus();
 }
@@ -160,7 +165,9 @@ Status Engine::seq_truncate(int32_t seq, int32_t n) {
   return OkStatus();
 }
 
-size_t Engine::kv_bytes_per_position() const { return impl_->kv->bytes_per_position(); }
+size_t Engine::kv_bytes_per_position() const {
+  return impl_->kv->bytes_per_position();
+}
 
 Status Engine::kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const {
   HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_pack"));
@@ -181,8 +188,7 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
   const size_t want = static_cast<size_t>(n_pos) * kv_bytes_per_position();
   if (bytes.size() != want) {
     return InvalidArgument("kv_unpack: got " + std::to_string(bytes.size()) + " bytes for " +
-                           std::to_string(n_pos) + " positions, expected " +
-                           std::to_string(want));
+                           std::to_string(n_pos) + " positions, expected " + std::to_string(want));
   }
   impl_->kv->unpack(seq, bytes, n_pos);
   return OkStatus();

@@ -22,10 +22,10 @@ namespace kb = engine::kb;
 // Scratch for one chunk of up to n_batch tokens, allocated once at load.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
-  std::vector<float> q16;          // Q rounded to F16 (held as float)
-  std::vector<float> scores;       // n_threads * n_ctx
-  std::vector<int32_t> next_pos;   // validate(): expected position per sequence
-  std::vector<float> out_x;        // gathered rows for the output head
+  std::vector<float> q16;         // Q rounded to F16 (held as float)
+  std::vector<float> scores;      // n_threads * n_ctx
+  std::vector<int32_t> next_pos;  // validate(): expected position per sequence
+  std::vector<float> out_x;       // gathered rows for the output head
   kb::MatmulScratch mm;
 };
 
@@ -42,7 +42,9 @@ struct Engine::Impl {
 
   // The pool for `macs` multiply-adds: waking workers costs more than tiny jobs save.
   // Results do not depend on the choice (thread count never changes the bits).
-  kb::ThreadPool& pool_for(int64_t macs) { return macs < (int64_t{1} << 16) ? *inline_pool : *pool; }
+  kb::ThreadPool& pool_for(int64_t macs) {
+    return macs < (int64_t{1} << 16) ? *inline_pool : *pool;
+  }
   void matmul(const kb::WeightView& w, const float* x, int64_t n_tokens, float* y) {
     kb::matmul(w, x, n_tokens, y, pool_for(w.rows * w.cols * n_tokens), s.mm);
   }

@@ -41,9 +41,8 @@ Status Engine::Impl::validate(std::span<const BatchToken> batch, bool allow_priv
                              " (positions of a sequence are contiguous)");
     }
     if (t.pos >= kv->n_ctx()) {
-      return OutOfRange(where() + "context overflow: seq " + std::to_string(t.seq) +
-                        " position " + std::to_string(t.pos) + " exceeds n_ctx " +
-                        std::to_string(kv->n_ctx()));
+      return OutOfRange(where() + "context overflow: seq " + std::to_string(t.seq) + " position " +
+                        std::to_string(t.pos) + " exceeds n_ctx " + std::to_string(kv->n_ctx()));
     }
     ++expect;
   }
@@ -106,7 +105,8 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
   // Embeddings: dequantized rows of token_embd.
   const uint8_t* emb = w.token_embd.data;
   for (int64_t t = 0; t < T; ++t) {
-    kb::dequantize_row(w.token_embd.type, emb + static_cast<size_t>(chunk[t].token) * w.token_embd_row_bytes,
+    kb::dequantize_row(w.token_embd.type,
+                       emb + static_cast<size_t>(chunk[t].token) * w.token_embd_row_bytes,
                        x + t * e, e);
   }
   // RoPE angles per token (shared by all layers and heads).

@@ -24,24 +24,42 @@ Result<int32_t> read_positive(const gguf::GgufFile& f, const std::string& key) {
 
 std::string file_type_name(uint32_t ft) {
   switch (ft) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K_S";
-    case 12: return "Q3_K_M";
-    case 13: return "Q3_K_L";
-    case 14: return "Q4_K_S";
-    case 15: return "Q4_K_M";
-    case 16: return "Q5_K_S";
-    case 17: return "Q5_K_M";
-    case 18: return "Q6_K";
-    case 32: return "BF16";
-    default: return "";
+    case 0:
+      return "F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 7:
+      return "Q8_0";
+    case 8:
+      return "Q5_0";
+    case 9:
+      return "Q5_1";
+    case 10:
+      return "Q2_K";
+    case 11:
+      return "Q3_K_S";
+    case 12:
+      return "Q3_K_M";
+    case 13:
+      return "Q3_K_L";
+    case 14:
+      return "Q4_K_S";
+    case 15:
+      return "Q4_K_M";
+    case 16:
+      return "Q5_K_S";
+    case 17:
+      return "Q5_K_M";
+    case 18:
+      return "Q6_K";
+    case 32:
+      return "BF16";
+    default:
+      return "";
   }
 }
 
@@ -50,8 +68,7 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
   hp.arch = f.architecture();
   if (hp.arch.empty()) return InvalidArgument("model metadata has no general.architecture");
   if (hp.arch != "llama" && hp.arch != "qwen2") {
-    return Unsupported("unsupported architecture '" + hp.arch +
-                       "' (supported: llama, qwen2)");
+    return Unsupported("unsupported architecture '" + hp.arch + "' (supported: llama, qwen2)");
   }
   const std::string a = hp.arch + ".";
   hp.rope_neox = hp.arch == "qwen2";
@@ -99,8 +116,7 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
   }
   HEARTH_ASSIGN_OR_RETURN(hp.rope_base, f.get_f32_or(a + "rope.freq_base", 10000.0f));
   if (!(hp.rope_base > 0)) return InvalidArgument(a + "rope.freq_base must be positive");
-  HEARTH_ASSIGN_OR_RETURN(hp.rms_eps,
-                          f.get_f32_or(a + "attention.layer_norm_rms_epsilon", 1e-5f));
+  HEARTH_ASSIGN_OR_RETURN(hp.rms_eps, f.get_f32_or(a + "attention.layer_norm_rms_epsilon", 1e-5f));
   if (!(hp.rms_eps > 0)) {
     return InvalidArgument(a + "attention.layer_norm_rms_epsilon must be positive");
   }

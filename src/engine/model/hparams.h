@@ -10,9 +10,9 @@
 namespace hearth::engine {
 
 struct Hparams {
-  std::string arch;        // "llama" or "qwen2"
+  std::string arch;  // "llama" or "qwen2"
   std::string name;
-  int32_t n_vocab = 0;     // rows of token_embd
+  int32_t n_vocab = 0;  // rows of token_embd
   int32_t n_ctx_train = 0;
   int32_t n_embd = 0;
   int32_t n_layer = 0;

@@ -16,7 +16,9 @@ using ::hearth::engine::MatmulScratch;
 using ::hearth::engine::ThreadPool;
 using ::hearth::engine::WeightView;
 
-inline bool type_supported(gguf::TensorType t) { return is_supported_weight_type(t); }
+inline bool type_supported(gguf::TensorType t) {
+  return is_supported_weight_type(t);
+}
 inline void dequantize_row(gguf::TensorType t, const void* src, float* dst, int64_t n) {
   ::hearth::engine::dequantize_row(t, src, dst, n);
 }
@@ -24,10 +26,14 @@ inline void matmul(const WeightView& w, const float* x, int64_t n_tokens, float*
                    ThreadPool& pool, MatmulScratch& s) {
   ::hearth::engine::matmul(w, x, n_tokens, y, pool, s);
 }
-inline const char* kernels_id() { return ::hearth::engine::numerics_id(); }
+inline const char* kernels_id() {
+  return ::hearth::engine::numerics_id();
+}
 
 // dot(f16 k, q) over n values in the kernels' fixed canonical order.
-inline float dot_f16(const uint16_t* k, const float* q, int n) { return dot_f16_f32(k, q, n); }
+inline float dot_f16(const uint16_t* k, const float* q, int n) {
+  return dot_f16_f32(k, q, n);
+}
 // y += a * f16(v), one FMA per element.
 inline void axpy_f16(float* y, float a, const uint16_t* v, int n) {
   ::hearth::engine::axpy_f16(a, v, y, n);

@@ -6,8 +6,8 @@ namespace hearth::engine {
 
 KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
     : n_seq_(n_seq), n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
-  seq_elems_ = static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) *
-               static_cast<size_t>(kv_dim);
+  seq_elems_ =
+      static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) * static_cast<size_t>(kv_dim);
   blocks_.reserve(static_cast<size_t>(n_seq));
   for (int32_t s = 0; s < n_seq; ++s) {
     // for_overwrite: no zero fill, so untouched positions cost no memory.

@@ -104,8 +104,8 @@ Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& 
   HEARTH_RETURN_IF_ERROR(engine.seq_clear(0));
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < c.prompt_tokens.size(); ++i) {
-    batch.push_back({c.prompt_tokens[i], static_cast<int32_t>(i), 0,
-                     i + 1 == c.prompt_tokens.size()});
+    batch.push_back(
+        {c.prompt_tokens[i], static_cast<int32_t>(i), 0, i + 1 == c.prompt_tokens.size()});
   }
   std::vector<float> logits;
   double sum = 0;

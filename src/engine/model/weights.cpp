@@ -17,8 +17,7 @@ class Binder {
  public:
   Binder(const gguf::GgufFile& f, ModelWeights& w) : f_(f), w_(w) {}
 
-  Result<const gguf::TensorInfo*> find(const std::string& name,
-                                       const std::vector<uint64_t>& dims) {
+  Result<const gguf::TensorInfo*> find(const std::string& name, const std::vector<uint64_t>& dims) {
     const gguf::TensorInfo* t = f_.tensor(name);
     if (t == nullptr) return InvalidArgument("model is missing tensor " + name);
     if (t->dims != dims) {

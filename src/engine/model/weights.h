@@ -31,7 +31,7 @@ struct ModelWeights {
   kb::WeightView token_embd;  // rows = n_vocab, cols = n_embd
   size_t token_embd_row_bytes = 0;
   VectorWeight output_norm;
-  kb::WeightView output;      // token_embd when tied
+  kb::WeightView output;  // token_embd when tied
   bool tied = false;
   std::vector<LayerWeights> layers;
   uint64_t n_params = 0;

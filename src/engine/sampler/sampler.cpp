@@ -16,7 +16,9 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 }  // namespace
 
@@ -37,11 +39,15 @@ uint64_t Rng::next_u64() {
   return result;
 }
 
-double Rng::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Rng::next_double() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
 
 Sampler::Sampler(SamplingParams params) : params_(params), rng_(params.seed) {}
 
-void Sampler::reset() { rng_ = Rng(params_.seed); }
+void Sampler::reset() {
+  rng_ = Rng(params_.seed);
+}
 
 int32_t Sampler::greedy(std::span<const float> logits) {
   if (logits.empty()) return -1;
@@ -59,8 +65,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   penalized_.assign(logits.begin(), logits.end());
 
   // Penalties over the last penalty_last_n tokens (negative: the whole history).
-  const bool penalize = p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-                        p.presence_penalty != 0.0f;
+  const bool penalize =
+      p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f;
   if (penalize && p.penalty_last_n != 0 && !history.empty()) {
     size_t n = history.size();
     if (p.penalty_last_n > 0) n = std::min(n, static_cast<size_t>(p.penalty_last_n));
