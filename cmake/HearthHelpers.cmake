@@ -14,7 +14,7 @@ function(hearth_find_dependencies)
     find_package(rapidcheck REQUIRED)
     pkg_check_modules(SENTENCEPIECE IMPORTED_TARGET GLOBAL sentencepiece)
   endif()
-  find_package(benchmark QUIET)
+  find_package(benchmark QUIET)  # targets are global: bench/ tests for benchmark::benchmark
 endfunction()
 
 # Flags every hearth target gets.
