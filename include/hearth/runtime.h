@@ -219,7 +219,7 @@ struct StreamSink {
 struct CacheRowSummary {
   std::string key_hex;
   Tier tier = Tier::kRam;
-  uint64_t size_bytes = 0;   // what the tier quota counts
+  uint64_t size_bytes = 0;  // what the tier quota counts
   uint32_t n_tokens = 0;
   uint32_t hits = 0;
   uint64_t last_used_ns = 0;  // steady clock

@@ -34,9 +34,12 @@ TokenId BasicSampler::sample(std::span<const float> logits_in) {
     std::vector<std::pair<TokenId, int32_t>> counts;
     for (TokenId t : recent_) {
       if (t < 0 || static_cast<size_t>(t) >= n) continue;
-      auto it = std::find_if(counts.begin(), counts.end(),
-                             [t](const auto& c) { return c.first == t; });
-      if (it == counts.end()) counts.emplace_back(t, 1); else ++it->second;
+      auto it =
+          std::find_if(counts.begin(), counts.end(), [t](const auto& c) { return c.first == t; });
+      if (it == counts.end())
+        counts.emplace_back(t, 1);
+      else
+        ++it->second;
     }
     for (const auto& [t, c] : counts)
       logits[static_cast<size_t>(t)] -=

@@ -21,9 +21,12 @@ cache::Tier to_cache_tier(Tier t) {
 
 Tier from_cache_tier(cache::Tier t) {
   switch (t) {
-    case cache::Tier::kRam: return Tier::kRam;
-    case cache::Tier::kRamFile: return Tier::kRamFile;
-    case cache::Tier::kDisk: return Tier::kDisk;
+    case cache::Tier::kRam:
+      return Tier::kRam;
+    case cache::Tier::kRamFile:
+      return Tier::kRamFile;
+    case cache::Tier::kDisk:
+      return Tier::kDisk;
   }
   return Tier::kRam;
 }
@@ -244,7 +247,9 @@ CacheEvictSummary CacheRowStore::evict_bytes(uint64_t target, std::span<const Ti
   return CacheEvictSummary{r.rows, r.bytes};
 }
 
-uint64_t CacheRowStore::gc() { return cache_->gc(); }
+uint64_t CacheRowStore::gc() {
+  return cache_->gc();
+}
 
 void CacheRowStore::flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) {
   const Digest256 id = ns.id();

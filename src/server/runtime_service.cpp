@@ -235,8 +235,7 @@ class RuntimeService : public ServiceApi {
     }
     return rows.dump();
   }
-  Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers,
-                                    int64_t bytes) override {
+  Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers, int64_t bytes) override {
     std::vector<rt::Tier> ts;
     for (const std::string& t : tiers) ts.push_back(tier_from_name(t));
     return static_cast<int64_t>(

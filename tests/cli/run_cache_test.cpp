@@ -18,8 +18,8 @@ TEST(RunCli, CacheDirMakesTheSecondRunWarm) {
   const std::string model = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
   if (!testing::cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built";
   if (!std::filesystem::exists(model)) GTEST_SKIP() << "SKIPPED: " << model << " absent";
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("hearth-cli-cache-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hearth-cli-cache-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const std::string cmd = "run --json --temp 0 -n 24 -t 1 -m '" + model +
                           "' -p 'Once upon a time there was a little' --cache-dir '" +

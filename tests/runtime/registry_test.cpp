@@ -1,8 +1,8 @@
 // Model registry, cache wiring across loads, evict, embeddings, utilities.
 #include <algorithm>
 #include <filesystem>
-#include <thread>
 #include <future>
+#include <thread>
 
 #include "stub_fixture.h"
 

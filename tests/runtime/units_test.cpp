@@ -128,7 +128,7 @@ TEST(BasicSampler, FrequencyAndPresencePenalties) {
   const TokenId seen_once[] = {1};
   const TokenId seen_twice[] = {1, 1, 2};
   EXPECT_EQ(BasicSampler(o, seen_twice).sample(logits), 1);  // penalties off
-  o.presence_penalty = 0.6f;  // 2.0 - 0.6 = 1.4 < 1.5
+  o.presence_penalty = 0.6f;                                 // 2.0 - 0.6 = 1.4 < 1.5
   EXPECT_EQ(BasicSampler(o, seen_once).sample(logits), 2);
   o.presence_penalty = 0;
   o.frequency_penalty = 0.3f;  // once: 1.7 still wins; twice: 1.4, and 2 drops to 1.2
