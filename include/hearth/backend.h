@@ -56,6 +56,8 @@ struct SamplingOptions {
   float top_p = 1.0f;               // 1 = off
   float min_p = 0.0f;               // 0 = off
   float repetition_penalty = 1.0f;  // 1 = off; applies over the last 64 tokens
+  float frequency_penalty = 0.0f;   // 0 = off; minus this per occurrence in the last 64 tokens
+  float presence_penalty = 0.0f;    // 0 = off; minus this once if in the last 64 tokens
   std::optional<uint64_t> seed;     // unset = a fresh random seed per request
 };
 

@@ -213,6 +213,27 @@ struct StreamSink {
   std::function<void(const Status& error)> on_error;
 };
 
+// ---------------------------------------------------------------- cache admin
+
+// One cache row as the operator sees it (Runtime::cache_rows).
+struct CacheRowSummary {
+  std::string key_hex;
+  Tier tier = Tier::kRam;
+  uint64_t size_bytes = 0;  // what the tier quota counts
+  uint32_t n_tokens = 0;
+  uint32_t hits = 0;
+  uint64_t last_used_ns = 0;  // steady clock
+  bool in_flight = false;     // save reserved, not yet published
+  // Model fingerprint (hex) for rows saved by this process; empty when unknown (rows
+  // found on disk at startup do not record it in their header).
+  std::string fingerprint_hex;
+};
+
+struct CacheEvictSummary {
+  uint64_t rows = 0;
+  uint64_t bytes = 0;
+};
+
 // ---------------------------------------------------------------- the runtime
 
 class Runtime {
@@ -266,6 +287,13 @@ class Runtime {
   // Cache counters by name (hits_exact, hits_resume, hits_longest_prefix, misses,
   // saves_cold, saves_continued, saves_finish, saves_evict, saves_shutdown, ...).
   std::map<std::string, uint64_t> cache_counters() const;
+  // Every row, least recently used first, then in-flight saves.
+  std::vector<CacheRowSummary> cache_rows() const;
+  // Evicts least-recently-used unreferenced rows of `tiers` (empty = all) until at
+  // least `target` bytes are freed or none remain.
+  CacheEvictSummary cache_evict_bytes(uint64_t target, std::span<const Tier> tiers = {});
+  // Evicts every unreferenced published row; returns how many.
+  uint64_t cache_gc();
 
   // Stops admitting everywhere, cancels in-flight requests, runs shutdown saves, joins
   // every worker and the cache writers. Idempotent; the server calls it on SIGTERM.

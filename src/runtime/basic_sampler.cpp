@@ -29,6 +29,22 @@ TokenId BasicSampler::sample(std::span<const float> logits_in) {
       l = l > 0 ? l / p : l * p;
     }
   }
+  if (options_.frequency_penalty != 0.0f || options_.presence_penalty != 0.0f) {
+    // OpenAI-style: count occurrences in the window, subtract once per token id.
+    std::vector<std::pair<TokenId, int32_t>> counts;
+    for (TokenId t : recent_) {
+      if (t < 0 || static_cast<size_t>(t) >= n) continue;
+      auto it =
+          std::find_if(counts.begin(), counts.end(), [t](const auto& c) { return c.first == t; });
+      if (it == counts.end())
+        counts.emplace_back(t, 1);
+      else
+        ++it->second;
+    }
+    for (const auto& [t, c] : counts)
+      logits[static_cast<size_t>(t)] -=
+          static_cast<float>(c) * options_.frequency_penalty + options_.presence_penalty;
+  }
   if (options_.temperature <= 0.0f) {
     size_t best = 0;
     for (size_t i = 1; i < n; ++i)

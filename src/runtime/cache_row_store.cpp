@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hearth/log.h"
+#include "hearth/sha256.h"
 
 namespace hearth::runtime {
 namespace {
@@ -16,6 +17,18 @@ cache::Tier to_cache_tier(Tier t) {
     case Tier::kDisk: return cache::Tier::kDisk;
   }
   return cache::Tier::kRam;
+}
+
+Tier from_cache_tier(cache::Tier t) {
+  switch (t) {
+    case cache::Tier::kRam:
+      return Tier::kRam;
+    case cache::Tier::kRamFile:
+      return Tier::kRamFile;
+    case cache::Tier::kDisk:
+      return Tier::kDisk;
+  }
+  return Tier::kRam;
 }
 
 cache::SaveReason to_cache_reason(SaveReason r) {
@@ -138,6 +151,10 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
     job.meta.extra_tlvs.push_back(std::move(tlv));
   }
   job.payload = std::move(row.kv);
+  {
+    std::lock_guard lock(mu_);
+    fingerprints_[job.key] = ns.fingerprint;
+  }
   if (sync) {
     HEARTH_RETURN_IF_ERROR(write(job));
     return job.key;
@@ -149,6 +166,7 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
   }
   const RowKey key = job.key;
   in_flight_.insert(key);
+  in_flight_ns_.insert(ns.id());
   jobs_.push_back(std::move(job));
   cv_.notify_all();
   return key;
@@ -174,6 +192,7 @@ void CacheRowStore::writer_loop() {
     lock.lock();
     if (!st.ok()) runtime_counters_["runtime_save_failures"]++;
     in_flight_.erase(in_flight_.find(job.key));
+    in_flight_ns_.erase(in_flight_ns_.find(job.meta.ns.id()));
     cv_.notify_all();
   }
 }
@@ -199,6 +218,43 @@ void CacheRowStore::count(const std::string& name) {
 void CacheRowStore::flush(std::chrono::milliseconds deadline) {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, deadline, [this] { return jobs_.empty() && in_flight_.empty(); });
+}
+
+std::vector<CacheRowSummary> CacheRowStore::rows() const {
+  std::vector<CacheRowSummary> out;
+  const std::vector<cache::RowInfo> dump = cache_->dump();
+  std::lock_guard lock(mu_);
+  for (const cache::RowInfo& r : dump) {
+    CacheRowSummary s;
+    s.key_hex = to_hex(r.key);
+    s.tier = from_cache_tier(r.tier);
+    s.size_bytes = r.size;
+    s.n_tokens = r.n_tokens;
+    s.hits = r.hits;
+    s.last_used_ns = r.last_used_ns;
+    s.in_flight = r.status == cache::RowStatus::kReserved;
+    if (auto it = fingerprints_.find(r.key); it != fingerprints_.end())
+      s.fingerprint_hex = to_hex(it->second);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+CacheEvictSummary CacheRowStore::evict_bytes(uint64_t target, std::span<const Tier> tiers) {
+  std::vector<cache::Tier> ct;
+  for (Tier t : tiers) ct.push_back(to_cache_tier(t));
+  const cache::EvictResult r = cache_->evict_bytes(target, ct);
+  return CacheEvictSummary{r.rows, r.bytes};
+}
+
+uint64_t CacheRowStore::gc() {
+  return cache_->gc();
+}
+
+void CacheRowStore::flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) {
+  const Digest256 id = ns.id();
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, deadline, [&] { return in_flight_ns_.count(id) == 0; });
 }
 
 }  // namespace hearth::runtime

@@ -32,6 +32,10 @@ class CacheRowStore : public RowStore {
   std::map<std::string, uint64_t> counters() const override;
   void count(const std::string& name) override;
   void flush(std::chrono::milliseconds deadline) override;
+  std::vector<CacheRowSummary> rows() const override;
+  CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) override;
+  uint64_t gc() override;
+  void flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) override;
 
   cache::Cache& cache() { return *cache_; }
 
@@ -52,7 +56,9 @@ class CacheRowStore : public RowStore {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   std::multiset<RowKey> in_flight_;
+  std::multiset<Digest256> in_flight_ns_;  // RowNamespace::id() of every queued/writing save
   std::map<std::string, uint64_t> runtime_counters_;
+  std::map<RowKey, Digest256> fingerprints_;  // key -> model fingerprint, saves of this process
   bool stop_ = false;
   std::vector<std::thread> writers_;
 };

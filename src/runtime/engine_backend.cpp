@@ -98,6 +98,8 @@ Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
   p.top_p = o.top_p;
   p.min_p = o.min_p;
   p.repetition_penalty = o.repetition_penalty;
+  p.frequency_penalty = o.frequency_penalty;
+  p.presence_penalty = o.presence_penalty;
   p.seed = o.seed ? *o.seed : std::random_device{}();
   return std::unique_ptr<TokenSampler>(std::make_unique<EngineSampler>(p, history));
 }

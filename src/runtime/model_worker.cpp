@@ -119,6 +119,9 @@ void ModelWorker::stop() {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  // The worker's last finish saves may still sit on the store's writer threads: wait for
+  // them (same bound as the shutdown saves) so the rows are published when unload returns.
+  store_->flush_namespace(ns_, std::chrono::milliseconds(config_.policy.evict_save_timeout_ms));
 }
 
 LoadedModelInfo ModelWorker::info() const {

@@ -41,7 +41,8 @@ class ModelWorker {
   Status run_job(std::function<Status(Backend&)> job);
   // Synchronous evict saves of every sequence's KV.
   Status evict();
-  // Stops admitting, runs shutdown saves (bounded), ends requests, joins the thread.
+  // Stops admitting, runs shutdown saves (bounded), ends requests, joins the thread, then
+  // waits (same bound) for this model's async saves to publish.
   void stop();
 
   // Snapshot of the backend for thread-safe const calls (tokenize, ...).

@@ -72,6 +72,13 @@ class RowStore {
   virtual void count(const std::string& name) = 0;
   // Waits for queued async saves to publish (shutdown, tests).
   virtual void flush(std::chrono::milliseconds deadline) = 0;
+  // Operator surface (Runtime::cache_rows / cache_evict_bytes / cache_gc).
+  virtual std::vector<CacheRowSummary> rows() const = 0;
+  virtual CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) = 0;
+  virtual uint64_t gc() = 0;
+  // Waits (bounded by `deadline`) until no async save of namespace `ns` is queued or being
+  // written: after unload_model returns, that model's rows are published.
+  virtual void flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) = 0;
 };
 
 }  // namespace hearth::runtime

@@ -307,6 +307,18 @@ std::map<std::string, uint64_t> Runtime::cache_counters() const {
   return impl_->store_->counters();
 }
 
+std::vector<CacheRowSummary> Runtime::cache_rows() const {
+  return impl_->store_->rows();
+}
+
+CacheEvictSummary Runtime::cache_evict_bytes(uint64_t target, std::span<const Tier> tiers) {
+  return impl_->store_->evict_bytes(target, tiers);
+}
+
+uint64_t Runtime::cache_gc() {
+  return impl_->store_->gc();
+}
+
 void Runtime::shutdown() {
   std::map<std::string, std::shared_ptr<ModelWorker>, std::less<>> models;
   {

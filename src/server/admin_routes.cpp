@@ -130,17 +130,39 @@ void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   json body;
   if (auto e = parse_json_object(req.body.empty() ? "{}" : req.body, body))
     return reply_error(res, *e);
+  auto valid_tier = [](const std::string& t) {
+    return t == "ram" || t == "ram_file" || t == "disk";
+  };
+  // "tiers": ["ram", "disk"] (empty or absent = all); "tier": "disk" is the one-tier form.
+  std::vector<std::string> tiers;
   std::string tier;
   int64_t bytes = 0;
   if (auto e = optional_string(body, "tier", tier)) return reply_error(res, *e);
-  if (!tier.empty() && tier != "ram" && tier != "ram_file" && tier != "disk") {
-    return reply_error(res, invalid_request("'tier' must be \"ram\", \"ram_file\" or \"disk\"",
-                                            "tier", "invalid_value"));
+  if (!tier.empty()) {
+    if (!valid_tier(tier))
+      return reply_error(res, invalid_request("'tier' must be \"ram\", \"ram_file\" or \"disk\"",
+                                              "tier", "invalid_value"));
+    tiers.push_back(tier);
+  }
+  if (body.contains("tiers")) {
+    const json& list = body["tiers"];
+    if (!list.is_array())
+      return reply_error(
+          res, invalid_request("'tiers' must be an array of tier names", "tiers", "invalid_type"));
+    for (const json& t : list) {
+      if (!t.is_string() || !valid_tier(t.get<std::string>()))
+        return reply_error(res, invalid_request("'tiers' entries must be \"ram\", \"ram_file\" "
+                                                "or \"disk\"",
+                                                "tiers", "invalid_value"));
+      tiers.push_back(t.get<std::string>());
+    }
   }
   if (!body.contains("bytes"))
     return reply_error(res, invalid_request("'bytes' is required", "bytes", "missing_field"));
   if (auto e = optional_int(body, "bytes", bytes)) return reply_error(res, *e);
-  auto freed = ctx.service.cache_evict_bytes(tier, bytes);
+  if (bytes < 0)
+    return reply_error(res, invalid_request("'bytes' must be >= 0", "bytes", "invalid_value"));
+  auto freed = ctx.service.cache_evict_bytes(tiers, bytes);
   if (!freed.ok()) return reply_error(res, cache_error(freed.status()));
   reply_json(res, {{"requested_bytes", bytes}, {"freed_bytes", freed.value()}});
 }

@@ -175,7 +175,8 @@ Result<std::string> FakeService::cache_rows_json(int64_t limit) {
   return rows.dump();
 }
 
-Result<int64_t> FakeService::cache_evict_bytes(const std::string& /*tier*/, int64_t bytes) {
+Result<int64_t> FakeService::cache_evict_bytes(const std::vector<std::string>& /*tiers*/,
+                                               int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t freed = 0;
   while (!seen_.empty() && freed < bytes) {

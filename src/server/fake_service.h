@@ -46,7 +46,7 @@ class FakeService : public ServiceApi {
   std::map<std::string, int64_t> cache_counters() override;
   std::vector<TierUsage> tier_usage() override;
   Result<std::string> cache_rows_json(int64_t limit) override;
-  Result<int64_t> cache_evict_bytes(const std::string& tier, int64_t bytes) override;
+  Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers, int64_t bytes) override;
   Result<int64_t> cache_gc() override;
   void shutdown() override;
 

@@ -4,6 +4,7 @@
 // gone" into Runtime::cancel.
 #include "server/runtime_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <mutex>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "hearth/gguf.h"
 #include "hearth/log.h"
@@ -130,6 +133,8 @@ class RuntimeService : public ServiceApi {
     params.sampling.top_p = static_cast<float>(s.top_p);
     params.sampling.min_p = static_cast<float>(s.min_p);
     params.sampling.repetition_penalty = static_cast<float>(s.repetition_penalty);
+    params.sampling.frequency_penalty = static_cast<float>(s.frequency_penalty);
+    params.sampling.presence_penalty = static_cast<float>(s.presence_penalty);
     if (s.has_seed) params.sampling.seed = s.seed;
 
     auto channel = std::make_shared<Channel>();
@@ -213,17 +218,30 @@ class RuntimeService : public ServiceApi {
     }
     return out;
   }
-  // Row listing, evict-by-bytes and gc are cache-facade operations the runtime does
-  // not expose yet.
-  Result<std::string> cache_rows_json(int64_t) override {
-    return Unsupported("cache rows: not exposed by this runtime build yet");
+  Result<std::string> cache_rows_json(int64_t limit) override {
+    nlohmann::json rows = nlohmann::json::array();
+    for (const rt::CacheRowSummary& r : runtime_->cache_rows()) {
+      if (limit > 0 && static_cast<int64_t>(rows.size()) >= limit) break;
+      nlohmann::json row = {{"key", r.key_hex},
+                            {"tier", rt::tier_name(r.tier)},
+                            {"bytes", r.size_bytes},
+                            {"tokens", r.n_tokens},
+                            {"hits", r.hits},
+                            {"last_used_ns", r.last_used_ns},
+                            {"status", r.in_flight ? "in_flight" : "available"}};
+      row["fingerprint"] =
+          r.fingerprint_hex.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fingerprint_hex);
+      rows.push_back(std::move(row));
+    }
+    return rows.dump();
   }
-  Result<int64_t> cache_evict_bytes(const std::string&, int64_t) override {
-    return Unsupported("cache evict: not exposed by this runtime build yet");
+  Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers, int64_t bytes) override {
+    std::vector<rt::Tier> ts;
+    for (const std::string& t : tiers) ts.push_back(tier_from_name(t));
+    return static_cast<int64_t>(
+        runtime_->cache_evict_bytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0)), ts).bytes);
   }
-  Result<int64_t> cache_gc() override {
-    return Unsupported("cache gc: not exposed by this runtime build yet");
-  }
+  Result<int64_t> cache_gc() override { return static_cast<int64_t>(runtime_->cache_gc()); }
 
   int64_t queue_depth() override {
     int64_t n = 0;

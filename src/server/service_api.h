@@ -99,7 +99,10 @@ class ServiceApi {
   virtual std::vector<TierUsage> tier_usage() = 0;
   // One JSON-serialisable row per cache entry; fields are the cache's own.
   virtual Result<std::string> cache_rows_json(int64_t limit) = 0;
-  virtual Result<int64_t> cache_evict_bytes(const std::string& tier, int64_t bytes) = 0;
+  // Evicts LRU rows of `tiers` ("ram", "ram_file", "disk"; empty = all) until at least
+  // `bytes` are freed; returns the bytes freed.
+  virtual Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers,
+                                            int64_t bytes) = 0;
   virtual Result<int64_t> cache_gc() = 0;
 
   // Requests waiting inside the runtime's scheduler (for /metrics).

@@ -105,3 +105,46 @@ TEST_F(EngineRuntime, ConcurrentRequestsEqualSoloRuns) {
 
 }  // namespace
 }  // namespace hearth::runtime
+
+namespace hearth::runtime {
+namespace {
+using namespace testing;
+
+// frequency / presence penalties reach the engine's sampler: every greedy pick is the
+// argmax of the raw logits minus count * frequency + presence over the last 64 tokens.
+TEST(EnginePenalties, FrequencyAndPresenceAreApplied) {
+  const std::string model = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "SKIPPED: " << model << " is absent";
+  auto rt = make_runtime();
+  ModelConfig c;
+  c.id = "m";
+  c.model_path = model;
+  c.n_ctx = 256;
+  c.n_threads = 1;
+  ASSERT_TRUE(rt->load_model(c).ok());
+  RequestParams p = greedy(32);
+  auto plain = rt->complete("m", "Once upon a time", p);
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  p.sampling.frequency_penalty = 0.7f;
+  p.sampling.presence_penalty = 0.9f;
+  auto pen = rt->complete("m", "Once upon a time", p);
+  ASSERT_TRUE(pen.ok()) << pen.status().to_string();
+  ASSERT_EQ(pen->token_logits.size(), pen->generated.size());
+  EXPECT_NE(pen->generated, plain->generated);
+  const size_t n_prompt = pen->context_tokens.size() - pen->generated.size();
+  for (size_t i = 0; i < pen->generated.size(); ++i) {
+    std::vector<float> l = pen->token_logits[i];
+    const size_t end = n_prompt + i;
+    const size_t begin = end > 64 ? end - 64 : 0;
+    std::map<TokenId, int> counts;
+    for (size_t k = begin; k < end; ++k) counts[pen->context_tokens[k]]++;
+    for (auto [t, n] : counts) l[static_cast<size_t>(t)] -= n * 0.7f + 0.9f;
+    size_t best = 0;
+    for (size_t k = 1; k < l.size(); ++k)
+      if (l[k] > l[best]) best = k;
+    EXPECT_EQ(static_cast<TokenId>(best), pen->generated[i]) << "step " << i;
+  }
+}
+
+}  // namespace
+}  // namespace hearth::runtime

@@ -1,6 +1,8 @@
 // Model registry, cache wiring across loads, evict, embeddings, utilities.
+#include <algorithm>
 #include <filesystem>
 #include <future>
+#include <thread>
 
 #include "stub_fixture.h"
 
@@ -84,6 +86,69 @@ TEST(Registry, UnloadAndReloadKeepsRowsUsable) {
   auto t3 = rt->complete_tokens("other", t1->context_tokens, greedy(8));
   ASSERT_TRUE(t3.ok());
   EXPECT_EQ(t3->cache_hit_kind, CacheHitKind::kCold);
+}
+
+// With slow writers the finish save is still queued when complete() returns: unload must
+// wait for it, so the reloaded model finds the row published (exact, not resume).
+TEST(Registry, UnloadWaitsForThatModelsAsyncSaves) {
+  auto rt = make_runtime(/*publish_delay_ms=*/150);
+  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  auto t1 = rt->complete("m", text_of(300), greedy(8));
+  ASSERT_TRUE(t1.ok());
+  ASSERT_TRUE(t1->finish_key.has_value());
+  ASSERT_TRUE(rt->unload_model("m").ok());
+  EXPECT_EQ(rt->cache_counters()["runtime_saves_queued"], 0u);
+  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  RequestParams p = greedy(8);
+  p.parent_key = t1->finish_key;
+  auto t2 = rt->complete_tokens("m", t1->context_tokens, p);
+  ASSERT_TRUE(t2.ok());
+  EXPECT_EQ(t2->cache_hit_kind, CacheHitKind::kExact);
+}
+
+TEST(Registry, CacheRowsEvictBytesAndGc) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  EXPECT_TRUE(rt->cache_rows().empty());
+  auto a = rt->complete("m", text_of(200, 'a'), greedy(4));
+  auto b = rt->complete("m", text_of(200, 'k'), greedy(4));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->finish_key && b->finish_key);
+  const std::string fp = rt->model_info("m")->fingerprint_hex;
+  std::vector<CacheRowSummary> rows;
+  for (int i = 0; i < 1000; ++i) {  // async finish saves publish shortly after
+    rows = rt->cache_rows();
+    if (std::count_if(rows.begin(), rows.end(), [](auto& r) { return !r.in_flight; }) >= 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_GE(rows.size(), 2u);
+  bool saw_a = false;
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.key_hex.size(), 64u);
+    EXPECT_EQ(r.tier, Tier::kRam);
+    EXPECT_GT(r.size_bytes, 0u);
+    EXPECT_GT(r.n_tokens, 0u);
+    EXPECT_EQ(r.fingerprint_hex, fp);
+    saw_a |= r.key_hex == *a->finish_key;
+  }
+  EXPECT_TRUE(saw_a);
+  // Another tier holds nothing; the ram tier gives up the least recently used row.
+  const Tier disk[] = {Tier::kDisk};
+  EXPECT_EQ(rt->cache_evict_bytes(1, disk).rows, 0u);
+  const Tier ram[] = {Tier::kRam};
+  auto ev = rt->cache_evict_bytes(1, ram);
+  EXPECT_EQ(ev.rows, 1u);
+  EXPECT_GT(ev.bytes, 0u);
+  EXPECT_EQ(rt->cache_rows().size(), rows.size() - 1);
+  EXPECT_EQ(rt->cache_gc(), rows.size() - 1);
+  EXPECT_TRUE(rt->cache_rows().empty());
+  // The collected parent is gone: the next turn restores nothing from the cache.
+  RequestParams p = greedy(4);
+  p.parent_key = a->finish_key;
+  auto again = rt->complete_tokens("m", a->context_tokens, p);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->cache_hit_kind, CacheHitKind::kExact);
+  EXPECT_NE(again->cache_hit_kind, CacheHitKind::kPartial);
 }
 
 TEST(Registry, DiskTierSurvivesRuntimeRestart) {
