@@ -3,9 +3,12 @@
 // count (1, 2), and whatever other sequences share the batch. Also: kv_pack/kv_unpack
 // into another sequence continues bit-identically.
 //
-// Full matrix on small-llama-{f32,q4_k_m}, small-qwen2-q4_k_m and stories260K;
-// one-batch vs token-by-token vs 2 threads on the other small-llama types (f16, bf16,
-// q8_0, q4_0, tied-f16).
+// The full matrix (chunk sizes 1, 7, 64, 300, each at 1 and 2 threads and each alone and
+// with three other sequences in the batch, plus an internal n_batch split) runs on every
+// small-llama reference model (13 types, tied, rope500k), both small-qwen2 files, stories260K,
+// llama-2-tiny-random and a gen-model `small` model in every gen-model type (made once in
+// build/test-models/). One cold baseline per model (one batch, one thread, alone); every other
+// configuration is compared against it with memcmp.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gen_model_test_util.h"
 #include "hearth/engine.h"
 
 namespace hearth {
@@ -107,49 +111,78 @@ void expect_same(const RunResult& a, const RunResult& b, const std::string& what
   EXPECT_EQ(std::memcmp(a.kv.data(), b.kv.data(), a.kv.size()), 0) << what << ": KV differs";
 }
 
-class InvarianceTest : public ::testing::TestWithParam<std::pair<std::string, bool>> {};
+struct Config {
+  size_t chunk;
+  int threads;
+  bool others;
+};
 
-TEST_P(InvarianceTest, BitIdenticalAcrossBatchingThreadsAndNeighbours) {
-  const auto& [file, full] = GetParam();
-  const std::string path = model_path(file);
-  if (path.empty()) GTEST_SKIP() << "SKIPPED: " << file << " not found under " HEARTH_SHARED_DIR;
+// Every chunk size at both thread counts, once alone and once with three neighbours;
+// every (threads, neighbours) pair occurs too. Together with the baseline that covers
+// each pair of dimensions at half the cost of the 16-run product (test time budget).
+std::vector<Config> full_matrix() {
+  const size_t whole = static_cast<size_t>(kPromptLen);
+  return {{1, 1, false},  {1, 2, true},  {7, 1, true},     {7, 2, false},
+          {64, 1, false}, {64, 2, true}, {whole, 1, true}, {whole, 2, false}};
+}
+
+void check_full_matrix(const std::string& path) {
   auto e1 = load(path, 1);
   auto e2 = load(path, 2);
   ASSERT_TRUE(e1 && e2);
   const auto prompt = random_tokens(kPromptLen, e1->info().n_vocab, 7);
-  // Mostly one thread: the test machine is shared and waking workers is slow there;
-  // the two-thread runs cover thread-count invariance.
   const RunResult base = run(*e1, prompt, kPromptLen, false);
-  expect_same(base, run(*e1, prompt, 1, false), "chunk 1");
-  expect_same(base, run(*e2, prompt, kPromptLen, false), "one batch, 2 threads");
-  if (!full) return;
-  expect_same(base, run(*e1, prompt, 7, false), "chunk 7");
-  expect_same(base, run(*e1, prompt, 64, false), "chunk 64");
-  expect_same(base, run(*e1, prompt, 7, true), "chunk 7 with three other sequences");
-  expect_same(base, run(*e2, prompt, 64, true), "chunk 64 with three others, 2 threads");
+  for (const Config& c : full_matrix()) {
+    const std::string what = "chunk " + std::to_string(c.chunk) + ", " + std::to_string(c.threads) +
+                             " thread(s)" + (c.others ? ", three other sequences" : ", alone");
+    expect_same(base, run(c.threads == 1 ? *e1 : *e2, prompt, c.chunk, c.others), what);
+  }
   auto small_batch = load(path, 1, 13);
   ASSERT_TRUE(small_batch);
   expect_same(base, run(*small_batch, prompt, kPromptLen, true), "n_batch 13 internal split");
 }
 
+std::string test_name(const std::string& stem) {
+  std::string n = stem;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
+}
+
+class InvarianceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(InvarianceTest, BitIdenticalAcrossBatchingThreadsAndNeighbours) {
+  const std::string& file = GetParam();
+  const std::string path = model_path(file);
+  if (path.empty()) GTEST_SKIP() << "SKIPPED: " << file << " not found under " HEARTH_SHARED_DIR;
+  check_full_matrix(path);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, InvarianceTest,
-    ::testing::Values(std::pair<std::string, bool>{"small-llama-f32.gguf", true},
-                      std::pair<std::string, bool>{"small-llama-q4_k_m.gguf", true},
-                      std::pair<std::string, bool>{"small-qwen2-q4_k_m.gguf", true},
-                      std::pair<std::string, bool>{"stories260K.gguf", true},
-                      std::pair<std::string, bool>{"small-llama-f16.gguf", false},
-                      std::pair<std::string, bool>{"small-llama-bf16.gguf", false},
-                      std::pair<std::string, bool>{"small-llama-q8_0.gguf", false},
-                      std::pair<std::string, bool>{"small-llama-q4_0.gguf", false},
-                      std::pair<std::string, bool>{"small-llama-tied-f16.gguf", false}),
-    [](const auto& info) {
-      std::string n = fs::path(info.param.first).stem().string();
-      for (char& c : n) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return n;
-    });
+    ::testing::Values("small-llama-f32.gguf", "small-llama-f16.gguf", "small-llama-bf16.gguf",
+                      "small-llama-q8_0.gguf", "small-llama-q6_k.gguf", "small-llama-q5_k_m.gguf",
+                      "small-llama-q5_1.gguf", "small-llama-q5_0.gguf", "small-llama-q4_k_m.gguf",
+                      "small-llama-q4_1.gguf", "small-llama-q4_0.gguf", "small-llama-q3_k_m.gguf",
+                      "small-llama-q2_k.gguf", "small-llama-tied-f16.gguf",
+                      "small-llama-rope500k-q8_0.gguf", "small-qwen2-f32.gguf",
+                      "small-qwen2-q4_k_m.gguf", "stories260K.gguf", "llama-2-tiny-random.gguf"),
+    [](const auto& info) { return test_name(fs::path(info.param).stem().string()); });
+
+// gen-model `small` in each type gen-model writes, produced by the hearth binary.
+class GenModelInvarianceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GenModelInvarianceTest, BitIdenticalAcrossBatchingThreadsAndNeighbours) {
+  std::string why;
+  const std::string path = testing::generated_model("small", GetParam(), &why);
+  if (path.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  check_full_matrix(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GenModelInvarianceTest,
+                         ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"),
+                         [](const auto& info) { return test_name(info.param); });
 
 TEST(KvTransferTest, PackUnpackIntoAnotherSeqContinuesIdentically) {
   const std::string path = model_path("small-llama-f32.gguf");

@@ -1,19 +1,107 @@
 #include "engine/model/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/model/kernels_bridge.h"
 #include "hearth/fp16.h"
 
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#define HEARTH_ATTN_AVX2 1
+#endif
+
 namespace hearth::engine {
+namespace {
+
+constexpr int32_t kRowBlock = 4;  // positions whose scores share one pass over q
+constexpr int32_t kMaxRows = 64;  // row pointers gathered per block of positions
+
+#if HEARTH_ATTN_AVX2
+// The AVX2 kernel's 4 x 8-lane reduction (canonical.h: Lanes32::reduce).
+inline float reduce_lanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
+}
+inline __m256 load_f16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Four dots in the canonical 32-lane order (n a multiple of 32): element i of row r
+// goes to lane i % 32 of row r's accumulators, exactly as dot_f16_f32 does.
+void dot4_f16_f32(const uint16_t* const* rows, const float* q, int32_t n, float* out) {
+  __m256 acc[kRowBlock][4];
+  for (auto& r : acc) {
+    for (auto& a : r) a = _mm256_setzero_ps();
+  }
+  for (int32_t i = 0; i < n; i += 32) {
+    for (int c = 0; c < 4; ++c) {
+      const __m256 qv = _mm256_loadu_ps(q + i + 8 * c);
+      for (int r = 0; r < kRowBlock; ++r) {
+        acc[r][c] = _mm256_fmadd_ps(load_f16x8(rows[r] + i + 8 * c), qv, acc[r][c]);
+      }
+    }
+  }
+  for (int r = 0; r < kRowBlock; ++r)
+    out[r] = reduce_lanes(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+}
+#endif
+
+}  // namespace
+
+void dot_f16_rows(const uint16_t* const* rows, int32_t n_rows, const float* q, int32_t n,
+                  float* scores) {
+  int32_t i = 0;
+#if HEARTH_ATTN_AVX2
+  if (n % 32 == 0) {
+    for (; i + kRowBlock <= n_rows; i += kRowBlock) dot4_f16_f32(rows + i, q, n, scores + i);
+  }
+#endif
+  for (; i < n_rows; ++i) scores[i] = kb::dot_f16(rows[i], q, n);
+}
+
+void weighted_sum_f16_rows(const uint16_t* const* rows, const float* probs, int32_t n_rows,
+                           int32_t n, float* out) {
+#if HEARTH_ATTN_AVX2
+  if (n % 8 == 0) {
+    // Up to 64 outputs stay in registers across all rows; per output the same FMAs
+    // in the same row order as axpy_f16.
+    for (int32_t d0 = 0; d0 < n; d0 += 64) {
+      const int32_t groups = std::min<int32_t>(8, (n - d0) / 8);
+      __m256 acc[8] = {};
+      for (int g = 0; g < groups; ++g) acc[g] = _mm256_loadu_ps(out + d0 + 8 * g);
+      for (int32_t r = 0; r < n_rows; ++r) {
+        if (probs[r] == 0.0f) continue;
+        const __m256 a = _mm256_set1_ps(probs[r]);
+        const uint16_t* v = rows[r] + d0;
+        for (int g = 0; g < groups; ++g) acc[g] = _mm256_fmadd_ps(a, load_f16x8(v + 8 * g), acc[g]);
+      }
+      for (int g = 0; g < groups; ++g) _mm256_storeu_ps(out + d0 + 8 * g, acc[g]);
+    }
+    return;
+  }
+#endif
+  for (int32_t r = 0; r < n_rows; ++r) {
+    if (probs[r] == 0.0f) continue;  // adds exactly nothing
+    kb::axpy_f16(out, probs[r], rows[r], n);
+  }
+}
 
 void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float scale,
                  float* scores, float* out) {
   const int32_t n = hq.pos + 1;
   const int64_t off = static_cast<int64_t>(hq.kv_head) * head_dim;
+  const uint16_t* rows[kMaxRows];
+  for (int32_t p0 = 0; p0 < n; p0 += kMaxRows) {
+    const int32_t m = std::min(kMaxRows, n - p0);
+    for (int32_t i = 0; i < m; ++i) rows[i] = kv.k_row(hq.seq, hq.layer, p0 + i) + off;
+    dot_f16_rows(rows, m, hq.q, head_dim, scores + p0);
+  }
   float max = -INFINITY;
   for (int32_t p = 0; p < n; ++p) {
-    const float s = kb::dot_f16(kv.k_row(hq.seq, hq.layer, p) + off, hq.q, head_dim) * scale;
+    const float s = scores[p] * scale;
     scores[p] = s;
     if (s > max) max = s;
   }
@@ -24,11 +112,14 @@ void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float
     sum += static_cast<double>(e);
   }
   const float inv = static_cast<float>(1.0 / sum);
+  for (int32_t p = 0; p < n; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  for (int32_t p = 0; p < n; ++p) {
-    const float prob = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
-    if (prob == 0.0f) continue;  // adds exactly nothing
-    kb::axpy_f16(out, prob, kv.v_row(hq.seq, hq.layer, p) + off, head_dim);
+  // Accumulate block by block, continuing from the previous partial sums: the FMA
+  // sequence per output stays in position order.
+  for (int32_t p0 = 0; p0 < n; p0 += kMaxRows) {
+    const int32_t m = std::min(kMaxRows, n - p0);
+    for (int32_t i = 0; i < m; ++i) rows[i] = kv.v_row(hq.seq, hq.layer, p0 + i) + off;
+    weighted_sum_f16_rows(rows, scores + p0, m, head_dim, out);
   }
 }
 

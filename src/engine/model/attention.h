@@ -22,4 +22,15 @@ struct HeadQuery {
 void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float scale,
                  float* scores, float* out);
 
+// The two loops of attend_head, exposed for tests. Both give exactly the bits of the
+// kernels' dot_f16_f32 / axpy_f16 called once per position (same operations per
+// output, same order); they only process several positions per pass.
+//
+// scores[i] = dot_f16_f32(rows[i], q, n) for i < n_rows.
+void dot_f16_rows(const uint16_t* const* rows, int32_t n_rows, const float* q, int32_t n,
+                  float* scores);
+// out += ..., i.e. for i = 0..n_rows-1 with probs[i] != 0: axpy_f16(out, probs[i], rows[i]).
+void weighted_sum_f16_rows(const uint16_t* const* rows, const float* probs, int32_t n_rows,
+                           int32_t n, float* out);
+
 }  // namespace hearth::engine

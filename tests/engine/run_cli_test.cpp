@@ -1,0 +1,47 @@
+// `hearth run` end to end: the CLI generates text on the shared stories260K model and on a
+// gen-model tinyllama-1.1b Q4_K_M file (made once in build/test-models/, ~0.7 GB).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "gen_model_test_util.h"
+
+namespace hearth {
+namespace {
+
+constexpr uint64_t kMinFreeBytes = 2ull << 30;
+
+// Runs `hearth run -n 4` greedily and checks it exits 0 with some text on stdout.
+void expect_run_produces_text(const std::string& model) {
+  int rc = 0;
+  const std::string cmd = std::string(HEARTH_CLI_PATH) + " run -m '" + model +
+                          "' -p 'Once upon a time' -n 4 --temp 0 --threads 1 --ctx 256";
+  const std::string out = testing::run_command(cmd, &rc);
+  EXPECT_EQ(rc, 0) << cmd << "\n" << out;
+  EXPECT_FALSE(out.empty()) << cmd << " printed nothing";
+}
+
+TEST(RunCli, Stories260KProducesText) {
+  if (!testing::cli_built()) GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
+  const std::string model = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "SKIPPED: " << model << " not present";
+  expect_run_produces_text(model);
+}
+
+TEST(RunCli, GenModelTinyLlamaQ4KMProducesText) {
+  if (!testing::cli_built()) GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
+  const std::string dir = testing::test_models_dir();
+  const bool cached = std::filesystem::exists(dir + "/tinyllama-1.1b-q4_k_m-s1.gguf");
+  if (!cached && testing::free_bytes(dir) < kMinFreeBytes) {
+    GTEST_SKIP() << "SKIPPED: less than 2 GiB free under " << dir
+                 << " for the gen-model tinyllama-1.1b file";
+  }
+  std::string why;
+  const std::string model = testing::generated_model("tinyllama-1.1b", "q4_k_m", &why);
+  ASSERT_FALSE(model.empty()) << why;
+  expect_run_produces_text(model);
+}
+
+}  // namespace
+}  // namespace hearth
