@@ -98,9 +98,24 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
     row->last_logits.resize(tlv->value.size() / sizeof(float));
     std::memcpy(row->last_logits.data(), tlv->value.data(), row->last_logits.size() * 4);
   }
+  const size_t usable = n_tokens == 0 ? row->tokens.size() : n_tokens;
+  if (auto owner = weak_from_this().lock()) {
+    // Keep the lease (pinning the row) and this store (owning the cache) alive while
+    // the row is in use; members are destroyed in reverse order, the lease first.
+    struct Pinned {
+      std::shared_ptr<const CacheRowStore> owner;
+      cache::Lease lease;
+    };
+    auto pinned = std::make_shared<Pinned>(Pinned{std::move(owner), std::move(*lease)});
+    auto view = pinned->lease.view();  // CRC-verified
+    if (!view.ok()) return {};
+    row->view = *view;
+    row->pin = std::move(pinned);
+    return RowHit{row, usable};
+  }
   row->kv.resize(lease->payload_size());
   if (!lease->read_payload(row->kv).ok()) return {};
-  return RowHit{row, n_tokens == 0 ? row->tokens.size() : n_tokens};
+  return RowHit{row, usable};
 }
 
 RowHit CacheRowStore::lookup_exact_or_wait(const RowKey& key, std::chrono::milliseconds wait,

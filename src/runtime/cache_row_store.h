@@ -15,7 +15,7 @@
 
 namespace hearth::runtime {
 
-class CacheRowStore : public RowStore {
+class CacheRowStore : public RowStore, public std::enable_shared_from_this<CacheRowStore> {
  public:
   static Result<std::shared_ptr<CacheRowStore>> open(const CacheOptions& options);
   CacheRowStore(std::unique_ptr<cache::Cache> cache, int32_t writer_threads,

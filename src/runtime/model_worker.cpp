@@ -323,7 +323,7 @@ void ModelWorker::admit(RequestPtr r) {
     s.hit = CacheHitKind::kSticky;
     s.delta.read = static_cast<int64_t>(sticky);
   } else if (row_len > 0) {
-    Status st = backend.kv_unpack(s.seq, row->kv, static_cast<int32_t>(row->tokens.size()));
+    Status st = backend.kv_unpack(s.seq, row->kv_bytes(), static_cast<int32_t>(row->tokens.size()));
     if (st.ok()) {
       s.resident = row->tokens;
       s.last_logits = row->last_logits;

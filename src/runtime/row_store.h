@@ -27,6 +27,14 @@ struct CacheRow {
   std::vector<TokenId> tokens;
   std::vector<uint8_t> kv;
   std::vector<float> last_logits;  // logits at position tokens.size()-1, or empty
+  // Zero-copy restore: when `pin` is set the payload is `view`, inside a cache lease that
+  // `pin` keeps checked out (so the row cannot be evicted under the reader) together with
+  // the store that owns the cache. A restore is then one copy, straight into the KV.
+  std::shared_ptr<const void> pin;
+  std::span<const uint8_t> view;
+  std::span<const uint8_t> kv_bytes() const {
+    return pin ? view : std::span<const uint8_t>(kv.data(), kv.size());
+  }
 };
 using RowPtr = std::shared_ptr<const CacheRow>;
 
