@@ -213,17 +213,8 @@ int run_bench(bool json, std::string dir_base) {
   return 0;
 }
 
-CLI::App* find_or_add(CLI::App& root, const std::string& name, const std::string& desc) {
-  for (CLI::App* s : root.get_subcommands([](CLI::App*) { return true; })) {
-    if (s->get_name() == name) return s;
-  }
-  return root.add_subcommand(name, desc);
-}
-
 Registrar reg("bench_cache", [](CLI::App& root) {
-  // `bench` may be shared with other subsystems' benchmarks: reuse it if present.
-  CLI::App* bench = find_or_add(root, "bench", "Benchmarks");
-  bench->require_subcommand(1);
+  CLI::App* bench = bench_command(root);
   auto* cmd = bench->add_subcommand("cache", "KV cache save/load and lookup benchmark");
   auto json = std::make_shared<bool>(false);
   auto dir = std::make_shared<std::string>();

@@ -259,15 +259,8 @@ int run_bench(const BenchArgs& a) {
   return rc;
 }
 
-CLI::App* find_or_add(CLI::App& root, const std::string& name, const std::string& desc) {
-  for (CLI::App* s : root.get_subcommands([](CLI::App*) { return true; }))
-    if (s->get_name() == name) return s;
-  return root.add_subcommand(name, desc);
-}
-
 Registrar reg("bench_coldwarm", [](CLI::App& root) {
-  CLI::App* bench = find_or_add(root, "bench", "Benchmarks");
-  bench->require_subcommand(1);
+  CLI::App* bench = bench_command(root);
   auto* cmd = bench->add_subcommand("cold-warm", "Time to first token, cold vs warm cache");
   auto args = std::make_shared<BenchArgs>();
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();

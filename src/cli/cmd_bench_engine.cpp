@@ -193,17 +193,8 @@ int run_bench(const std::string& model, int threads, bool json) {
   return 0;
 }
 
-CLI::App* find_or_add(CLI::App& root, const std::string& name, const std::string& desc) {
-  for (CLI::App* s : root.get_subcommands([](CLI::App*) { return true; })) {
-    if (s->get_name() == name) return s;
-  }
-  return root.add_subcommand(name, desc);
-}
-
 Registrar reg("bench_engine", [](CLI::App& root) {
-  // `bench` is shared with other subsystems' benchmarks: reuse it if present.
-  CLI::App* bench = find_or_add(root, "bench", "Benchmarks");
-  bench->require_subcommand(1);
+  CLI::App* bench = bench_command(root);
   struct Args {
     std::string model;
     int threads = 2;

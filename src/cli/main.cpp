@@ -17,6 +17,15 @@ std::vector<CommandSpec>& registry() {
   return r;
 }
 
+CLI::App* bench_command(CLI::App& root) {
+  for (CLI::App* s : root.get_subcommands([](CLI::App*) { return true; })) {
+    if (s->get_name() == "bench") return s;
+  }
+  CLI::App* bench = root.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  return bench;
+}
+
 }  // namespace hearth::cli
 
 int main(int argc, char** argv) {

@@ -21,6 +21,10 @@ struct CommandSpec {
 
 std::vector<CommandSpec>& registry();
 
+// The `bench` parent command, shared by every subsystem's benchmark: created by the
+// first caller, reused by the others (CLI11 refuses a second subcommand of one name).
+CLI::App* bench_command(CLI::App& root);
+
 struct Registrar {
   Registrar(std::string name, std::function<void(CLI::App& root)> setup) {
     registry().push_back({std::move(name), std::move(setup)});
