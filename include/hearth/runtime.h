@@ -219,7 +219,7 @@ struct StreamSink {
 struct CacheRowSummary {
   std::string key_hex;
   Tier tier = Tier::kRam;
-  uint64_t size_bytes = 0;  // what the tier quota counts
+  uint64_t size_bytes = 0;  // what the tier quota counts (the payload while still queued)
   uint32_t n_tokens = 0;
   uint32_t hits = 0;
   uint64_t last_used_ns = 0;  // steady clock
@@ -294,6 +294,10 @@ class Runtime {
   CacheEvictSummary cache_evict_bytes(uint64_t target, std::span<const Tier> tiers = {});
   // Evicts every unreferenced published row; returns how many.
   uint64_t cache_gc();
+  // Waits until every async save queued so far has published (or failed); false when
+  // `deadline` passed first. A reply is delivered after its saves are queued, so after
+  // cache_flush() every row a finished request saves is in cache_rows().
+  bool cache_flush(std::chrono::milliseconds deadline = std::chrono::seconds(30));
 
   // Stops admitting everywhere, cancels in-flight requests, runs shutdown saves, joins
   // every worker and the cache writers. Idempotent; the server calls it on SIGTERM.

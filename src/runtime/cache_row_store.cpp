@@ -180,7 +180,11 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
     return ResourceExhausted("save queue full");
   }
   const RowKey key = job.key;
-  in_flight_.insert(key);
+  PendingSave& pending = in_flight_[key];
+  pending.count++;
+  pending.tier = job.tier;
+  pending.bytes = job.payload.size();
+  pending.n_tokens = job.meta.tokens.size();
   in_flight_ns_.insert(ns.id());
   jobs_.push_back(std::move(job));
   cv_.notify_all();
@@ -206,7 +210,7 @@ void CacheRowStore::writer_loop() {
     if (!st.ok()) log::warn(std::string("runtime: async save failed: ") + st.to_string());
     lock.lock();
     if (!st.ok()) runtime_counters_["runtime_save_failures"]++;
-    in_flight_.erase(in_flight_.find(job.key));
+    if (auto it = in_flight_.find(job.key); --it->second.count == 0) in_flight_.erase(it);
     in_flight_ns_.erase(in_flight_ns_.find(job.meta.ns.id()));
     cv_.notify_all();
   }
@@ -230,16 +234,24 @@ void CacheRowStore::count(const std::string& name) {
   runtime_counters_["runtime_" + name]++;
 }
 
-void CacheRowStore::flush(std::chrono::milliseconds deadline) {
+bool CacheRowStore::flush(std::chrono::milliseconds deadline) {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, deadline, [this] { return jobs_.empty() && in_flight_.empty(); });
+  return cv_.wait_for(lock, deadline, [this] { return jobs_.empty() && in_flight_.empty(); });
 }
 
 std::vector<CacheRowSummary> CacheRowStore::rows() const {
   std::vector<CacheRowSummary> out;
+  // Pending saves are read before the cache's rows: a save leaves in_flight_ only after it
+  // published, so every save queued before this call shows up, as a cache row or below.
+  std::map<RowKey, PendingSave> pending;
+  {
+    std::lock_guard lock(mu_);
+    pending = in_flight_;
+  }
   const std::vector<cache::RowInfo> dump = cache_->dump();
   std::lock_guard lock(mu_);
   for (const cache::RowInfo& r : dump) {
+    pending.erase(r.key);
     CacheRowSummary s;
     s.key_hex = to_hex(r.key);
     s.tier = from_cache_tier(r.tier);
@@ -249,6 +261,17 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
     s.last_used_ns = r.last_used_ns;
     s.in_flight = r.status == cache::RowStatus::kReserved;
     if (auto it = fingerprints_.find(r.key); it != fingerprints_.end())
+      s.fingerprint_hex = to_hex(it->second);
+    out.push_back(std::move(s));
+  }
+  for (const auto& [key, p] : pending) {  // queued, not yet reserved in the cache
+    CacheRowSummary s;
+    s.key_hex = to_hex(key);
+    s.tier = from_cache_tier(p.tier);
+    s.size_bytes = p.bytes;
+    s.n_tokens = static_cast<uint32_t>(p.n_tokens);
+    s.in_flight = true;
+    if (auto it = fingerprints_.find(key); it != fingerprints_.end())
       s.fingerprint_hex = to_hex(it->second);
     out.push_back(std::move(s));
   }

@@ -31,7 +31,7 @@ class CacheRowStore : public RowStore, public std::enable_shared_from_this<Cache
   bool tier_enabled(Tier tier) const override;
   std::map<std::string, uint64_t> counters() const override;
   void count(const std::string& name) override;
-  void flush(std::chrono::milliseconds deadline) override;
+  bool flush(std::chrono::milliseconds deadline) override;
   std::vector<CacheRowSummary> rows() const override;
   CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) override;
   uint64_t gc() override;
@@ -55,7 +55,15 @@ class CacheRowStore : public RowStore, public std::enable_shared_from_this<Cache
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
-  std::multiset<RowKey> in_flight_;
+  // Every queued or writing async save, by key: what rows() reports for it until the
+  // cache itself lists the row. `count` > 1 when the same key is queued twice.
+  struct PendingSave {
+    int32_t count = 0;
+    cache::Tier tier = cache::Tier::kRam;
+    uint64_t bytes = 0;
+    uint64_t n_tokens = 0;
+  };
+  std::map<RowKey, PendingSave> in_flight_;
   std::multiset<Digest256> in_flight_ns_;  // RowNamespace::id() of every queued/writing save
   std::map<std::string, uint64_t> runtime_counters_;
   std::map<RowKey, Digest256> fingerprints_;  // key -> model fingerprint, saves of this process

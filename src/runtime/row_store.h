@@ -78,8 +78,9 @@ class RowStore {
   virtual std::map<std::string, uint64_t> counters() const = 0;
   // Bumps the runtime counter "runtime_<name>".
   virtual void count(const std::string& name) = 0;
-  // Waits for queued async saves to publish (shutdown, tests).
-  virtual void flush(std::chrono::milliseconds deadline) = 0;
+  // Waits for queued async saves to publish (shutdown, tests); false if `deadline` passed
+  // first.
+  virtual bool flush(std::chrono::milliseconds deadline) = 0;
   // Operator surface (Runtime::cache_rows / cache_evict_bytes / cache_gc).
   virtual std::vector<CacheRowSummary> rows() const = 0;
   virtual CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) = 0;

@@ -319,6 +319,10 @@ uint64_t Runtime::cache_gc() {
   return impl_->store_->gc();
 }
 
+bool Runtime::cache_flush(std::chrono::milliseconds deadline) {
+  return impl_->store_->flush(deadline);
+}
+
 void Runtime::shutdown() {
   std::map<std::string, std::shared_ptr<ModelWorker>, std::less<>> models;
   {

@@ -48,7 +48,9 @@ class RuntimeCacheAdminTest : public ::testing::Test {
     return client_->Post(path.c_str(), body.dump(), "application/json");
   }
 
-  // Published rows (async finish saves land shortly after the response).
+  // The rows once every save queued so far has published. A response is sent after its
+  // saves are queued, and the listing includes queued saves as in flight, so "none in
+  // flight" means the set is final.
   json wait_for_rows(size_t at_least) {
     json rows;
     for (int i = 0; i < 500; ++i) {
@@ -57,7 +59,7 @@ class RuntimeCacheAdminTest : public ::testing::Test {
       rows = json::parse(r->body)["rows"];
       size_t available = 0;
       for (const auto& row : rows) available += row["status"] == "available" ? 1 : 0;
-      if (available >= at_least) return rows;
+      if (available >= at_least && available == rows.size()) return rows;
       std::this_thread::sleep_for(std::chrono::milliseconds(4));
     }
     return rows;
@@ -89,6 +91,7 @@ TEST_F(RuntimeCacheAdminTest, RowsEvictAndGcOverTheRuntime) {
   ASSERT_GE(rows.size(), 2u) << rows.dump();
   int64_t total = 0;
   for (const auto& row : rows) {
+    EXPECT_EQ(row["status"], "available") << row.dump();
     EXPECT_EQ(row["key"].get<std::string>().size(), 64u);
     EXPECT_EQ(row["tier"], "ram");
     EXPECT_GT(row["bytes"].get<int64_t>(), 0);
