@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "engine/cpu_features.h"
 #include "hearth/engine.h"
 #include "hearth/sampler.h"
 
@@ -120,29 +121,44 @@ Bandwidth measure_bandwidth(int threads) {
   return bw;
 }
 
-int run_bench(const std::string& model, int threads, bool json) {
+struct BenchArgs {
+  std::string model;
+  int threads = 2;
+  bool json = false;
+  std::vector<int32_t> prompts = {128, 512, 2048};  // ppN sizes
+  int32_t gen = 64;                                  // tgN steps
+  int32_t gen_after = 512;                           // prompt before the tgN steps
+  int reps = 3;                                      // median of
+};
+
+int run_bench(const BenchArgs& a) {
+  const int threads = a.threads;
+  const bool json = a.json;
   EngineOptions o;
   o.n_threads = threads;
   o.n_seq_max = 1;
   o.n_ctx = 4096;
-  auto loaded = Engine::load(model, o);
+  auto loaded = Engine::load(a.model, o);
   if (!loaded.ok()) {
     std::fprintf(stderr, "hearth bench engine: %s\n", loaded.status().to_string().c_str());
     return 1;
   }
   Engine& e = **loaded;
   const ModelInfo& info = e.info();
-  const auto toks = bench_tokens(2048, info.n_vocab);
+  int32_t longest = a.gen_after + a.gen;
+  for (int32_t n : a.prompts) longest = std::max(longest, n);
+  const auto toks = bench_tokens(longest, info.n_vocab);
   nlohmann::json out;
   out["model"] = info.name;
   out["quant"] = info.quant_name;
   out["threads"] = threads;
   out["weight_bytes"] = info.weight_bytes;
   out["numerics_id"] = e.numerics_id();
-  for (int32_t n : {128, 512, 2048}) {
+  out["kernels"] = engine::kernel_isa();
+  for (int32_t n : a.prompts) {
     if (n > info.n_ctx) continue;
     std::vector<double> rates;
-    for (int rep = 0; rep < 3; ++rep) {
+    for (int rep = 0; rep < a.reps; ++rep) {
       auto s = time_prefill(e, toks, n);
       if (!s.ok()) {
         std::fprintf(stderr, "hearth bench engine: %s\n", s.status().to_string().c_str());
@@ -150,21 +166,22 @@ int run_bench(const std::string& model, int threads, bool json) {
       }
       rates.push_back(n / *s);
     }
-    out["pp" + std::to_string(n) + "_tok_per_s"] = median(rates);
+    out["pp" + std::to_string(n)] = median(rates);
   }
-  const int32_t n_prompt = std::min<int32_t>(512, info.n_ctx - 64);
+  const int32_t n_prompt = std::min<int32_t>(a.gen_after, info.n_ctx - a.gen);
   std::vector<double> rates;
-  for (int rep = 0; rep < 3; ++rep) {
-    auto s = time_decode(e, toks, n_prompt, 64);
+  for (int rep = 0; rep < a.reps && a.gen > 0; ++rep) {
+    auto s = time_decode(e, toks, n_prompt, a.gen);
     if (!s.ok()) {
       std::fprintf(stderr, "hearth bench engine: %s\n", s.status().to_string().c_str());
       return 1;
     }
-    rates.push_back(64 / *s);
+    rates.push_back(a.gen / *s);
   }
-  const double tg = median(rates);
-  out["tg64_tok_per_s"] = tg;
-  out["tg64_prompt_tokens"] = n_prompt;
+  const double tg = rates.empty() ? 0.0 : median(rates);
+  const std::string tg_key = "tg" + std::to_string(a.gen);
+  out[tg_key] = tg;
+  out[tg_key + "_prompt_tokens"] = n_prompt;
   const Bandwidth bw = measure_bandwidth(threads);
   out["memcpy_gbps"] = bw.memcpy_gbps;
   out["read_gbps"] = bw.read_gbps;
@@ -180,12 +197,13 @@ int run_bench(const std::string& model, int threads, bool json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s (%s), %d threads, numerics %s\n", info.name.c_str(),
-              info.quant_name.c_str(), threads, e.numerics_id().c_str());
-  for (const char* k : {"pp128_tok_per_s", "pp512_tok_per_s", "pp2048_tok_per_s"}) {
-    if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k, out[k].get<double>());
+  std::printf("model %s (%s), %d threads, kernels %s, numerics %s\n", info.name.c_str(),
+              info.quant_name.c_str(), threads, engine::kernel_isa(), e.numerics_id().c_str());
+  for (int32_t n : a.prompts) {
+    const std::string k = "pp" + std::to_string(n);
+    if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k.c_str(), out[k].get<double>());
   }
-  std::printf("%-18s %10.1f tok/s (after a %d-token prompt)\n", "tg64", tg, n_prompt);
+  std::printf("%-18s %10.1f tok/s (after a %d-token prompt)\n", tg_key.c_str(), tg, n_prompt);
   std::printf("%-18s %10.2f GB/s\n%-18s %10.2f GB/s\n", "memcpy", bw.memcpy_gbps, "read",
               bw.read_gbps);
   std::printf("%-18s %10.1f tok/s (%.1f%% reached)\n", "roofline tg", roofline,
@@ -195,17 +213,21 @@ int run_bench(const std::string& model, int threads, bool json) {
 
 Registrar reg("bench_engine", [](CLI::App& root) {
   CLI::App* bench = bench_command(root);
-  struct Args {
-    std::string model;
-    int threads = 2;
-    bool json = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<BenchArgs>();
   auto* cmd = bench->add_subcommand("engine", "Prefill/decode speed against the memory roofline");
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
   cmd->add_flag("--json", a->json, "JSON output");
-  cmd->callback([a] { exit_code() = run_bench(a->model, a->threads, a->json); });
+  cmd->add_option("--prompts", a->prompts, "prefill sizes to time (ppN)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--gen", a->gen, "decode steps to time (tgN; 0 skips decode)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--gen-after", a->gen_after, "prompt tokens before the decode steps")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--reps", a->reps, "repetitions; the median is reported")
+      ->check(CLI::Range(1, 99));
+  cmd->callback([a] { exit_code() = run_bench(*a); });
 });
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli/registry.h"
+#include "engine/cpu_features.h"
 
 namespace hearth::cli {
 namespace {
@@ -17,6 +18,7 @@ Registrar reg("version", [](CLI::App& root) {
 #else
     std::printf("compiled for: generic\n");
 #endif
+    std::printf("kernels: %s (numerics %s)\n", engine::kernel_isa(), engine::numerics_id());
     exit_code() = 0;
   });
 });

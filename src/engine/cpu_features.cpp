@@ -1,6 +1,10 @@
 #include "engine/cpu_features.h"
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "engine/kernels/kernel_set.h"
 
@@ -39,6 +43,7 @@ CpuFeatures detect() {
     f.avx2 = (ebx >> 5) & 1;
     f.avx512f = zmm_state && ((ebx >> 16) & 1);
     f.avx512bw = zmm_state && ((ebx >> 30) & 1);
+    f.avx512vl = zmm_state && ((ebx >> 31) & 1);
     f.avx512vnni = zmm_state && ((ecx >> 11) & 1);
   }
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avxvnni = (eax >> 4) & 1;
@@ -55,15 +60,33 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
+std::vector<const KernelSet*> runnable_kernel_sets() {
+  const CpuFeatures& f = cpu_features();
+  // Features first: a table must not even be built on a CPU without them.
+  const bool avx2_ok = f.avx2 && f.fma && f.f16c;
+  const bool avx512_ok = f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+  std::vector<const KernelSet*> out;
+  if (avx2_ok && avx512_ok && avx512_kernels() != nullptr) out.push_back(avx512_kernels());
+  if (avx2_ok && f.avxvnni && avxvnni_kernels() != nullptr) out.push_back(avxvnni_kernels());
+  if (avx2_ok && avx2_kernels() != nullptr) out.push_back(avx2_kernels());
+  if (f.neon && neon_kernels() != nullptr) out.push_back(neon_kernels());
+  out.push_back(&scalar_kernels());
+  return out;
+}
+
 const KernelSet& active_kernels() {
   static const KernelSet* chosen = [] {
-    const CpuFeatures& f = cpu_features();
-    // Features first: the tables must not even be built on a CPU without them.
-    const bool avx2_ok = f.avx2 && f.fma && f.f16c;
-    if (avx2_ok && f.avxvnni && avxvnni_kernels() != nullptr) return avxvnni_kernels();
-    if (avx2_ok && avx2_kernels() != nullptr) return avx2_kernels();
-    if (f.neon && neon_kernels() != nullptr) return neon_kernels();
-    return &scalar_kernels();
+    const std::vector<const KernelSet*> sets = runnable_kernel_sets();
+    // HEARTH_KERNELS=<isa> picks a slower table (A/B benchmarks; the bits are the same
+    // either way). An unknown or unrunnable name is ignored with a warning.
+    if (const char* want = std::getenv("HEARTH_KERNELS"); want != nullptr && *want != 0) {
+      for (const KernelSet* k : sets) {
+        if (std::strcmp(k->isa, want) == 0) return k;
+      }
+      std::fprintf(stderr, "hearth: HEARTH_KERNELS=%s is not runnable here; using %s\n", want,
+                   sets.front()->isa);
+    }
+    return sets.front();
   }();
   return *chosen;
 }

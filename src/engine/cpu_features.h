@@ -1,7 +1,11 @@
 // Run-time CPU feature detection (cpuid + xgetbv on x86) and the numerics id.
 #pragma once
 
+#include <vector>
+
 namespace hearth::engine {
+
+struct KernelSet;
 
 struct CpuFeatures {
   bool avx2 = false;
@@ -9,6 +13,7 @@ struct CpuFeatures {
   bool f16c = false;
   bool avx512f = false;
   bool avx512bw = false;
+  bool avx512vl = false;
   bool avx512vnni = false;
   bool avxvnni = false;
   bool neon = false;
@@ -18,8 +23,11 @@ struct CpuFeatures {
 // feature to count.
 const CpuFeatures& cpu_features();
 
-// Names the kernel set matmul uses on this CPU ("avx2-vnni", "avx2", "scalar",
-// "neon").
+// Every kernel table this CPU can run, best first (the scalar reference last).
+std::vector<const KernelSet*> runnable_kernel_sets();
+
+// Names the kernel set matmul uses on this CPU ("avx512-vnni", "avx2-vnni", "avx2",
+// "scalar", "neon").
 const char* kernel_isa();
 
 // Identifies the numerics of the active kernel set: two runs whose ids are equal

@@ -19,11 +19,8 @@ using testing::gaussian;
 using testing::random_blocks;
 
 std::vector<const KernelSet*> runnable_tables() {
-  std::vector<const KernelSet*> v;
-  const CpuFeatures& f = cpu_features();
-  if (f.avx2 && f.fma && f.f16c && avx2_kernels()) v.push_back(avx2_kernels());
-  if (f.avx2 && f.fma && f.f16c && f.avxvnni && avxvnni_kernels()) v.push_back(avxvnni_kernels());
-  if (f.neon && neon_kernels()) v.push_back(neon_kernels());
+  std::vector<const KernelSet*> v = runnable_kernel_sets();
+  v.pop_back();  // the scalar reference itself
   return v;
 }
 

@@ -51,7 +51,7 @@ using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
 struct KernelSet {
-  const char* isa;               // "scalar", "avx2", "avx2-vnni", "neon"
+  const char* isa;               // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
   VecDotFn dot[kTypeSlots];      // by weight type; nullptr = unsupported
   MultiDotFn multi[kTypeSlots];  // by weight type; nullptr = loop over dot
   DotF16F32Fn dot_f16_f32;
@@ -67,6 +67,10 @@ const KernelSet* avx2_kernels();
 // The AVX2 table with AVX-VNNI 32-block kernels (x86 builds), else nullptr.
 // Same rule: only call into it when cpu_features() reports avxvnni too.
 const KernelSet* avxvnni_kernels();
+// The AVX-VNNI/AVX2 table with AVX-512 VNNI kernels for Q4_0, Q5_0 and Q8_0
+// (x86-64 builds), else nullptr. Only call into it when cpu_features() reports
+// AVX2, FMA, F16C and AVX-512 F/BW/VL/VNNI.
+const KernelSet* avx512_kernels();
 // The NEON table on AArch64 builds, else nullptr.
 const KernelSet* neon_kernels();
 

@@ -12,6 +12,11 @@ const KernelSet* avxvnni_kernels() {
   return nullptr;
 }
 #endif
+#if !defined(__x86_64__)
+const KernelSet* avx512_kernels() {
+  return nullptr;
+}
+#endif
 #if !(defined(__ARM_NEON) && defined(__aarch64__))
 const KernelSet* neon_kernels() {
   return nullptr;

@@ -1,0 +1,14 @@
+// The pieces the AVX-512 table (avx512_kernels.cpp) is assembled from, one file per
+// family of formats. Each installer overwrites the entries it implements in `k`
+// (which starts as a copy of the AVX-VNNI or AVX2 table) and leaves the rest.
+// Only called when cpu_features() reports AVX2, FMA, F16C and AVX-512 F/BW/VL/VNNI.
+#pragma once
+
+#include "engine/kernels/kernel_set.h"
+
+namespace hearth::engine {
+
+// Q4_K, Q5_K, Q6_K against Q8_K activations (avx512_kquants.cpp).
+void install_avx512_kquants(KernelSet* k);
+
+}  // namespace hearth::engine
