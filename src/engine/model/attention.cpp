@@ -47,6 +47,55 @@ void dot4_f16_f32(const uint16_t* const* rows, const float* q, int32_t n, float*
   for (int r = 0; r < kRowBlock; ++r)
     out[r] = reduce_lanes(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
 }
+
+// scores[p] *= scale for all p; returns the largest (a NaN is skipped, as the scalar
+// `if (s > max)` skips it; max is exact in any order).
+float scale_and_max(float* scores, int32_t n, float scale) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int32_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    const __m256 s = _mm256_mul_ps(_mm256_loadu_ps(scores + p), vs);
+    _mm256_storeu_ps(scores + p, s);
+    vmax = _mm256_max_ps(s, vmax);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float max = -INFINITY;
+  for (float v : lanes) max = v > max ? v : max;
+  for (; p < n; ++p) {
+    const float s = scores[p] * scale;
+    scores[p] = s;
+    if (s > max) max = s;
+  }
+  return max;
+}
+
+// scores[p] = f16-rounded(scores[p] * inv): F16C's conversion is round to nearest
+// even, exactly fp32_to_fp16.
+void normalize_to_f16(float* scores, int32_t n, float inv) {
+  const __m256 vi = _mm256_set1_ps(inv);
+  int32_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(scores + p), vi),
+                                      _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(scores + p, _mm256_cvtph_ps(h));
+  }
+  for (; p < n; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
+}
+#else
+float scale_and_max(float* scores, int32_t n, float scale) {
+  float max = -INFINITY;
+  for (int32_t p = 0; p < n; ++p) {
+    const float s = scores[p] * scale;
+    scores[p] = s;
+    if (s > max) max = s;
+  }
+  return max;
+}
+void normalize_to_f16(float* scores, int32_t n, float inv) {
+  normalize_to_f16(scores, n, inv);
+}
 #endif
 
 }  // namespace
@@ -99,12 +148,7 @@ void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float
     for (int32_t i = 0; i < m; ++i) rows[i] = kv.k_row(hq.seq, hq.layer, p0 + i) + off;
     dot_f16_rows(rows, m, hq.q, head_dim, scores + p0);
   }
-  float max = -INFINITY;
-  for (int32_t p = 0; p < n; ++p) {
-    const float s = scores[p] * scale;
-    scores[p] = s;
-    if (s > max) max = s;
-  }
+  const float max = scale_and_max(scores, n, scale);
   double sum = 0.0;
   for (int32_t p = 0; p < n; ++p) {
     const float e = std::exp(scores[p] - max);
