@@ -265,28 +265,56 @@ size_t q8p_panel_bytes(int64_t n) {
   return static_cast<size_t>(n / kQK32) * kPanelBlockBytes;
 }
 
+// Transposes four zmm of two decoded rows each (z[j] = [row 2j | row 2j+1], 8
+// dwords per row) so that 128-bit lane 0 of out[m] holds dword m of rows 0, 2, 4,
+// 6, lane 1 dword 4 + m of those rows, lanes 2 and 3 the same for rows 1, 3, 5, 7.
+inline void transpose_4x2rows(const __m512i z[4], __m512i out[4]) {
+  const __m512i a = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i b = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i c = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i d = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(a, c);
+  out[1] = _mm512_unpackhi_epi64(a, c);
+  out[2] = _mm512_unpacklo_epi64(b, d);
+  out[3] = _mm512_unpackhi_epi64(b, d);
+}
+
 template <class Fmt>
 void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t* panel) {
   using W = typename Fmt::W;
   const int64_t nb = n / kQK32;
-  alignas(64) uint8_t rows[16][32];
-  alignas(64) float scales[16];
-  // Gathers dword k of every row: rows[i][4k..4k+3] for i = 0..15.
-  const __m512i by_row = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(32));
-  if (n_rows < 16) std::memset(rows, 0, sizeof(rows));
-  for (int i = n_rows; i < 16; ++i) scales[i] = 0.0f;
+  // The two transposes and the final lane shuffles leave input i in lane
+  // [0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15]^-1 (i); feeding input i the row kRowFor[i]
+  // puts row p in lane p.
+  static constexpr int kRowFor[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+  const W* rows[16];
+  for (int i = 0; i < 16; ++i) {
+    rows[i] = kRowFor[i] < n_rows
+                  ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
+                                               static_cast<size_t>(kRowFor[i]) * row_stride)
+                  : nullptr;
+  }
+  alignas(64) uint16_t d16[16];
   for (int64_t b = 0; b < nb; ++b) {
-    for (int i = 0; i < n_rows; ++i) {
-      const W& blk = reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) + i * row_stride)[b];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(rows[i]), Fmt::decode1(blk));
-      scales[i] = _cvtsh_ss(blk.d);
+    __m512i z[8];
+    for (int j = 0; j < 8; ++j) {
+      const __m256i lo = rows[2 * j] ? Fmt::decode1(rows[2 * j][b]) : _mm256_setzero_si256();
+      const __m256i hi = rows[2 * j + 1] ? Fmt::decode1(rows[2 * j + 1][b]) : _mm256_setzero_si256();
+      z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
+    __m512i t[4], u[4];
+    transpose_4x2rows(z, t);
+    transpose_4x2rows(z + 4, u);
     uint8_t* out = panel + static_cast<size_t>(b) * kPanelBlockBytes;
-    _mm512_storeu_ps(out, _mm512_load_ps(scales));
-    for (int k = 0; k < 8; ++k) {
-      const __m512i g = _mm512_i32gather_epi32(by_row, rows[0] + 4 * k, 1);
-      _mm512_storeu_si512(out + 64 + 64 * k, g);
+    for (int i = 0; i < 16; ++i) {
+      const int at = kRowFor[i];  // lane `at` holds actual row `at`
+      d16[at] = rows[i] ? rows[i][b].d : uint16_t{0};
+    }
+    _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
+    for (int m = 0; m < 4; ++m) {
+      _mm512_storeu_si512(out + 64 + 64 * m, _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
+      _mm512_storeu_si512(out + 64 + 64 * (m + 4),
+                          _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(3, 1, 3, 1)));
     }
   }
 }
