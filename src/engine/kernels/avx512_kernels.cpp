@@ -524,6 +524,7 @@ KernelSet make_avx512() {
   put_panel<Z8_0>(&k, T::kQ8_0);
   k.quantize_q8_0 = quantize_q8_0_row;
   install_avx512_kquants(&k);
+  install_avx512_kquant_panels(&k);
   return k;
 }
 
