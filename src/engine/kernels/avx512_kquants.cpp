@@ -27,21 +27,23 @@
 #if defined(__x86_64__)
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source,
-// which -Wmaybe-uninitialized reports inside the system header (a known false
+// which -W(maybe-)uninitialized reports inside the system header (a known false
 // positive); every lane this file reads is written.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
 
 #include <cstring>
+#include <utility>
 
 #include "engine/quant/blocks.h"
 #include "engine/quant/scales.h"
 
 #if defined(__clang__)
-#pragma clang attribute push(                                                       \
+#pragma clang attribute push(                                                               \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
     apply_to = function)
 #else
@@ -55,12 +57,16 @@ namespace {
 inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
-inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+inline __m512i load512(const void* p) {
+  return _mm512_loadu_si512(p);
+}
 // 32 bytes into both halves of a zmm.
 inline __m512i broadcast256(const void* p) {
   return _mm512_broadcast_i64x4(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
 }
-inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+inline float h2f(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 // Lane t = sum of the 16 int32 lanes of v[t] (t < 4).
 inline __m128i hsum16x4(__m512i a, __m512i b, __m512i c, __m512i d) {
@@ -69,39 +75,15 @@ inline __m128i hsum16x4(__m512i a, __m512i b, __m512i c, __m512i d) {
   const __m512i cd = _mm512_add_epi32(_mm512_unpacklo_epi32(c, d), _mm512_unpackhi_epi32(c, d));
   const __m512i abcd =
       _mm512_add_epi32(_mm512_unpacklo_epi64(ab, cd), _mm512_unpackhi_epi64(ab, cd));
-  const __m256i half = _mm256_add_epi32(_mm512_castsi512_si256(abcd),
-                                        _mm512_extracti64x4_epi64(abcd, 1));
+  const __m256i half =
+      _mm256_add_epi32(_mm512_castsi512_si256(abcd), _mm512_extracti64x4_epi64(abcd, 1));
   return _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
 }
 
-// Per-token pieces of a tile: activation super-block b of token t.
-template <int NT>
-struct Tokens {
-  const BlockQ8_K* row[NT];
-  Tokens(const uint8_t* x, size_t stride) {
-    for (int t = 0; t < NT; ++t) {
-      row[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * stride);
-    }
-  }
-  // The activation scales of super-block b, lane t (0 in unused lanes).
-  __m128 scales(int64_t b) const {
-    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int t = 0; t < NT; ++t) d[t] = row[t][b].d;
-    return _mm_loadu_ps(d);
-  }
-};
-
-template <int NT>
-inline __m128i hsum_tokens(const __m512i s[NT]) {
-  const __m512i z = _mm512_setzero_si512();
-  return hsum16x4(s[0], NT > 1 ? s[1] : z, NT > 2 ? s[2] : z, NT > 3 ? s[3] : z);
-}
-
-template <int NT>
-inline void store_tokens(__m128 acc, float* out) {
-  float a[4];
-  _mm_storeu_ps(a, acc);
-  for (int t = 0; t < NT; ++t) out[t] = a[t];
+// Lane t = sum of the 8 int32 lanes of input t.
+inline __m128i hsum8x4(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i abcd = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
 // ---- Q4_K / Q5_K -------------------------------------------------------------------
@@ -127,8 +109,8 @@ inline void decode_k4_scales(const uint8_t* packed, DecodedK4* d) {
   // Lanes 0..7 of sc32 = the 8 scales as int32 (scales are unsigned: high half 0).
   const __m512i sc32 = _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
   for (int j = 0; j < 4; ++j) {
-    const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi32(2 * j),
-                                            _mm256_set1_epi32(2 * j + 1), 1);
+    const __m512i pick =
+        _mm512_inserti64x4(_mm512_set1_epi32(2 * j), _mm256_set1_epi32(2 * j + 1), 1);
     d->scale[j] = _mm512_permutexvar_epi32(pick, sc32);
   }
 }
@@ -171,34 +153,6 @@ inline void sums_k4(const DecodedK4& d, const BlockQ8_K& x, __m512i* isum, __m25
   *imin = _mm256_madd_epi16(load256(x.bsums), d.mins16);
 }
 
-template <class WBlock, void (*Decode)(const WBlock&, DecodedK4*), int NT>
-void dot_k4(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
-  const WBlock* w = static_cast<const WBlock*>(vw);
-  const Tokens<NT> tok(x, x_stride);
-  __m128 acc = _mm_setzero_ps();
-  DecodedK4 dec;
-  for (int64_t b = 0; b < n / kQKK; ++b) {
-    Decode(w[b], &dec);
-    __m512i isum[NT];
-    __m512i imin[NT];
-    for (int t = 0; t < NT; ++t) {
-      __m256i m;
-      sums_k4(dec, tok.row[t][b], &isum[t], &m);
-      imin[t] = _mm512_zextsi256_si512(m);
-    }
-    const __m128 fsum = _mm_cvtepi32_ps(hsum_tokens<NT>(isum));
-    const __m128 fmin = _mm_cvtepi32_ps(hsum_tokens<NT>(imin));
-    // d = x.d * d_w, dmin = x.d * dmin_w; acc = fma(d, isum, acc);
-    // acc = fma(-dmin, imin, acc) (fnmadd: -(dmin * imin) + acc, the same rounding).
-    const __m128 xd = tok.scales(b);
-    const __m128 d = _mm_mul_ps(xd, _mm_set1_ps(h2f(w[b].d)));
-    const __m128 dmin = _mm_mul_ps(xd, _mm_set1_ps(h2f(w[b].dmin)));
-    acc = _mm_fmadd_ps(d, fsum, acc);
-    acc = _mm_fnmadd_ps(dmin, fmin, acc);
-  }
-  store_tokens<NT>(acc, out);
-}
-
 // ---- Q6_K --------------------------------------------------------------------------
 //
 // 16 sub-blocks of 16, quants 0..63 stored unsigned (value q - 32), int8 scales.
@@ -225,8 +179,8 @@ inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
     // Bits 4-5 of each byte: for k = 0, qh << 4 (bytes 0..31) and qh << 2 (32..63);
     // for k = 1, qh (0..31) and qh >> 2 (32..63). 16-bit shifts: the bits that cross
     // into a neighbouring byte land outside 0x30 and are masked off.
-    const __m512i h0 = _mm512_and_si512(
-        _mm512_mask_slli_epi16(_mm512_slli_epi16(qh, 4), 0xFFFF0000u, qh, 2), m2);
+    const __m512i h0 =
+        _mm512_and_si512(_mm512_mask_slli_epi16(_mm512_slli_epi16(qh, 4), 0xFFFF0000u, qh, 2), m2);
     const __m512i h1 = _mm512_and_si512(_mm512_mask_srli_epi16(qh, 0xFFFF0000u, qh, 2), m2);
     d->q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, m4), h0);
     d->q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), h1);
@@ -254,58 +208,144 @@ inline __m512i sums_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
   return acc;
 }
 
-template <int NT>
-void dot_q6k(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
-  const BlockQ6_K* w = static_cast<const BlockQ6_K*>(vw);
-  const Tokens<NT> tok(x, x_stride);
-  __m128 acc = _mm_setzero_ps();
-  DecodedQ6K dec;
-  for (int64_t b = 0; b < n / kQKK; ++b) {
-    decode_q6k(w[b], &dec);
-    __m512i isum[NT];
-    for (int t = 0; t < NT; ++t) isum[t] = sums_q6k(dec, tok.row[t][b]);
-    const __m128 fsum = _mm_cvtepi32_ps(hsum_tokens<NT>(isum));
-    // acc = fma(x.d * d_w, isum, acc).
-    const __m128 d = _mm_mul_ps(tok.scales(b), _mm_set1_ps(h2f(w[b].d)));
-    acc = _mm_fmadd_ps(d, fsum, acc);
+// Format adapters for the driver below: the weight block, its decoded form, and
+// the integer sums of one token against it (imin unused without mins).
+struct FmtQ4K {
+  using W = BlockQ4_K;
+  using Decoded = DecodedK4;
+  static constexpr bool kHasMin = true;
+  static void decode(const W& b, Decoded* d) { decode_q4k(b, d); }
+  static void sums(const Decoded& d, const BlockQ8_K& x, __m512i* isum, __m256i* imin) {
+    sums_k4(d, x, isum, imin);
   }
-  store_tokens<NT>(acc, out);
+  static uint16_t dmin(const W& b) { return b.dmin; }
+};
+struct FmtQ5K {
+  using W = BlockQ5_K;
+  using Decoded = DecodedK4;
+  static constexpr bool kHasMin = true;
+  static void decode(const W& b, Decoded* d) { decode_q5k(b, d); }
+  static void sums(const Decoded& d, const BlockQ8_K& x, __m512i* isum, __m256i* imin) {
+    sums_k4(d, x, isum, imin);
+  }
+  static uint16_t dmin(const W& b) { return b.dmin; }
+};
+struct FmtQ6K {
+  using W = BlockQ6_K;
+  using Decoded = DecodedQ6K;
+  static constexpr bool kHasMin = false;
+  static void decode(const W& b, Decoded* d) { decode_q6k(b, d); }
+  static void sums(const Decoded& d, const BlockQ8_K& x, __m512i* isum, __m256i* imin) {
+    *isum = sums_q6k(d, x);
+    *imin = _mm256_setzero_si256();
+  }
+  static uint16_t dmin(const W&) { return 0; }
+};
+
+// Lanes K.. of v moved down to lanes 0.. (the rest don't matter).
+template <int K>
+inline __m128 lanes_from(__m128 v) {
+  if constexpr (K == 0) {
+    return v;
+  } else {
+    return _mm_castsi128_ps(_mm_srli_si128(_mm_castps_si128(v), 4 * K));
+  }
+}
+
+// SB consecutive super-blocks from b against NT tokens (NT * SB <= 4). The exact
+// sums of all NT * SB pairs are reduced together into one __m128i (lane s*NT + t
+// = super-block b+s, token t), then folded into acc (lane t = token t) one
+// super-block after the other, as the reference does:
+//   d = x.d * d_w; acc = fma(d, isum, acc);
+//   dmin = x.d * dmin_w; acc = fma(-dmin, imin, acc)  (fnmadd rounds the same).
+// Grouping super-blocks lets a single token fill the four lanes of a reduction.
+template <class Fmt, int NT, int SB>
+[[gnu::always_inline]] inline __m128 step(const typename Fmt::W* w, const BlockQ8_K* const row[NT],
+                                          int64_t b, __m128 acc) {
+  constexpr int kLanes = NT * SB;
+  static_assert(kLanes <= 4);
+  __m512i isum[4];
+  __m256i imin[4];
+  typename Fmt::Decoded dec;
+  for (int s = 0; s < SB; ++s) {
+    Fmt::decode(w[b + s], &dec);
+    for (int t = 0; t < NT; ++t)
+      Fmt::sums(dec, row[t][b + s], &isum[s * NT + t], &imin[s * NT + t]);
+  }
+  for (int i = kLanes; i < 4; ++i) {
+    isum[i] = _mm512_setzero_si512();
+    imin[i] = _mm256_setzero_si256();
+  }
+  const auto xd = [&](int i) { return i < kLanes ? row[i % NT][b + i / NT].d : 0.0f; };
+  const auto wd = [&](int i) { return static_cast<short>(i < kLanes ? w[b + i / NT].d : 0); };
+  const __m128 xs = _mm_setr_ps(xd(0), xd(1), xd(2), xd(3));
+  const __m128 d =
+      _mm_mul_ps(xs, _mm_cvtph_ps(_mm_setr_epi16(wd(0), wd(1), wd(2), wd(3), 0, 0, 0, 0)));
+  const __m128 fsum = _mm_cvtepi32_ps(hsum16x4(isum[0], isum[1], isum[2], isum[3]));
+  if constexpr (Fmt::kHasMin) {
+    const auto wm = [&](int i) {
+      return static_cast<short>(i < kLanes ? Fmt::dmin(w[b + i / NT]) : 0);
+    };
+    const __m128 dmin =
+        _mm_mul_ps(xs, _mm_cvtph_ps(_mm_setr_epi16(wm(0), wm(1), wm(2), wm(3), 0, 0, 0, 0)));
+    const __m128 fmin = _mm_cvtepi32_ps(hsum8x4(imin[0], imin[1], imin[2], imin[3]));
+    [&]<int... S>(std::integer_sequence<int, S...>) {
+      ((acc = _mm_fnmadd_ps(lanes_from<S * NT>(dmin), lanes_from<S * NT>(fmin),
+                            _mm_fmadd_ps(lanes_from<S * NT>(d), lanes_from<S * NT>(fsum), acc))),
+       ...);
+    }
+    (std::make_integer_sequence<int, SB>());
+  } else {
+    [&]<int... S>(std::integer_sequence<int, S...>) {
+      ((acc = _mm_fmadd_ps(lanes_from<S * NT>(d), lanes_from<S * NT>(fsum), acc)), ...);
+    }
+    (std::make_integer_sequence<int, SB>());
+  }
+  return acc;
+}
+
+// One weight row against NT activation rows (row t at x + t * x_stride).
+template <class Fmt, int NT>
+void dot_kquant(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
+  constexpr int kGroup = 4 / NT;  // super-blocks per reduction
+  const auto* w = static_cast<const typename Fmt::W*>(vw);
+  const BlockQ8_K* row[NT];
+  for (int t = 0; t < NT; ++t) {
+    row[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride);
+  }
+  const int64_t nb = n / kQKK;
+  __m128 acc = _mm_setzero_ps();
+  int64_t b = 0;
+  for (; b + kGroup <= nb; b += kGroup) acc = step<Fmt, NT, kGroup>(w, row, b, acc);
+  for (; b < nb; ++b) acc = step<Fmt, NT, 1>(w, row, b, acc);
+  float a[4];
+  _mm_storeu_ps(a, acc);
+  for (int t = 0; t < NT; ++t) out[t] = a[t];
 }
 
 // ---- entry points ------------------------------------------------------------------
 
-template <int NT>
-struct KQ4K {
-  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
-    dot_k4<BlockQ4_K, decode_q4k, NT>(w, x, s, n, o);
-  }
-};
-template <int NT>
-struct KQ5K {
-  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
-    dot_k4<BlockQ5_K, decode_q5k, NT>(w, x, s, n, o);
-  }
-};
-template <int NT>
-struct KQ6K {
-  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
-    dot_q6k<NT>(w, x, s, n, o);
-  }
-};
-
-template <template <int> class K>
+template <class Fmt>
 float dot1(const void* w, const void* x, int64_t n) {
   float out;
-  K<1>::run(w, static_cast<const uint8_t*>(x), 0, n, &out);
+  dot_kquant<Fmt, 1>(w, static_cast<const uint8_t*>(x), 0, n, &out);
   return out;
 }
-template <template <int> class K>
+template <class Fmt>
 void multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, float* out) {
   switch (nt) {
-    case 1: K<1>::run(w, x, stride, n, out); break;
-    case 2: K<2>::run(w, x, stride, n, out); break;
-    case 3: K<3>::run(w, x, stride, n, out); break;
-    default: K<4>::run(w, x, stride, n, out); break;
+    case 1:
+      dot_kquant<Fmt, 1>(w, x, stride, n, out);
+      break;
+    case 2:
+      dot_kquant<Fmt, 2>(w, x, stride, n, out);
+      break;
+    case 3:
+      dot_kquant<Fmt, 3>(w, x, stride, n, out);
+      break;
+    default:
+      dot_kquant<Fmt, 4>(w, x, stride, n, out);
+      break;
   }
 }
 
@@ -323,19 +363,19 @@ void multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, fl
 namespace hearth::engine {
 namespace {
 
-template <template <int> class K>
+template <class Fmt>
 void put(KernelSet* k, gguf::TensorType t) {
-  k->dot[static_cast<int>(t)] = dot1<K>;
-  k->multi[static_cast<int>(t)] = multi<K>;
+  k->dot[static_cast<int>(t)] = dot1<Fmt>;
+  k->multi[static_cast<int>(t)] = multi<Fmt>;
 }
 
 }  // namespace
 
 void install_avx512_kquants(KernelSet* k) {
   using T = gguf::TensorType;
-  put<KQ4K>(k, T::kQ4_K);
-  put<KQ5K>(k, T::kQ5_K);
-  put<KQ6K>(k, T::kQ6_K);
+  put<FmtQ4K>(k, T::kQ4_K);
+  put<FmtQ5K>(k, T::kQ5_K);
+  put<FmtQ6K>(k, T::kQ6_K);
 }
 
 }  // namespace hearth::engine
