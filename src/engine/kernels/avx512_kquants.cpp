@@ -101,18 +101,33 @@ struct DecodedK4 {
   __m256i mins16;    // int16 lanes 2j, 2j+1: min of sub-block j (pairs with bsums)
 };
 
+// The 12 packed bytes of 6-bit scales and mins (scales.h: k4_unpack_scales) as
+// bytes [scale 0..7, min 0..7]. With u0, u1, u2 the three little-endian words:
+// scales 0..3 = u0 & 63, 4..7 = (u2 & 15) | (u0 >> 6) << 4; mins 0..3 = u1 & 63,
+// 4..7 = (u2 >> 4 & 15) | (u1 >> 6) << 4, four bytes per 32-bit lane. Reads 16
+// bytes (the block continues past the scales).
+inline __m128i k4_scales_mins(const uint8_t* packed) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  const __m128i low = _mm_and_si128(
+      _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
+      _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+  const __m128i high =
+      _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)), 2),
+                    _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);
+}
+
 inline void decode_k4_scales(const uint8_t* packed, DecodedK4* d) {
-  uint8_t sc[8], mins[8];
-  k4_unpack_scales(packed, sc, mins);
-  const __m128i m = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mins));
-  d->mins16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m));
-  // Lanes 0..7 of sc32 = the 8 scales as int32 (scales are unsigned: high half 0).
-  const __m512i sc32 = _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
-  for (int j = 0; j < 4; ++j) {
-    const __m512i pick =
-        _mm512_inserti64x4(_mm512_set1_epi32(2 * j), _mm256_set1_epi32(2 * j + 1), 1);
-    d->scale[j] = _mm512_permutexvar_epi32(pick, sc32);
-  }
+  const __m128i sm = k4_scales_mins(packed);
+  d->mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+  // Lanes 0..7 of sm32 = the 8 scales as int32 (unsigned: high int16 half 0).
+  const __m512i sm32 = _mm512_cvtepu8_epi32(sm);
+  // Register j: lanes 0..7 scale 2j, lanes 8..15 scale 2j+1.
+  const __m512i pick[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                           _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
+                           _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
+                           _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
+  for (int j = 0; j < 4; ++j) d->scale[j] = _mm512_permutexvar_epi32(pick[j], sm32);
 }
 
 // Low nibbles of the 32 bytes at p in bytes 0..31, high nibbles in 32..63.
@@ -133,10 +148,23 @@ inline void decode_q5k(const BlockQ5_K& b, DecodedK4* d) {
   // 2j in its low half and bit 2j+1 in its high half, and adds 16 where set.
   const __m512i qh = broadcast256(b.qh);
   const __m512i sixteen = _mm512_set1_epi8(16);
+  const __m512i bits[4] = {
+      // bytes 0..31: 1 << 2j, bytes 32..63: 2 << 2j
+      _mm512_set_epi64(0x0202020202020202, 0x0202020202020202, 0x0202020202020202,
+                       0x0202020202020202, 0x0101010101010101, 0x0101010101010101,
+                       0x0101010101010101, 0x0101010101010101),
+      _mm512_set_epi64(0x0808080808080808, 0x0808080808080808, 0x0808080808080808,
+                       0x0808080808080808, 0x0404040404040404, 0x0404040404040404,
+                       0x0404040404040404, 0x0404040404040404),
+      _mm512_set_epi64(0x2020202020202020, 0x2020202020202020, 0x2020202020202020,
+                       0x2020202020202020, 0x1010101010101010, 0x1010101010101010,
+                       0x1010101010101010, 0x1010101010101010),
+      _mm512_set_epi64(
+          static_cast<int64_t>(0x8080808080808080), static_cast<int64_t>(0x8080808080808080),
+          static_cast<int64_t>(0x8080808080808080), static_cast<int64_t>(0x8080808080808080),
+          0x4040404040404040, 0x4040404040404040, 0x4040404040404040, 0x4040404040404040)};
   for (int j = 0; j < 4; ++j) {
-    const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * j))),
-                                           _mm256_set1_epi8(static_cast<char>(2 << (2 * j))), 1);
-    const __mmask64 set = _mm512_test_epi8_mask(qh, bit);
+    const __mmask64 set = _mm512_test_epi8_mask(qh, bits[j]);
     const __m512i q = nibbles64(b.qs + 32 * j);
     d->q[j] = _mm512_mask_add_epi8(q, set, q, sixteen);
   }
