@@ -6,17 +6,18 @@
 // float part is the reference's operations in the reference's order. What AVX-512
 // changes is how the exact sums are formed: a zmm register holds 64 consecutive
 // elements (two 32-element sub-blocks of Q4_K/Q5_K, four 16-element sub-blocks of
-// Q6_K), so a super-block is four registers. Per register and token:
+// Q6_K), so a super-block is four registers. Per pair of registers and token:
 //
-//   s   = vpdpbusd(0, q, y)       int32 lane = 4 products of unsigned q, signed y
-//   acc = vpdpwssd(acc, s, sc)    acc += low16(s) * sc + high16(s) * 0
+//   s_a = vpdpbusd(0, q_a, y_a)   int32 lane = 4 products of unsigned q, signed y
+//   s_b = vpdpbusd(0, q_b, y_b)
+//   p   = vpackssdw(s_a, s_b)     both as int16 (every lane fits: no saturation)
+//   acc = vpdpwssd(acc, p, sc)    each int16 times its sub-block scale, pairwise
 //
-// The second step multiplies each lane by its sub-block scale: every lane of `s`
-// fits int16 (bounds at each format), so its low 16 bits are its value, and the
-// scale vector holds the scale in the low half of each int32 lane and 0 in the
-// high half (which would otherwise pair with s's sign bits). Integer addition is
-// associative, so any arrangement gives the reference's sums as long as nothing
-// wraps: the bounds below keep every int32 partial sum far from 2^31.
+// Every lane of s fits int16 (bounds at each format), so the pack is exact and
+// one vpdpwssd applies the scales of two registers (6 multiplies per 128
+// elements instead of 8). Integer addition is associative, so any arrangement
+// gives the reference's sums as long as nothing wraps: the bounds below keep
+// every int32 partial sum far from 2^31.
 //
 // The weights of a super-block are decoded once and shared by the NT tokens of a
 // tile; their sums are reduced together and the float part runs on one __m128
@@ -86,6 +87,20 @@ inline __m128i hsum8x4(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
+// acc + sum over the 4 registers of q * y (y = 256 activations), each lane times
+// its sub-block's scale as described at the top; scale[i] belongs to registers
+// 2i, 2i+1. Lanes of the vpdpbusd results must fit int16.
+inline __m512i scaled_sums(const __m512i q[4], const __m512i scale[2], const int8_t* y,
+                           __m512i acc) {
+  for (int i = 0; i < 2; ++i) {
+    const __m512i sa = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * i], load512(y + 128 * i));
+    const __m512i sb =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[2 * i + 1], load512(y + 128 * i + 64));
+    acc = _mm512_dpwssd_epi32(acc, _mm512_packs_epi32(sa, sb), scale[i]);
+  }
+  return acc;
+}
+
 // ---- Q4_K / Q5_K -------------------------------------------------------------------
 //
 // 8 sub-blocks of 32 with 6-bit scales and mins. Register j holds sub-blocks 2j
@@ -97,7 +112,7 @@ inline __m128i hsum8x4(__m256i a, __m256i b, __m256i c, __m256i d) {
 // (<= 63) doubled up: every partial sum is below 16 * 2048 * 63 < 2^21.
 struct DecodedK4 {
   __m512i q[4];
-  __m512i scale[4];  // int32 lane: the scale of its sub-block (high int16 half 0)
+  __m512i scale[2];  // for pack(q[2i], q[2i+1]): each int16 lane its sub-block's scale
   __m256i mins16;    // int16 lanes 2j, 2j+1: min of sub-block j (pairs with bsums)
 };
 
@@ -120,14 +135,14 @@ inline __m128i k4_scales_mins(const uint8_t* packed) {
 inline void decode_k4_scales(const uint8_t* packed, DecodedK4* d) {
   const __m128i sm = k4_scales_mins(packed);
   d->mins16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
-  // Lanes 0..7 of sm32 = the 8 scales as int32 (unsigned: high int16 half 0).
-  const __m512i sm32 = _mm512_cvtepu8_epi32(sm);
-  // Register j: lanes 0..7 scale 2j, lanes 8..15 scale 2j+1.
-  const __m512i pick[4] = {_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                           _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3),
-                           _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5),
-                           _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7)};
-  for (int j = 0; j < 4; ++j) d->scale[j] = _mm512_permutexvar_epi32(pick[j], sm32);
+  // int32 lane j < 8 of pairs = scale j in both int16 halves (lanes 8..15: mins).
+  __m512i pairs = _mm512_cvtepu8_epi32(sm);
+  pairs = _mm512_or_si512(pairs, _mm512_slli_epi32(pairs, 16));
+  // pack(q[2i], q[2i+1]), 128-bit lane k: int32 lanes 0-1 come from q[2i] lanes
+  // 4k..4k+3 (sub-block 4i + k/2), lanes 2-3 from q[2i+1] (sub-block 4i + 2 + k/2).
+  const __m512i pick0 = _mm512_setr_epi32(0, 0, 2, 2, 0, 0, 2, 2, 1, 1, 3, 3, 1, 1, 3, 3);
+  d->scale[0] = _mm512_permutexvar_epi32(pick0, pairs);
+  d->scale[1] = _mm512_permutexvar_epi32(_mm512_add_epi32(pick0, _mm512_set1_epi32(4)), pairs);
 }
 
 // Low nibbles of the 32 bytes at p in bytes 0..31, high nibbles in 32..63.
@@ -172,12 +187,7 @@ inline void decode_q5k(const BlockQ5_K& b, DecodedK4* d) {
 
 // Integer sums of one token: *isum (zmm of partial sums) and *imin (ymm).
 inline void sums_k4(const DecodedK4& d, const BlockQ8_K& x, __m512i* isum, __m256i* imin) {
-  __m512i acc = _mm512_setzero_si512();
-  for (int j = 0; j < 4; ++j) {
-    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), d.q[j], load512(x.qs + 64 * j));
-    acc = _mm512_dpwssd_epi32(acc, s, d.scale[j]);
-  }
-  *isum = acc;
+  *isum = scaled_sums(d.q, d.scale, x.qs, _mm512_setzero_si512());
   *imin = _mm256_madd_epi16(load256(x.bsums), d.mins16);
 }
 
@@ -194,7 +204,7 @@ inline void sums_k4(const DecodedK4& d, const BlockQ8_K& x, __m512i* isum, __m25
 // (both int16), 16 of them: < 2^27. So every int32 partial sum is below 2^29.
 struct DecodedQ6K {
   __m512i q[4];
-  __m512i scale[4];  // int32 lane: scale of its sub-block in the low int16, 0 above
+  __m512i scale[2];  // for pack(q[2i], q[2i+1]): each int16 lane its sub-block's scale
   __m512i bias16;    // int16 lanes 0..15: -32 * scale j (pairs with the bsums); 0 above
 };
 
@@ -214,14 +224,14 @@ inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
     d->q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), h1);
   }
   const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-  // int16 scales zero-extended to int32: low half the scale, high half 0.
-  const __m512i sc32 = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(raw));
-  for (int r = 0; r < 4; ++r) {
-    const __m512i pick = _mm512_setr_epi32(4 * r, 4 * r, 4 * r, 4 * r, 4 * r + 1, 4 * r + 1,
-                                           4 * r + 1, 4 * r + 1, 4 * r + 2, 4 * r + 2, 4 * r + 2,
-                                           4 * r + 2, 4 * r + 3, 4 * r + 3, 4 * r + 3, 4 * r + 3);
-    d->scale[r] = _mm512_permutexvar_epi32(pick, sc32);
-  }
+  // int32 lane j of pairs = scale j (as int16) in both halves.
+  __m512i pairs = _mm512_cvtepu16_epi32(_mm256_cvtepi8_epi16(raw));
+  pairs = _mm512_or_si512(pairs, _mm512_slli_epi32(pairs, 16));
+  // pack(q[2i], q[2i+1]), 128-bit lane k: int32 lanes 0-1 come from q[2i] lanes
+  // 4k..4k+3 (sub-block 8i + k), lanes 2-3 from q[2i+1] (sub-block 8i + 4 + k).
+  const __m512i pick0 = _mm512_setr_epi32(0, 0, 4, 4, 1, 1, 5, 5, 2, 2, 6, 6, 3, 3, 7, 7);
+  d->scale[0] = _mm512_permutexvar_epi32(pick0, pairs);
+  d->scale[1] = _mm512_permutexvar_epi32(_mm512_add_epi32(pick0, _mm512_set1_epi32(8)), pairs);
   d->bias16 = _mm512_zextsi256_si512(_mm256_slli_epi16(_mm256_cvtepi8_epi16(raw), 5));
   d->bias16 = _mm512_sub_epi16(_mm512_setzero_si512(), d->bias16);
 }
@@ -229,11 +239,7 @@ inline void decode_q6k(const BlockQ6_K& b, DecodedQ6K* d) {
 inline __m512i sums_q6k(const DecodedQ6K& d, const BlockQ8_K& x) {
   __m512i acc = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
                                     _mm512_zextsi256_si512(load256(x.bsums)), d.bias16);
-  for (int r = 0; r < 4; ++r) {
-    const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), d.q[r], load512(x.qs + 64 * r));
-    acc = _mm512_dpwssd_epi32(acc, s, d.scale[r]);
-  }
-  return acc;
+  return scaled_sums(d.q, d.scale, x.qs, acc);
 }
 
 // Format adapters for the driver below: the weight block, its decoded form, and
