@@ -37,11 +37,9 @@
 
 #include <immintrin.h>
 
-#include <cstring>
 #include <utility>
 
 #include "engine/quant/blocks.h"
-#include "engine/quant/scales.h"
 
 #if defined(__clang__)
 #pragma clang attribute push(                                                               \
@@ -69,7 +67,7 @@ inline float h2f(uint16_t h) {
   return _cvtsh_ss(h);
 }
 
-// Lane t = sum of the 16 int32 lanes of v[t] (t < 4).
+// Lane t = sum of the 16 int32 lanes of input t.
 inline __m128i hsum16x4(__m512i a, __m512i b, __m512i c, __m512i d) {
   // Per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3], then [a, b, c, d] lane sums.
   const __m512i ab = _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
@@ -106,7 +104,7 @@ inline __m512i scaled_sums(const __m512i q[4], const __m512i scale[2], const int
 // 8 sub-blocks of 32 with 6-bit scales and mins. Register j holds sub-blocks 2j
 // (bytes 0..31) and 2j+1 (bytes 32..63): the low and high nibbles of qs[32j..].
 // Bounds: q <= 31 (Q5_K; 15 for Q4_K), |y| <= 128, so a vpdpbusd lane is at most
-// 4 * 31 * 128 = 15872 in magnitude (fits int16, as vpdpwssd needs), and with a
+// 4 * 31 * 128 = 15872 in magnitude (fits int16: the pack is exact), and with a
 // scale <= 63 the super-block sum is at most 256 * 31 * 128 * 63 < 2^26.
 // Mins: vpmaddwd of the 16 int16 block sums (|bsum| <= 16 * 128) with each min
 // (<= 63) doubled up: every partial sum is below 16 * 2048 * 63 < 2^21.
@@ -163,23 +161,13 @@ inline void decode_q5k(const BlockQ5_K& b, DecodedK4* d) {
   // 2j in its low half and bit 2j+1 in its high half, and adds 16 where set.
   const __m512i qh = broadcast256(b.qh);
   const __m512i sixteen = _mm512_set1_epi8(16);
-  const __m512i bits[4] = {
-      // bytes 0..31: 1 << 2j, bytes 32..63: 2 << 2j
-      _mm512_set_epi64(0x0202020202020202, 0x0202020202020202, 0x0202020202020202,
-                       0x0202020202020202, 0x0101010101010101, 0x0101010101010101,
-                       0x0101010101010101, 0x0101010101010101),
-      _mm512_set_epi64(0x0808080808080808, 0x0808080808080808, 0x0808080808080808,
-                       0x0808080808080808, 0x0404040404040404, 0x0404040404040404,
-                       0x0404040404040404, 0x0404040404040404),
-      _mm512_set_epi64(0x2020202020202020, 0x2020202020202020, 0x2020202020202020,
-                       0x2020202020202020, 0x1010101010101010, 0x1010101010101010,
-                       0x1010101010101010, 0x1010101010101010),
-      _mm512_set_epi64(
-          static_cast<int64_t>(0x8080808080808080), static_cast<int64_t>(0x8080808080808080),
-          static_cast<int64_t>(0x8080808080808080), static_cast<int64_t>(0x8080808080808080),
-          0x4040404040404040, 0x4040404040404040, 0x4040404040404040, 0x4040404040404040)};
+  // Bytes 0..31: 1, bytes 32..63: 2; shifted left by 2j for register j (stays
+  // inside each byte: at most 2 << 6).
+  const __m512i bit0 = _mm512_set_epi64(0x0202020202020202, 0x0202020202020202, 0x0202020202020202,
+                                        0x0202020202020202, 0x0101010101010101, 0x0101010101010101,
+                                        0x0101010101010101, 0x0101010101010101);
   for (int j = 0; j < 4; ++j) {
-    const __mmask64 set = _mm512_test_epi8_mask(qh, bits[j]);
+    const __mmask64 set = _mm512_test_epi8_mask(qh, _mm512_slli_epi64(bit0, 2 * j));
     const __m512i q = nibbles64(b.qs + 32 * j);
     d->q[j] = _mm512_mask_add_epi8(q, set, q, sixteen);
   }
@@ -199,9 +187,10 @@ inline void sums_k4(const DecodedK4& d, const BlockQ8_K& x, __m512i* isum, __m25
 // k = 1: high nibbles of the same, qh bits 4-5 and 6-7. The bias is taken off
 // through the block sums: sum((q-32) y) = sum(q y) - 32 sum(bsum_j sc_j), the
 // second term folded into the same accumulator by one more vpdpwssd with -32 sc_j.
-// Bounds: a vpdpbusd lane is at most 4 * 63 * 128 = 32256 (fits int16); times
-// |scale| <= 128, 256 of them: < 2^28. Bias: |bsum| <= 2048 and |-32 sc| <= 4096
-// (both int16), 16 of them: < 2^27. So every int32 partial sum is below 2^29.
+// Bounds: a vpdpbusd lane is at most 4 * 63 * 128 = 32256 (fits int16: the pack
+// is exact); times |scale| <= 128, 256 of them: < 2^28. Bias: |bsum| <= 2048 and
+// |-32 sc| <= 4096 (both int16), 16 of them: < 2^27. So every int32 partial sum
+// is below 2^29.
 struct DecodedQ6K {
   __m512i q[4];
   __m512i scale[2];  // for pack(q[2i], q[2i+1]): each int16 lane its sub-block's scale
