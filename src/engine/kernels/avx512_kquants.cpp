@@ -275,6 +275,15 @@ inline __m128 lanes_from(__m128 v) {
   }
 }
 
+// The float part of one super-block, whose values sit at lanes K.. of the inputs,
+// folded into acc (lane t = token t).
+template <int K, bool kHasMin>
+inline __m128 fold(__m128 acc, __m128 d, __m128 fsum, __m128 dmin, __m128 fmin) {
+  acc = _mm_fmadd_ps(lanes_from<K>(d), lanes_from<K>(fsum), acc);
+  if constexpr (kHasMin) acc = _mm_fnmadd_ps(lanes_from<K>(dmin), lanes_from<K>(fmin), acc);
+  return acc;
+}
+
 // SB consecutive super-blocks from b against NT tokens (NT * SB <= 4). The exact
 // sums of all NT * SB pairs are reduced together into one __m128i (lane s*NT + t
 // = super-block b+s, token t), then folded into acc (lane t = token t) one
@@ -292,8 +301,9 @@ template <class Fmt, int NT, int SB>
   typename Fmt::Decoded dec;
   for (int s = 0; s < SB; ++s) {
     Fmt::decode(w[b + s], &dec);
-    for (int t = 0; t < NT; ++t)
+    for (int t = 0; t < NT; ++t) {
       Fmt::sums(dec, row[t][b + s], &isum[s * NT + t], &imin[s * NT + t]);
+    }
   }
   for (int i = kLanes; i < 4; ++i) {
     isum[i] = _mm512_setzero_si512();
@@ -305,25 +315,19 @@ template <class Fmt, int NT, int SB>
   const __m128 d =
       _mm_mul_ps(xs, _mm_cvtph_ps(_mm_setr_epi16(wd(0), wd(1), wd(2), wd(3), 0, 0, 0, 0)));
   const __m128 fsum = _mm_cvtepi32_ps(hsum16x4(isum[0], isum[1], isum[2], isum[3]));
+  __m128 dmin = _mm_setzero_ps(), fmin = _mm_setzero_ps();
   if constexpr (Fmt::kHasMin) {
     const auto wm = [&](int i) {
       return static_cast<short>(i < kLanes ? Fmt::dmin(w[b + i / NT]) : 0);
     };
-    const __m128 dmin =
-        _mm_mul_ps(xs, _mm_cvtph_ps(_mm_setr_epi16(wm(0), wm(1), wm(2), wm(3), 0, 0, 0, 0)));
-    const __m128 fmin = _mm_cvtepi32_ps(hsum8x4(imin[0], imin[1], imin[2], imin[3]));
-    [&]<int... S>(std::integer_sequence<int, S...>) {
-      ((acc = _mm_fnmadd_ps(lanes_from<S * NT>(dmin), lanes_from<S * NT>(fmin),
-                            _mm_fmadd_ps(lanes_from<S * NT>(d), lanes_from<S * NT>(fsum), acc))),
-       ...);
-    }
-    (std::make_integer_sequence<int, SB>());
-  } else {
-    [&]<int... S>(std::integer_sequence<int, S...>) {
-      ((acc = _mm_fmadd_ps(lanes_from<S * NT>(d), lanes_from<S * NT>(fsum), acc)), ...);
-    }
-    (std::make_integer_sequence<int, SB>());
+    dmin = _mm_mul_ps(xs, _mm_cvtph_ps(_mm_setr_epi16(wm(0), wm(1), wm(2), wm(3), 0, 0, 0, 0)));
+    fmin = _mm_cvtepi32_ps(hsum8x4(imin[0], imin[1], imin[2], imin[3]));
   }
+  // Super-blocks s = 0..SB-1 in order (lanes s*NT..).
+  const auto fold_all = [&]<int... S>(std::integer_sequence<int, S...>) {
+    ((acc = fold<S * NT, Fmt::kHasMin>(acc, d, fsum, dmin, fmin)), ...);
+  };
+  fold_all(std::make_integer_sequence<int, SB>());
   return acc;
 }
 
