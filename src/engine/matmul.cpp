@@ -17,6 +17,16 @@ namespace {
 // token groups stream past them).
 constexpr int64_t kRowsPerTask = 16;
 constexpr int64_t kRowsPerBlock = 8;
+// Fewest tokens for which packing panels pays for itself (the pack touches every
+// weight once, like one token's worth of dot products).
+constexpr int64_t kPanelMinTokens = 8;
+static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
+
+// Each pool thread's panel buffer: grown once, reused by every later call.
+MatmulScratch& panel_scratch() {
+  thread_local MatmulScratch scratch;
+  return scratch;
+}
 
 }  // namespace
 
@@ -41,6 +51,7 @@ uint8_t* MatmulScratch::reserve(size_t bytes) {
 size_t activation_row_bytes(gguf::TensorType weight_type, int64_t cols) {
   const gguf::TensorType at = activation_type(weight_type);
   if (at == gguf::TensorType::kQ8_0) return q8_0_working_row_bytes(cols / kQK32);
+  if (at == gguf::TensorType::kF16) return f16_working_row_bytes(cols);
   return quant_row_bytes(at, cols);
 }
 
@@ -66,6 +77,14 @@ size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int
     std::memset(out + quant_row_bytes(at, cols), 0,
                 q8_0_side_offset(nb) - quant_row_bytes(at, cols));
     std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+  } else if (at == gguf::TensorType::kF16) {
+    const auto* h = reinterpret_cast<const uint16_t*>(out);
+    float* wide = reinterpret_cast<float*>(out + f16_side_offset(cols));
+    for (int64_t i = 0; i < cols; ++i) wide[i] = fp16_to_fp32(h[i]);
+    const size_t f16_bytes = static_cast<size_t>(cols) * 2;
+    std::memset(out + f16_bytes, 0, f16_side_offset(cols) - f16_bytes);
+    const size_t used = f16_side_offset(cols) + static_cast<size_t>(cols) * 4;
+    std::memset(out + used, 0, f16_working_row_bytes(cols) - used);
   }
   return activation_row_bytes(weight_type, cols);
 }
@@ -88,9 +107,15 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   } else {
     x_stride = activation_row_bytes(w.type, w.cols);
     uint8_t* buf = scratch.reserve(x_stride * static_cast<size_t>(n_tokens));
+    const bool q8_0 = activation_type(w.type) == gguf::TensorType::kQ8_0;
+    const auto fast_q8_0 = q8_0 ? kernels.quantize_q8_0 : nullptr;
     pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        quantize_activation_row(w.type, x + t * w.cols, w.cols, buf + t * x_stride);
+        if (fast_q8_0 != nullptr) {
+          fast_q8_0(x + t * w.cols, w.cols, buf + t * x_stride);
+        } else {
+          quantize_activation_row(w.type, x + t * w.cols, w.cols, buf + t * x_stride);
+        }
       }
     });
     xq = buf;
@@ -101,6 +126,21 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const int64_t n_tasks = (w.rows + kRowsPerTask - 1) / kRowsPerTask;
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
+  const PanelKernels& pk = kernels.panel[type_id];
+  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens) {
+    // 2a. Prefill: pack each task's rows into a panel, then sweep every token past it.
+    pool.parallel_for(n_tasks, [&](int64_t task_begin, int64_t task_end) {
+      uint8_t* panel = panel_scratch().reserve(pk.bytes(cols));
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const int64_t r0 = task * kRowsPerTask;
+        const int nr = static_cast<int>(std::min<int64_t>(kRowsPerTask, rows - r0));
+        pk.pack(w.data + static_cast<size_t>(r0) * w_stride, w_stride, nr, cols, panel);
+        pk.gemm(panel, nr, cols, xq, x_stride, static_cast<int>(n_tokens), y + r0,
+                static_cast<size_t>(rows));
+      }
+    });
+    return;
+  }
   pool.parallel_for(n_tasks, [&](int64_t task_begin, int64_t task_end) {
     const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
     for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += kRowsPerBlock) {

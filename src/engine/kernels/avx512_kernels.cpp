@@ -29,6 +29,7 @@
 // positive); every lane this file reads is written.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
@@ -37,6 +38,7 @@
 
 #include "engine/cpu_features.h"
 #include "engine/quant/blocks.h"
+#include "hearth/fp16.h"
 
 #if defined(__clang__)
 #pragma clang attribute push(                                                       \
@@ -206,21 +208,282 @@ void dot32_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, flo
   }
 }
 
-template <class Fmt>
-float dot1(const void* w, const void* x, int64_t n) {
-  float out;
-  dot32_512<Fmt, 1>(w, static_cast<const uint8_t*>(x), 0, n, &out);
-  return out;
+// ---- F16 weights x F16 activations (read from the working format's floats) --------
+
+// The canonical 32-lane reduction (the AVX2 kernel's: 8-lane groups g0..g3 summed
+// (g0 + g1) + (g2 + g3), then 8 -> 4 -> 2 -> 1); lo holds lanes 0..15, hi 16..31.
+inline float reduce_lanes32(__m512 lo, __m512 hi) {
+  const __m256 g01 = _mm256_add_ps(_mm512_castps512_ps256(lo), _mm512_extractf32x8_ps(lo, 1));
+  const __m256 g23 = _mm256_add_ps(_mm512_castps512_ps256(hi), _mm512_extractf32x8_ps(hi, 1));
+  const __m256 s = _mm256_add_ps(g01, g23);
+  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
 }
-template <class Fmt>
-void multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, float* out) {
-  switch (nt) {
-    case 1: dot32_512<Fmt, 1>(w, x, stride, n, out); break;
-    case 2: dot32_512<Fmt, 2>(w, x, stride, n, out); break;
-    case 3: dot32_512<Fmt, 3>(w, x, stride, n, out); break;
-    default: dot32_512<Fmt, 4>(w, x, stride, n, out); break;
+
+// Element i goes to lane i % 32 with one FMA (lanes 0..15 in lo, 16..31 in hi),
+// elements past the last full 32 are FMA'd in order after the reduction.
+template <int NT>
+void dot_f16_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
+  const uint16_t* w = static_cast<const uint16_t*>(vw);
+  const float* xf[NT];
+  __m512 lo[NT], hi[NT];
+  for (int t = 0; t < NT; ++t) {
+    xf[t] = reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_stride +
+                                           f16_side_offset(n));
+    lo[t] = _mm512_setzero_ps();
+    hi[t] = _mm512_setzero_ps();
+  }
+  const int64_t full = n - n % 32;
+  for (int64_t i = 0; i < full; i += 32) {
+    const __m512 w0 = _mm512_cvtph_ps(load256(w + i));
+    const __m512 w1 = _mm512_cvtph_ps(load256(w + i + 16));
+    for (int t = 0; t < NT; ++t) {
+      lo[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xf[t] + i), lo[t]);
+      hi[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xf[t] + i + 16), hi[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    float r = reduce_lanes32(lo[t], hi[t]);
+    for (int64_t i = full; i < n; ++i) r = fma_ss(_cvtsh_ss(w[i]), xf[t][i], r);
+    out[t] = r;
   }
 }
+
+// ---- prefill panels for the Q8_0-partner formats ---------------------------------
+//
+// Panel layout, per block b of the 16 rows: 16 floats (row i's f16 scale d, exact),
+// then 8 groups k of 16 rows x 4 bytes: the unsigned weights of elements 4k..4k+3
+// of row i (as decode1 gives them). The GEMM keeps, per token, one int32 lane per
+// row: it starts at -(bias << shift) * (the activation block's quant sum) and adds
+// one vpdpbusd per group with the activation's 4 bytes broadcast, giving row i's
+// exact block sum; then the canonical acc[b % 4] = fma(dw * dx, isum, acc[b % 4])
+// runs lane-wise for all 16 rows at once, and (a0 + a1) + (a2 + a3) at the end.
+constexpr size_t kPanelBlockBytes = 16 * 4 + 8 * 64;
+
+size_t q8p_panel_bytes(int64_t n) {
+  return static_cast<size_t>(n / kQK32) * kPanelBlockBytes;
+}
+
+// Transposes four zmm of two decoded rows each (z[j] = [row 2j | row 2j+1], 8
+// dwords per row) so that 128-bit lane 0 of out[m] holds dword m of rows 0, 2, 4,
+// 6, lane 1 dword 4 + m of those rows, lanes 2 and 3 the same for rows 1, 3, 5, 7.
+inline void transpose_4x2rows(const __m512i z[4], __m512i out[4]) {
+  const __m512i a = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i b = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i c = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i d = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(a, c);
+  out[1] = _mm512_unpackhi_epi64(a, c);
+  out[2] = _mm512_unpacklo_epi64(b, d);
+  out[3] = _mm512_unpackhi_epi64(b, d);
+}
+
+template <class Fmt>
+void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t* panel) {
+  using W = typename Fmt::W;
+  const int64_t nb = n / kQK32;
+  // The two transposes and the final lane shuffles leave input i in lane
+  // [0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15]^-1 (i); feeding input i the row kRowFor[i]
+  // puts row p in lane p.
+  static constexpr int kRowFor[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+  const W* rows[16];
+  for (int i = 0; i < 16; ++i) {
+    rows[i] = kRowFor[i] < n_rows
+                  ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
+                                               static_cast<size_t>(kRowFor[i]) * row_stride)
+                  : nullptr;
+  }
+  alignas(64) uint16_t d16[16];
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i z[8];
+    for (int j = 0; j < 8; ++j) {
+      const __m256i lo = rows[2 * j] ? Fmt::decode1(rows[2 * j][b]) : _mm256_setzero_si256();
+      const __m256i hi = rows[2 * j + 1] ? Fmt::decode1(rows[2 * j + 1][b]) : _mm256_setzero_si256();
+      z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    }
+    __m512i t[4], u[4];
+    transpose_4x2rows(z, t);
+    transpose_4x2rows(z + 4, u);
+    uint8_t* out = panel + static_cast<size_t>(b) * kPanelBlockBytes;
+    for (int i = 0; i < 16; ++i) {
+      const int at = kRowFor[i];  // lane `at` holds actual row `at`
+      d16[at] = rows[i] ? rows[i][b].d : uint16_t{0};
+    }
+    _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
+    for (int m = 0; m < 4; ++m) {
+      _mm512_storeu_si512(out + 64 + 64 * m, _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
+      _mm512_storeu_si512(out + 64 + 64 * (m + 4),
+                          _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+  }
+}
+
+inline __m512i bcast_u32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Exact block sums of the 16 rows for NT tokens, block b; two dependent chains of
+// four vpdpbusd per token (k even / odd), added at the end (exact).
+template <int NT>
+inline void panel_block_sums(const uint8_t* pb, const BlockQ8_0* const* xb, const int32_t* const* xsum,
+                             int shift, int64_t b, __m512i* isum) {
+  __m512i even[NT], odd[NT];
+  for (int t = 0; t < NT; ++t) {
+    even[t] = _mm512_set1_epi32(-(xsum[t][b] * (1 << shift)));
+    odd[t] = _mm512_setzero_si512();
+  }
+  const __m512i* q = reinterpret_cast<const __m512i*>(pb + 64);
+  for (int k = 0; k < 8; k += 2) {
+    const __m512i w0 = _mm512_loadu_si512(q + k);
+    const __m512i w1 = _mm512_loadu_si512(q + k + 1);
+    for (int t = 0; t < NT; ++t) {
+      even[t] = _mm512_dpbusd_epi32(even[t], w0, bcast_u32(xb[t][b].qs + 4 * k));
+      odd[t] = _mm512_dpbusd_epi32(odd[t], w1, bcast_u32(xb[t][b].qs + 4 * k + 4));
+    }
+  }
+  for (int t = 0; t < NT; ++t) isum[t] = _mm512_add_epi32(even[t], odd[t]);
+}
+
+template <int NT>
+void q8p_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x, size_t x_stride,
+                 int shift, float* y, size_t y_stride) {
+  const BlockQ8_0* xb[NT];
+  const float* xscale[NT];
+  const int32_t* xsum[NT];
+  for (int t = 0; t < NT; ++t) {
+    const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
+    xb[t] = reinterpret_cast<const BlockQ8_0*>(row);
+    xscale[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
+    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+  }
+  __m512 acc[NT][4];
+  for (int t = 0; t < NT; ++t) {
+    for (int p = 0; p < 4; ++p) acc[t][p] = _mm512_setzero_ps();
+  }
+  auto block = [&](int64_t b, int phase) {
+    const uint8_t* pb = panel + static_cast<size_t>(b) * kPanelBlockBytes;
+    __m512i isum[NT];
+    panel_block_sums<NT>(pb, xb, xsum, shift, b, isum);
+    const __m512 dw = _mm512_loadu_ps(pb);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(xscale[t][b]));
+      acc[t][phase] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[t]), acc[t][phase]);
+    }
+  };
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    block(b, 0);
+    block(b + 1, 1);
+    block(b + 2, 2);
+    block(b + 3, 3);
+  }
+  for (int p = 0; b < nb; ++b, ++p) block(b, p);
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < NT; ++t) {
+    const __m512 r = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
+                                   _mm512_add_ps(acc[t][2], acc[t][3]));
+    _mm512_mask_storeu_ps(y + static_cast<size_t>(t) * y_stride, keep, r);
+  }
+}
+
+template <class Fmt>
+void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride, int nt,
+              float* y, size_t y_stride) {
+  const int64_t nb = n / kQK32;
+  int t = 0;
+  for (; t + 4 <= nt; t += 4) {
+    q8p_gemm_nt<4>(panel, n_rows, nb, x + t * x_stride, x_stride, Fmt::kBiasShift, y + t * y_stride,
+                   y_stride);
+  }
+  const uint8_t* xt = x + t * x_stride;
+  float* yt = y + t * y_stride;
+  switch (nt - t) {
+    case 3: q8p_gemm_nt<3>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride); break;
+    case 2: q8p_gemm_nt<2>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride); break;
+    case 1: q8p_gemm_nt<1>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride); break;
+    default: break;
+  }
+}
+
+// ---- Q8_0 activation rows ---------------------------------------------------------
+//
+// The reference quantizer (quant/quantize.cpp) vectorized, with the same IEEE
+// operations: amax (max is exact in any order; a NaN element is skipped, as
+// std::max skips it), d = amax / 127, id = 1 / d, q = round-half-away(x * id)
+// computed exactly as trunc(p) + sign(p) where |p - trunc(p)| >= 0.5.
+void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
+  const int64_t nb = n / kQK32;
+  auto* blocks = reinterpret_cast<BlockQ8_0*>(out);
+  float* side_scale = reinterpret_cast<float*>(out + q8_0_side_offset(nb));
+  int32_t* side_sum = reinterpret_cast<int32_t*>(out + q8_0_side_offset(nb) + 4 * nb);
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const __m512 half = _mm512_set1_ps(0.5f);
+  const __m512 one = _mm512_set1_ps(1.0f);
+  auto round_away = [&](__m512 p) {
+    const __m512 t = _mm512_roundscale_ps(p, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 frac = _mm512_and_ps(_mm512_sub_ps(p, t), abs_mask);
+    const __mmask16 up = _mm512_cmp_ps_mask(frac, half, _CMP_GE_OQ);
+    const __m512 step = _mm512_or_ps(one, _mm512_andnot_ps(abs_mask, p));  // +-1 as p
+    return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512 x0 = _mm512_loadu_ps(x + 32 * b);
+    const __m512 x1 = _mm512_loadu_ps(x + 32 * b + 16);
+    __m512 m = _mm512_max_ps(_mm512_and_ps(x0, abs_mask), _mm512_setzero_ps());
+    m = _mm512_max_ps(_mm512_and_ps(x1, abs_mask), m);
+    const float amax = _mm512_reduce_max_ps(m);
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m512i q0 = round_away(_mm512_mul_ps(x0, vid));
+    const __m512i q1 = round_away(_mm512_mul_ps(x1, vid));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[b].qs), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[b].qs + 16), _mm512_cvtepi32_epi8(q1));
+    const uint16_t dh = fp32_to_fp16(d);
+    blocks[b].d = dh;
+    side_scale[b] = _cvtsh_ss(dh);
+    side_sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  }
+  // Padding bytes are zero, as in the reference.
+  const size_t block_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
+  std::memset(out + block_bytes, 0, q8_0_side_offset(nb) - block_bytes);
+  const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
+  std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+}
+
+template <template <int> class K>
+float as_dot(const void* w, const void* x, int64_t n) {
+  float out;
+  K<1>::run(w, static_cast<const uint8_t*>(x), 0, n, &out);
+  return out;
+}
+template <template <int> class K>
+void as_multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, float* out) {
+  switch (nt) {
+    case 1: K<1>::run(w, x, stride, n, out); break;
+    case 2: K<2>::run(w, x, stride, n, out); break;
+    case 3: K<3>::run(w, x, stride, n, out); break;
+    default: K<4>::run(w, x, stride, n, out); break;
+  }
+}
+template <class Fmt>
+struct Dot32 {
+  template <int NT>
+  struct K {
+    static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+      dot32_512<Fmt, NT>(w, x, s, n, o);
+    }
+  };
+};
+template <int NT>
+struct DotF16 {
+  static void run(const void* w, const uint8_t* x, size_t s, int64_t n, float* o) {
+    dot_f16_512<NT>(w, x, s, n, o);
+  }
+};
 
 }  // namespace
 }  // namespace hearth::engine
@@ -234,10 +497,14 @@ void multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, fl
 namespace hearth::engine {
 namespace {
 
-template <class Fmt>
+template <template <int> class K>
 void put(KernelSet* k, gguf::TensorType t) {
-  k->dot[static_cast<int>(t)] = dot1<Fmt>;
-  k->multi[static_cast<int>(t)] = multi<Fmt>;
+  k->dot[static_cast<int>(t)] = as_dot<K>;
+  k->multi[static_cast<int>(t)] = as_multi<K>;
+}
+template <class Fmt>
+void put_panel(KernelSet* k, gguf::TensorType t) {
+  k->panel[static_cast<int>(t)] = PanelKernels{q8p_panel_bytes, q8p_pack<Fmt>, q8p_gemm<Fmt>};
 }
 
 KernelSet make_avx512() {
@@ -246,10 +513,18 @@ KernelSet make_avx512() {
   const KernelSet* base = cpu_features().avxvnni ? avxvnni_kernels() : avx2_kernels();
   KernelSet k = *base;
   k.isa = "avx512-vnni";
-  put<Z4_0>(&k, T::kQ4_0);
-  put<Z5_0>(&k, T::kQ5_0);
-  put<Z8_0>(&k, T::kQ8_0);
+  put<Dot32<Z4_0>::K>(&k, T::kQ4_0);
+  put<Dot32<Z5_0>::K>(&k, T::kQ5_0);
+  put<Dot32<Z8_0>::K>(&k, T::kQ8_0);
+  // F16: only the tile (the single-token dot of the base table keeps four
+  // independent FMA chains, which decode prefers).
+  k.multi[static_cast<int>(T::kF16)] = as_multi<DotF16>;
+  put_panel<Z4_0>(&k, T::kQ4_0);
+  put_panel<Z5_0>(&k, T::kQ5_0);
+  put_panel<Z8_0>(&k, T::kQ8_0);
+  k.quantize_q8_0 = quantize_q8_0_row;
   install_avx512_kquants(&k);
+  install_avx512_kquant_panels(&k);
   return k;
 }
 

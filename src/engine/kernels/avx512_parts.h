@@ -10,5 +10,7 @@ namespace hearth::engine {
 
 // Q4_K, Q5_K, Q6_K against Q8_K activations (avx512_kquants.cpp).
 void install_avx512_kquants(KernelSet* k);
+// Prefill panels for Q4_K, Q5_K, Q6_K (avx512_kquant_panels.cpp).
+void install_avx512_kquant_panels(KernelSet* k);
 
 }  // namespace hearth::engine

@@ -31,6 +31,17 @@ inline constexpr size_t q8_0_working_row_bytes(int64_t nb) {
   return (q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8 + 31) / 32 * 32;
 }
 
+// Working format of an F16-partner activation row: the n F16 values, then at
+// f16_side_offset(n) (64-byte aligned) the same n values widened to float (exact).
+// SIMD kernels with a prefill tile read the floats, so a token costs one FMA per
+// element instead of a conversion and an FMA; the scalar reference reads the F16s.
+inline constexpr size_t f16_side_offset(int64_t n) {
+  return static_cast<size_t>(n * 2 + 63) / 64 * 64;
+}
+inline constexpr size_t f16_working_row_bytes(int64_t n) {
+  return f16_side_offset(n) + static_cast<size_t>(n * 4 + 63) / 64 * 64;
+}
+
 // One weight row (n elements of the weight type) . one activation row (n
 // elements of activation_type(), in the working format above).
 using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
@@ -50,10 +61,33 @@ using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
+// Prefill panels (optional, per weight type). A panel is kPanelRows consecutive
+// weight rows repacked so that one SIMD register holds the same 4-element group of
+// every row: the GEMM broadcasts 4 activation bytes per step and each row's exact
+// block sum builds up in its own lane, with no horizontal reduction. Packing is
+// done per matmul call into a small per-thread buffer (the weights stay as they
+// lie in the mapping) and amortized over all the tokens of the call.
+//   bytes(n): size of a panel of rows with n elements.
+//   pack: rows [0, n_rows) (n_rows <= kPanelRows) of n elements, row i at
+//     w + i * row_stride, into `panel`; missing rows are packed as zeros.
+//   gemm: y[t * y_stride + i] = dot(row i, activation row t) for t < nt and
+//     i < n_rows, bit for bit what `dot` returns (same canonical order).
+inline constexpr int kPanelRows = 16;
+struct PanelKernels {
+  size_t (*bytes)(int64_t n);
+  void (*pack)(const void* w, size_t row_stride, int n_rows, int64_t n, uint8_t* panel);
+  void (*gemm)(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
+               int nt, float* y, size_t y_stride);
+};
+
 struct KernelSet {
   const char* isa;               // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
   VecDotFn dot[kTypeSlots];      // by weight type; nullptr = unsupported
   MultiDotFn multi[kTypeSlots];  // by weight type; nullptr = loop over dot
+  PanelKernels panel[kTypeSlots];  // by weight type; gemm == nullptr = no panel path
+  // Optional: the Q8_0-partner activation row in the working format, byte for byte
+  // what quantize_activation_row() writes (nullptr = use that reference).
+  void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);
   DotF16F32Fn dot_f16_f32;
   AxpyF16Fn axpy_f16;
 };

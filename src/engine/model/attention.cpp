@@ -7,8 +7,17 @@
 #include "hearth/fp16.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+// GCC 12's AVX-512 intrinsics trip -W(maybe-)uninitialized on their own
+// _mm512_undefined_*() operands (a known false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 #define HEARTH_ATTN_AVX2 1
+#endif
+#if HEARTH_ATTN_AVX2 && defined(__AVX512F__)
+#define HEARTH_ATTN_AVX512 1
 #endif
 
 namespace hearth::engine {
@@ -47,9 +56,161 @@ void dot4_f16_f32(const uint16_t* const* rows, const float* q, int32_t n, float*
   for (int r = 0; r < kRowBlock; ++r)
     out[r] = reduce_lanes(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
 }
+
+// scores[p] *= scale for all p; returns the largest (a NaN is skipped, as the scalar
+// `if (s > max)` skips it; max is exact in any order).
+float scale_and_max(float* scores, int32_t n, float scale) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  __m256 vmax = _mm256_set1_ps(-INFINITY);
+  int32_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    const __m256 s = _mm256_mul_ps(_mm256_loadu_ps(scores + p), vs);
+    _mm256_storeu_ps(scores + p, s);
+    vmax = _mm256_max_ps(s, vmax);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float max = -INFINITY;
+  for (float v : lanes) max = v > max ? v : max;
+  for (; p < n; ++p) {
+    const float s = scores[p] * scale;
+    scores[p] = s;
+    if (s > max) max = s;
+  }
+  return max;
+}
+
+// scores[p] = f16-rounded(scores[p] * inv): F16C's conversion is round to nearest
+// even, exactly fp32_to_fp16.
+void normalize_to_f16(float* scores, int32_t n, float inv) {
+  const __m256 vi = _mm256_set1_ps(inv);
+  int32_t p = 0;
+  for (; p + 8 <= n; p += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(scores + p), vi),
+                                      _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(scores + p, _mm256_cvtph_ps(h));
+  }
+  for (; p < n; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
+}
+#else
+float scale_and_max(float* scores, int32_t n, float scale) {
+  float max = -INFINITY;
+  for (int32_t p = 0; p < n; ++p) {
+    const float s = scores[p] * scale;
+    scores[p] = s;
+    if (s > max) max = s;
+  }
+  return max;
+}
+void normalize_to_f16(float* scores, int32_t n, float inv) {
+  for (int32_t p = 0; p < n; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
+}
 #endif
 
+#if HEARTH_ATTN_AVX512
+// The canonical 32-lane reduction (as reduce_lanes): lo holds lanes 0..15, hi 16..31.
+inline float reduce_lanes32(__m512 lo, __m512 hi) {
+  return reduce_lanes(_mm512_castps512_ps256(lo), _mm512_extractf32x8_ps(lo, 1),
+                      _mm512_castps512_ps256(hi), _mm512_extractf32x8_ps(hi, 1));
+}
+constexpr int32_t kMaxChunks = 8;  // head_dim up to 256 on the grouped path
+
+// scores[h * n + p] = dot_f16_f32(K row p, q_h) for every head h of the group, one K
+// row converted once: element i of a 32-element chunk goes to lane i (lanes 0..15 in
+// lo, 16..31 in hi), chunks in order, exactly the canonical order of the kernels.
+void group_scores(const uint16_t* k0, size_t stride, int32_t n, const float* q, int32_t group,
+                  int32_t head_dim, float* scores) {
+  const int32_t chunks = head_dim / 32;
+  for (int32_t p = 0; p < n; ++p) {
+    const uint16_t* k = k0 + static_cast<size_t>(p) * stride;
+    __m512 kz[2 * kMaxChunks];
+    for (int32_t j = 0; j < 2 * chunks; ++j) {
+      kz[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 16 * j)));
+    }
+    for (int32_t h = 0; h < group; ++h) {
+      const float* qh = q + static_cast<size_t>(h) * head_dim;
+      __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+      for (int32_t c = 0; c < chunks; ++c) {
+        lo = _mm512_fmadd_ps(kz[2 * c], _mm512_loadu_ps(qh + 32 * c), lo);
+        hi = _mm512_fmadd_ps(kz[2 * c + 1], _mm512_loadu_ps(qh + 32 * c + 16), hi);
+      }
+      scores[static_cast<size_t>(h) * n + p] = reduce_lanes32(lo, hi);
+    }
+  }
+}
+
+// out_h += probs_h[p] * V row p for p = 0..n-1 in order, skipping zero probabilities
+// (as axpy_f16 per position would be skipped), heads in blocks of 4 whose outputs stay
+// in registers; each V row is converted once per block.
+void group_weighted_sum(const uint16_t* v0, size_t stride, int32_t n, const float* probs,
+                        int32_t group, int32_t head_dim, float* out) {
+  constexpr int32_t kHeads = 4;
+  const int32_t vecs = head_dim / 16;
+  for (int32_t d0 = 0; d0 < vecs; d0 += 4) {  // 64 outputs per head per pass
+    const int32_t nv = std::min<int32_t>(4, vecs - d0);
+    for (int32_t h0 = 0; h0 < group; h0 += kHeads) {
+      const int32_t nh = std::min(kHeads, group - h0);
+      __m512 acc[kHeads][4];
+      for (int32_t h = 0; h < nh; ++h) {
+        for (int32_t j = 0; j < nv; ++j)
+          acc[h][j] = _mm512_loadu_ps(out + static_cast<size_t>(h0 + h) * head_dim + 16 * (d0 + j));
+      }
+      for (int32_t p = 0; p < n; ++p) {
+        const uint16_t* v = v0 + static_cast<size_t>(p) * stride + 16 * d0;
+        __m512 vz[4];
+        for (int32_t j = 0; j < nv; ++j)
+          vz[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 16 * j)));
+        for (int32_t h = 0; h < nh; ++h) {
+          const float pr = probs[static_cast<size_t>(h0 + h) * n + p];
+          if (pr == 0.0f) continue;  // adds exactly nothing, as in weighted_sum_f16_rows
+          const __m512 a = _mm512_set1_ps(pr);
+          for (int32_t j = 0; j < nv; ++j) acc[h][j] = _mm512_fmadd_ps(a, vz[j], acc[h][j]);
+        }
+      }
+      for (int32_t h = 0; h < nh; ++h) {
+        for (int32_t j = 0; j < nv; ++j)
+          _mm512_storeu_ps(out + static_cast<size_t>(h0 + h) * head_dim + 16 * (d0 + j), acc[h][j]);
+      }
+    }
+  }
+}
+#endif
+
+// The softmax of attend_head over one head's n scores, in place: scaled, max
+// subtracted, exp, normalized by the double sum, rounded to F16.
+void softmax_f16(float* scores, int32_t n, float scale) {
+  const float max = scale_and_max(scores, n, scale);
+  double sum = 0.0;
+  for (int32_t p = 0; p < n; ++p) {
+    const float e = std::exp(scores[p] - max);
+    scores[p] = e;
+    sum += static_cast<double>(e);
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  normalize_to_f16(scores, n, inv);
+}
+
 }  // namespace
+
+bool attend_group(const KvStore& kv, int32_t seq, int32_t layer, int32_t pos, int32_t kv_head,
+                  int32_t group, const float* q, int32_t head_dim, float scale, float* scores,
+                  float* out) {
+#if HEARTH_ATTN_AVX512
+  if (head_dim % 32 != 0 || head_dim > 32 * kMaxChunks) return false;
+  const int32_t n = pos + 1;
+  const size_t stride = static_cast<size_t>(kv.kv_dim());
+  const int64_t off = static_cast<int64_t>(kv_head) * head_dim;
+  group_scores(kv.k_row(seq, layer, 0) + off, stride, n, q, group, head_dim, scores);
+  for (int32_t h = 0; h < group; ++h) softmax_f16(scores + static_cast<size_t>(h) * n, n, scale);
+  for (int32_t i = 0; i < group * head_dim; ++i) out[i] = 0.0f;
+  group_weighted_sum(kv.v_row(seq, layer, 0) + off, stride, n, scores, group, head_dim, out);
+  return true;
+#else
+  (void)kv, (void)seq, (void)layer, (void)pos, (void)kv_head, (void)group, (void)q;
+  (void)head_dim, (void)scale, (void)scores, (void)out;
+  return false;
+#endif
+}
 
 void dot_f16_rows(const uint16_t* const* rows, int32_t n_rows, const float* q, int32_t n,
                   float* scores) {
@@ -99,20 +260,7 @@ void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float
     for (int32_t i = 0; i < m; ++i) rows[i] = kv.k_row(hq.seq, hq.layer, p0 + i) + off;
     dot_f16_rows(rows, m, hq.q, head_dim, scores + p0);
   }
-  float max = -INFINITY;
-  for (int32_t p = 0; p < n; ++p) {
-    const float s = scores[p] * scale;
-    scores[p] = s;
-    if (s > max) max = s;
-  }
-  double sum = 0.0;
-  for (int32_t p = 0; p < n; ++p) {
-    const float e = std::exp(scores[p] - max);
-    scores[p] = e;
-    sum += static_cast<double>(e);
-  }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int32_t p = 0; p < n; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
+  softmax_f16(scores, n, scale);
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
   // Accumulate block by block, continuing from the previous partial sums: the FMA
   // sequence per output stays in position order.

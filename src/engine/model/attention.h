@@ -22,6 +22,17 @@ struct HeadQuery {
 void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float scale,
                  float* scores, float* out);
 
+// All `group` query heads that share KV head `kv_head` (GQA), for one token: q holds
+// their head_dim-value queries back to back, out receives their outputs the same way,
+// scores is scratch of group * (pos + 1) floats. Each output is bit-identical to
+// attend_head's for that head (the same operations per score and per output, in the
+// same order); the group only shares each K and V row's F16 -> F32 conversion.
+// Returns false (and does nothing) when this build has no grouped path for head_dim;
+// the caller then uses attend_head.
+bool attend_group(const KvStore& kv, int32_t seq, int32_t layer, int32_t pos, int32_t kv_head,
+                  int32_t group, const float* q, int32_t head_dim, float scale, float* scores,
+                  float* out);
+
 // The two loops of attend_head, exposed for tests. Both give exactly the bits of the
 // kernels' dot_f16_f32 / axpy_f16 called once per position (same operations per
 // output, same order); they only process several positions per pass.

@@ -116,7 +116,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   s.up.resize(B * hp.n_ff);
   s.rope.resize(B * hp.n_rot);
   s.q16.resize(B * hp.q_dim());
-  s.scores.resize(static_cast<size_t>(options.n_threads) * impl->opts.n_ctx);
+  s.scores.resize(static_cast<size_t>(options.n_threads) *
+                  static_cast<size_t>(hp.n_head / hp.n_head_kv) * impl->opts.n_ctx);
   s.out_x.resize(B * hp.n_embd);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

@@ -23,7 +23,7 @@ namespace kb = engine::kb;
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
   std::vector<float> q16;         // Q rounded to F16 (held as float)
-  std::vector<float> scores;      // n_threads * n_ctx
+  std::vector<float> scores;      // n_threads * (n_head / n_head_kv) * n_ctx
   std::vector<int32_t> next_pos;  // validate(): expected position per sequence
   std::vector<float> out_x;       // gathered rows for the output head
   kb::MatmulScratch mm;

@@ -72,25 +72,34 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   const int32_t hd = hp.head_dim;
   const int32_t group = hp.n_head / hp.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const int64_t items = static_cast<int64_t>(chunk.size()) * hp.n_head;
   int64_t macs = 0;
   for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
   kb::ThreadPool& tp = pool_for(macs);
+  // Items are (token, KV head) groups; a group's query heads share each K/V row's
+  // conversion (attend_group), or, without a grouped path, each head runs alone.
+  const int64_t items = static_cast<int64_t>(chunk.size()) * hp.n_head_kv;
   const int64_t n_slots = std::min<int64_t>(tp.size(), items);
   // One slot per thread, each with its own score buffer; which thread runs a slot does
   // not matter, every (token, head) output is computed by one sequential loop.
   tp.parallel_for(n_slots, [&](int64_t slot_begin, int64_t slot_end) {
     for (int64_t slot = slot_begin; slot < slot_end; ++slot) {
-      float* scores = s.scores.data() + slot * kv->n_ctx();
+      float* scores = s.scores.data() + slot * group * kv->n_ctx();
       const int64_t lo = items * slot / n_slots, hi = items * (slot + 1) / n_slots;
       for (int64_t it = lo; it < hi; ++it) {
-        const int64_t t = it / hp.n_head;
-        const int32_t h = static_cast<int32_t>(it % hp.n_head);
+        const int64_t t = it / hp.n_head_kv;
+        const int32_t g = static_cast<int32_t>(it % hp.n_head_kv);
         const BatchToken& tok = chunk[static_cast<size_t>(t)];
-        engine::HeadQuery hq{tok.seq, layer, tok.pos, h / group,
-                             s.q16.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd};
-        engine::attend_head(*kv, hq, hd, scale, scores,
-                            s.att.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd);
+        const int64_t first = t * hp.q_dim() + static_cast<int64_t>(g) * group * hd;
+        if (engine::attend_group(*kv, tok.seq, layer, tok.pos, g, group, s.q16.data() + first, hd,
+                                 scale, scores, s.att.data() + first)) {
+          continue;
+        }
+        for (int32_t h = g * group; h < (g + 1) * group; ++h) {
+          engine::HeadQuery hq{tok.seq, layer, tok.pos, g,
+                               s.q16.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd};
+          engine::attend_head(*kv, hq, hd, scale, scores,
+                              s.att.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd);
+        }
       }
     }
   });

@@ -1,0 +1,349 @@
+// AVX-512 VNNI prefill panels for the k-quants (Q4_K, Q5_K, Q6_K x Q8_K): the
+// panel idea of avx512_kernels.cpp (16 weight rows repacked so that one register
+// holds the same 4-element group of every row; activations broadcast 4 bytes at a
+// time; each row's exact integer sums build up in its own lane) applied to
+// super-blocks of 256 elements.
+//
+// Per super-block and row, the integers are those of the scalar reference, exact:
+//   Q4_K/Q5_K: isum = sum_j sc_j * T_j (T_j = sum of u * y over sub-block j of 32,
+//              8 vpdpbusd), imin = sum_j m_j * (bsums[2j] + bsums[2j+1]) (vpdpwssd
+//              on int16 pairs);
+//   Q6_K:      isum = sum_g sc_g * T_g - 32 * sum_g sc_g * bsums[g] (sub-blocks of 16;
+//              weights stored unsigned 0..63, the bias of 32 taken off through the
+//              block sums).
+// then the reference's float operations lane-wise: d = x.d * f16(w.d), acc = fma(d,
+// isum, acc) [, dmin = x.d * f16(w.dmin), acc = fma(-dmin, imin, acc)].
+//
+// Bounds: vpdpbusd lanes add four u * y <= 63 * 127 products into int32; T_j <=
+// 32 * 31 * 127 (Q5_K) and sc_j <= 63, T_g <= 16 * 63 * 127 and |sc_g| <= 128: the
+// vpmulld products and their sums stay far below 2^31 (the canonical order's own
+// bound). vpdpwssd pairs: m_j <= 63 times |bsums pair| <= 32 * 127; |sc_g| <= 128
+// times |bsums[g]| <= 16 * 127.
+#include "engine/kernels/avx512_parts.h"
+
+#if defined(__x86_64__)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "engine/quant/blocks.h"
+#include "engine/quant/scales.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(                                                              \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")
+#endif
+
+namespace hearth::engine {
+namespace {
+
+inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// Panel layout per super-block (16 rows, lane i = row i):
+//   d[16] f32, dmin[16] f32 (zeros for Q6_K),
+//   kScales x int32[16]: the integer scale of each sub-block,
+//   kPairs x int32[16]: int16 pairs (m_2i, m_2i+1) (Q4_K/Q5_K) or (sc_2i, sc_2i+1) (Q6_K),
+//   64 x [16 rows x 4 bytes]: the unsigned weights of elements 4k..4k+3.
+template <int Scales, int Pairs>
+struct SuperLayout {
+  static constexpr size_t kD = 0;
+  static constexpr size_t kDmin = 64;
+  static constexpr size_t kScales = 128;
+  static constexpr size_t kPairs = kScales + 64 * Scales;
+  static constexpr size_t kQuants = kPairs + 64 * Pairs;
+  static constexpr size_t kBytes = kQuants + 64 * 64;
+};
+
+// Element order decoders: chunk c (elements 32c..32c+31) of one super-block as 32
+// unsigned bytes.
+struct PQ4K {
+  using W = BlockQ4_K;
+  using L = SuperLayout<8, 4>;
+  static __m256i chunk(const W& b, int c) {
+    const __m256i raw = load256(b.qs + 32 * (c / 2));
+    const __m256i v = c % 2 ? _mm256_srli_epi16(raw, 4) : raw;
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+  }
+  static void ints(const W& b, int32_t* scales, int32_t* pairs) {
+    uint8_t sc[8], mn[8];
+    k4_unpack_scales(b.scales, sc, mn);
+    for (int j = 0; j < 8; ++j) scales[j] = sc[j];
+    for (int i = 0; i < 4; ++i) {
+      pairs[i] = static_cast<int32_t>(static_cast<uint32_t>(mn[2 * i]) |
+                                      (static_cast<uint32_t>(mn[2 * i + 1]) << 16));
+    }
+  }
+  static float dmin(const W& b) { return _cvtsh_ss(b.dmin); }
+  static float d(const W& b) { return _cvtsh_ss(b.d); }
+};
+struct PQ5K {
+  using W = BlockQ5_K;
+  using L = SuperLayout<8, 4>;
+  static __m256i chunk(const W& b, int c) {
+    const __m256i raw = load256(b.qs + 32 * (c / 2));
+    const __m256i lo = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(raw, 4) : raw,
+                                        _mm256_set1_epi8(0x0F));
+    // Fifth bit of element l of sub-block c: bit c of qh[l].
+    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << c));
+    const __m256i hi = _mm256_and_si256(
+        _mm256_cmpeq_epi8(_mm256_and_si256(load256(b.qh), bit), bit), _mm256_set1_epi8(16));
+    return _mm256_or_si256(lo, hi);
+  }
+  static void ints(const W& b, int32_t* scales, int32_t* pairs) {
+    uint8_t sc[8], mn[8];
+    k4_unpack_scales(b.scales, sc, mn);
+    for (int j = 0; j < 8; ++j) scales[j] = sc[j];
+    for (int i = 0; i < 4; ++i) {
+      pairs[i] = static_cast<int32_t>(static_cast<uint32_t>(mn[2 * i]) |
+                                      (static_cast<uint32_t>(mn[2 * i + 1]) << 16));
+    }
+  }
+  static float dmin(const W& b) { return _cvtsh_ss(b.dmin); }
+  static float d(const W& b) { return _cvtsh_ss(b.d); }
+};
+struct PQ6K {
+  using W = BlockQ6_K;
+  using L = SuperLayout<16, 8>;
+  // Chunk c = sub-blocks 2c, 2c+1: half h = c / 4, quarter g = c % 4 of it.
+  static __m256i chunk(const W& b, int c) {
+    const int h = c / 4, g = c % 4;
+    const __m256i ql = load256(b.ql + 64 * h + 32 * (g & 1));
+    const __m256i lo = _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(ql, 4) : ql,
+                                        _mm256_set1_epi8(0x0F));
+    const __m256i qh = _mm256_srli_epi16(load256(b.qh + 32 * h), 2 * g);
+    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4);
+    return _mm256_or_si256(lo, hi);
+  }
+  static void ints(const W& b, int32_t* scales, int32_t* pairs) {
+    for (int g = 0; g < 16; ++g) scales[g] = b.scales[g];
+    for (int i = 0; i < 8; ++i) {
+      pairs[i] = static_cast<int32_t>(static_cast<uint16_t>(int16_t{b.scales[2 * i]}) |
+                                      (static_cast<uint32_t>(static_cast<uint16_t>(
+                                           int16_t{b.scales[2 * i + 1]}))
+                                       << 16));
+    }
+  }
+  static float dmin(const W&) { return 0.0f; }
+  static float d(const W& b) { return _cvtsh_ss(b.d); }
+};
+
+// As in avx512_kernels.cpp: transposes four zmm of two rows each (8 dwords per row).
+inline void transpose_4x2rows(const __m512i z[4], __m512i out[4]) {
+  const __m512i a = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i b = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i c = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i d = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(a, c);
+  out[1] = _mm512_unpackhi_epi64(a, c);
+  out[2] = _mm512_unpacklo_epi64(b, d);
+  out[3] = _mm512_unpackhi_epi64(b, d);
+}
+// Input i of the transpose ends up in the lane whose row kRowFor[i] must hold.
+constexpr int kRowFor[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
+
+template <class F>
+size_t kpanel_bytes(int64_t n) {
+  return static_cast<size_t>(n / kQKK) * F::L::kBytes;
+}
+
+template <class F>
+void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t* panel) {
+  using W = typename F::W;
+  using L = typename F::L;
+  constexpr int kScales = (L::kPairs - L::kScales) / 64;
+  constexpr int kPairs = (L::kQuants - L::kPairs) / 64;
+  const int64_t nb = n / kQKK;
+  const W* rows[16];  // in transpose input order
+  const W* by_row[16];
+  for (int i = 0; i < 16; ++i) {
+    const int r = kRowFor[i];
+    rows[i] = r < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
+                                                     static_cast<size_t>(r) * row_stride)
+                         : nullptr;
+    by_row[i] = i < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
+                                                       static_cast<size_t>(i) * row_stride)
+                           : nullptr;
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* out = panel + static_cast<size_t>(b) * L::kBytes;
+    float* d = reinterpret_cast<float*>(out + L::kD);
+    float* dmin = reinterpret_cast<float*>(out + L::kDmin);
+    int32_t* scales = reinterpret_cast<int32_t*>(out + L::kScales);
+    int32_t* pairs = reinterpret_cast<int32_t*>(out + L::kPairs);
+    for (int r = 0; r < 16; ++r) {
+      int32_t sc[16] = {}, pr[8] = {};
+      if (by_row[r] != nullptr) {
+        d[r] = F::d(by_row[r][b]);
+        dmin[r] = F::dmin(by_row[r][b]);
+        F::ints(by_row[r][b], sc, pr);
+      } else {
+        d[r] = 0.0f;
+        dmin[r] = 0.0f;
+      }
+      for (int j = 0; j < kScales; ++j) scales[16 * j + r] = sc[j];
+      for (int i = 0; i < kPairs; ++i) pairs[16 * i + r] = pr[i];
+    }
+    uint8_t* q = out + L::kQuants;
+    for (int c = 0; c < 8; ++c) {
+      __m512i z[8];
+      for (int j = 0; j < 8; ++j) {
+        const __m256i lo = rows[2 * j] ? F::chunk(rows[2 * j][b], c) : _mm256_setzero_si256();
+        const __m256i hi =
+            rows[2 * j + 1] ? F::chunk(rows[2 * j + 1][b], c) : _mm256_setzero_si256();
+        z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      }
+      __m512i t[4], u[4];
+      transpose_4x2rows(z, t);
+      transpose_4x2rows(z + 4, u);
+      for (int m = 0; m < 4; ++m) {  // group k = 8c + m and 8c + 4 + m
+        _mm512_storeu_si512(q + 64 * (8 * c + m),
+                            _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm512_storeu_si512(q + 64 * (8 * c + 4 + m),
+                            _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(3, 1, 3, 1)));
+      }
+    }
+  }
+}
+
+inline __m512i bcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// Exact sum over `groups` consecutive 4-element groups starting at group k0, per row,
+// for NT tokens (y[t] = that token's activation bytes of the super-block): two
+// dependent vpdpbusd chains per token, added at the end.
+template <int NT>
+inline void group_dots(const uint8_t* q, const int8_t* const* y, int k0, int groups, __m512i* out) {
+  __m512i even[NT], odd[NT];
+  for (int t = 0; t < NT; ++t) {
+    even[t] = _mm512_setzero_si512();
+    odd[t] = _mm512_setzero_si512();
+  }
+  for (int k = k0; k < k0 + groups; k += 2) {
+    const __m512i w0 = _mm512_loadu_si512(q + 64 * k);
+    const __m512i w1 = _mm512_loadu_si512(q + 64 * (k + 1));
+    for (int t = 0; t < NT; ++t) {
+      even[t] = _mm512_dpbusd_epi32(even[t], w0, bcast4(y[t] + 4 * k));
+      odd[t] = _mm512_dpbusd_epi32(odd[t], w1, bcast4(y[t] + 4 * k + 4));
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = _mm512_add_epi32(even[t], odd[t]);
+}
+
+template <class F, int NT>
+void kpanel_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x, size_t x_stride,
+                    float* y, size_t y_stride) {
+  using L = typename F::L;
+  constexpr int kScales = (L::kPairs - L::kScales) / 64;  // 8 (per 32) or 16 (per 16)
+  constexpr int kPairs = (L::kQuants - L::kPairs) / 64;
+  constexpr int kGroupsPerScale = 64 / kScales;
+  constexpr bool kQ6 = kScales == 16;
+  const BlockQ8_K* xb[NT];
+  for (int t = 0; t < NT; ++t)
+    xb[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* pb = panel + static_cast<size_t>(b) * L::kBytes;
+    const int8_t* ys[NT];
+    for (int t = 0; t < NT; ++t) ys[t] = xb[t][b].qs;
+    __m512i isum[NT], iside[NT];
+    for (int t = 0; t < NT; ++t) {
+      isum[t] = _mm512_setzero_si512();
+      iside[t] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < kScales; ++j) {
+      __m512i dots[NT];
+      group_dots<NT>(pb + L::kQuants, ys, kGroupsPerScale * j, kGroupsPerScale, dots);
+      const __m512i sc = _mm512_loadu_si512(pb + L::kScales + 64 * j);
+      for (int t = 0; t < NT; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dots[t], sc));
+    }
+    // Side term: Q4_K/Q5_K mins against the 32-element block sums, Q6_K scales
+    // against the 16-element block sums (its bias of 32).
+    for (int t = 0; t < NT; ++t) {
+      int16_t sums[16];
+      if constexpr (kQ6) {
+        std::memcpy(sums, xb[t][b].bsums, sizeof(sums));
+      } else {
+        for (int j = 0; j < 8; ++j)
+          sums[j] = static_cast<int16_t>(xb[t][b].bsums[2 * j] + xb[t][b].bsums[2 * j + 1]);
+      }
+      for (int i = 0; i < kPairs; ++i) {
+        iside[t] = _mm512_dpwssd_epi32(iside[t], _mm512_loadu_si512(pb + L::kPairs + 64 * i),
+                                       bcast4(sums + 2 * i));
+      }
+    }
+    const __m512 wd = _mm512_loadu_ps(pb + L::kD);
+    for (int t = 0; t < NT; ++t) {
+      const __m512 xd = _mm512_set1_ps(xb[t][b].d);
+      const __m512 d = _mm512_mul_ps(xd, wd);
+      if constexpr (kQ6) {
+        const __m512i total = _mm512_sub_epi32(isum[t], _mm512_slli_epi32(iside[t], 5));
+        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(total), acc[t]);
+      } else {
+        const __m512 dmin = _mm512_mul_ps(xd, _mm512_loadu_ps(pb + L::kDmin));
+        acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum[t]), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(dmin, _mm512_cvtepi32_ps(iside[t]), acc[t]);
+      }
+    }
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < NT; ++t)
+    _mm512_mask_storeu_ps(y + static_cast<size_t>(t) * y_stride, keep, acc[t]);
+}
+
+template <class F>
+void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
+                 int nt, float* y, size_t y_stride) {
+  const int64_t nb = n / kQKK;
+  int t = 0;
+  for (; t + 4 <= nt; t += 4)
+    kpanel_gemm_nt<F, 4>(panel, n_rows, nb, x + t * x_stride, x_stride, y + t * y_stride, y_stride);
+  const uint8_t* xt = x + t * x_stride;
+  float* yt = y + t * y_stride;
+  switch (nt - t) {
+    case 3: kpanel_gemm_nt<F, 3>(panel, n_rows, nb, xt, x_stride, yt, y_stride); break;
+    case 2: kpanel_gemm_nt<F, 2>(panel, n_rows, nb, xt, x_stride, yt, y_stride); break;
+    case 1: kpanel_gemm_nt<F, 1>(panel, n_rows, nb, xt, x_stride, yt, y_stride); break;
+    default: break;
+  }
+}
+
+}  // namespace
+}  // namespace hearth::engine
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace hearth::engine {
+
+void install_avx512_kquant_panels(KernelSet* k) {
+  using T = gguf::TensorType;
+  k->panel[static_cast<int>(T::kQ4_K)] =
+      PanelKernels{kpanel_bytes<PQ4K>, kpanel_pack<PQ4K>, kpanel_gemm<PQ4K>};
+  k->panel[static_cast<int>(T::kQ5_K)] =
+      PanelKernels{kpanel_bytes<PQ5K>, kpanel_pack<PQ5K>, kpanel_gemm<PQ5K>};
+  k->panel[static_cast<int>(T::kQ6_K)] =
+      PanelKernels{kpanel_bytes<PQ6K>, kpanel_pack<PQ6K>, kpanel_gemm<PQ6K>};
+}
+
+}  // namespace hearth::engine
+
+#endif  // x86-64

@@ -1,0 +1,57 @@
+// Every table's vectorized Q8_0 activation quantizer writes exactly the bytes of the
+// reference (quantize_activation_row): random rows at several scales, exact ties
+// (x * id landing on k + 0.5), zero rows, tiny and huge magnitudes.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "engine/cpu_features.h"
+#include "engine/kernels/kernel_set.h"
+#include "engine/matmul.h"
+#include "quant_test_util.h"
+
+namespace hearth::engine {
+namespace {
+
+using gguf::TensorType;
+
+void expect_same_bytes(const KernelSet& k, const std::vector<float>& x, const char* what) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<uint8_t> want(activation_row_bytes(TensorType::kQ8_0, n), 0xAB);
+  std::vector<uint8_t> got(want.size(), 0xCD);
+  quantize_activation_row(TensorType::kQ8_0, x.data(), n, want.data());
+  k.quantize_q8_0(x.data(), n, got.data());
+  ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size()), 0) << k.isa << " " << what;
+}
+
+TEST(QuantizeQ8_0Kernels, MatchTheReferenceByteForByte) {
+  int tested = 0;
+  for (const KernelSet* k : runnable_kernel_sets()) {
+    if (k->quantize_q8_0 == nullptr) continue;
+    ++tested;
+    for (int64_t n : {32, 64, 2048, 5632}) {
+      for (uint32_t seed = 1; seed <= 8; ++seed) {
+        const float scale = seed % 4 == 0 ? 1e-6f : seed % 4 == 1 ? 1.0f : seed % 4 == 2 ? 40.0f : 3e4f;
+        expect_same_bytes(*k, testing::gaussian(n, seed, scale), "gaussian");
+      }
+      // amax 127 gives id == 1: every other element is an exact tie k + 0.5.
+      std::vector<float> ties(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        ties[static_cast<size_t>(i)] = i % 32 == 0 ? 127.0f : static_cast<float>((i % 60) - 30) + 0.5f;
+        if (i % 3 == 0 && i % 32 != 0) ties[static_cast<size_t>(i)] = -ties[static_cast<size_t>(i)];
+      }
+      expect_same_bytes(*k, ties, "ties");
+      expect_same_bytes(*k, std::vector<float>(static_cast<size_t>(n), 0.0f), "zeros");
+      std::vector<float> mixed = testing::gaussian(n, 99, 1.0f);
+      for (int64_t i = 0; i < n; i += 64) {
+        for (int j = 0; j < 32 && i + j < n; ++j) mixed[static_cast<size_t>(i + j)] = j == 5 ? -0.0f : 0.0f;
+      }
+      expect_same_bytes(*k, mixed, "zero blocks among random ones");
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "SKIPPED: no table on this CPU has a vectorized Q8_0 quantizer";
+}
+
+}  // namespace
+}  // namespace hearth::engine
