@@ -328,7 +328,7 @@ inline __m512i bcast_u32(const int8_t* p) {
 // Exact block sums of the 16 rows for NT tokens, block b; two dependent chains of
 // four vpdpbusd per token (k even / odd), added at the end (exact).
 template <int NT>
-inline void panel_block_sums(const uint8_t* pb, const BlockQ8_0* const* xb, const int32_t* const* xsum,
+__attribute__((always_inline)) inline void panel_block_sums(const uint8_t* pb, const BlockQ8_0* const* xb, const int32_t* const* xsum,
                              int shift, int64_t b, __m512i* isum) {
   __m512i even[NT], odd[NT];
   for (int t = 0; t < NT; ++t) {
@@ -347,6 +347,25 @@ inline void panel_block_sums(const uint8_t* pb, const BlockQ8_0* const* xb, cons
   for (int t = 0; t < NT; ++t) isum[t] = _mm512_add_epi32(even[t], odd[t]);
 }
 
+// One block of the panel GEMM for NT tokens, into the accumulators of its phase
+// (b % 4). Always inlined with a fixed accumulator array, so the accumulators of all
+// four phases stay in registers across the loop.
+template <int NT>
+__attribute__((always_inline)) inline void q8p_block(const uint8_t* panel, int64_t b,
+                                                     const BlockQ8_0* const* xb,
+                                                     const float* const* xscale,
+                                                     const int32_t* const* xsum, int shift,
+                                                     __m512 (&acc)[NT]) {
+  const uint8_t* pb = panel + static_cast<size_t>(b) * kPanelBlockBytes;
+  __m512i isum[NT];
+  panel_block_sums<NT>(pb, xb, xsum, shift, b, isum);
+  const __m512 dw = _mm512_loadu_ps(pb);
+  for (int t = 0; t < NT; ++t) {
+    const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(xscale[t][b]));
+    acc[t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[t]), acc[t]);
+  }
+}
+
 template <int NT>
 void q8p_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x, size_t x_stride,
                  int shift, float* y, size_t y_stride) {
@@ -359,32 +378,21 @@ void q8p_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x,
     xscale[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
     xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
   }
-  __m512 acc[NT][4];
-  for (int t = 0; t < NT; ++t) {
-    for (int p = 0; p < 4; ++p) acc[t][p] = _mm512_setzero_ps();
-  }
-  auto block = [&](int64_t b, int phase) {
-    const uint8_t* pb = panel + static_cast<size_t>(b) * kPanelBlockBytes;
-    __m512i isum[NT];
-    panel_block_sums<NT>(pb, xb, xsum, shift, b, isum);
-    const __m512 dw = _mm512_loadu_ps(pb);
-    for (int t = 0; t < NT; ++t) {
-      const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(xscale[t][b]));
-      acc[t][phase] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(isum[t]), acc[t][phase]);
-    }
-  };
+  __m512 a0[NT], a1[NT], a2[NT], a3[NT];  // phases b % 4 == 0..3
+  for (int t = 0; t < NT; ++t) a0[t] = a1[t] = a2[t] = a3[t] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + 4 <= nb; b += 4) {
-    block(b, 0);
-    block(b + 1, 1);
-    block(b + 2, 2);
-    block(b + 3, 3);
+    q8p_block<NT>(panel, b, xb, xscale, xsum, shift, a0);
+    q8p_block<NT>(panel, b + 1, xb, xscale, xsum, shift, a1);
+    q8p_block<NT>(panel, b + 2, xb, xscale, xsum, shift, a2);
+    q8p_block<NT>(panel, b + 3, xb, xscale, xsum, shift, a3);
   }
-  for (int p = 0; b < nb; ++b, ++p) block(b, p);
+  if (b < nb) q8p_block<NT>(panel, b, xb, xscale, xsum, shift, a0);
+  if (b + 1 < nb) q8p_block<NT>(panel, b + 1, xb, xscale, xsum, shift, a1);
+  if (b + 2 < nb) q8p_block<NT>(panel, b + 2, xb, xscale, xsum, shift, a2);
   const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
   for (int t = 0; t < NT; ++t) {
-    const __m512 r = _mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][1]),
-                                   _mm512_add_ps(acc[t][2], acc[t][3]));
+    const __m512 r = _mm512_add_ps(_mm512_add_ps(a0[t], a1[t]), _mm512_add_ps(a2[t], a3[t]));
     _mm512_mask_storeu_ps(y + static_cast<size_t>(t) * y_stride, keep, r);
   }
 }
