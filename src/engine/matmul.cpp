@@ -12,11 +12,12 @@
 namespace hearth::engine {
 namespace {
 
-// Output rows per work item handed to the thread pool, and per cache block
-// inside one work item (the weight rows of a block stay hot in L1/L2 while the
-// token groups stream past them).
+// Output rows per work item handed to the thread pool.
 constexpr int64_t kRowsPerTask = 16;
-constexpr int64_t kRowsPerBlock = 8;
+// The tile path sweeps a thread's rows in blocks of about this many weight bytes:
+// the block stays in L2 while every group of tokens passes it, so the activations
+// (all tokens) are streamed once per block, not once per few rows.
+constexpr size_t kTileBlockBytes = size_t{256} << 10;
 // Fewest tokens for which packing panels pays for itself (the pack touches every
 // weight once, like one token's worth of dot products).
 constexpr int64_t kPanelMinTokens = 8;
@@ -97,6 +98,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   assert(w.cols % block_geometry(w.type).block_size == 0);
   const VecDotFn dot = kernels.dot[type_id];
   const MultiDotFn multi = use_tiles ? kernels.multi[type_id] : nullptr;
+  const MultiDot2Fn multi2 = use_tiles ? kernels.multi2[type_id] : nullptr;
 
   // 1. Activations in the partner format, one independent row per token.
   const uint8_t* xq;
@@ -107,12 +109,14 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   } else {
     x_stride = activation_row_bytes(w.type, w.cols);
     uint8_t* buf = scratch.reserve(x_stride * static_cast<size_t>(n_tokens));
-    const bool q8_0 = activation_type(w.type) == gguf::TensorType::kQ8_0;
-    const auto fast_q8_0 = q8_0 ? kernels.quantize_q8_0 : nullptr;
+    const gguf::TensorType at = activation_type(w.type);
+    const auto fast = at == gguf::TensorType::kQ8_0 ? kernels.quantize_q8_0
+                      : at == gguf::TensorType::kF16 ? kernels.quantize_f16
+                                                     : nullptr;
     pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
-        if (fast_q8_0 != nullptr) {
-          fast_q8_0(x + t * w.cols, w.cols, buf + t * x_stride);
+        if (fast != nullptr) {
+          fast(x + t * w.cols, w.cols, buf + t * x_stride);
         } else {
           quantize_activation_row(w.type, x + t * w.cols, w.cols, buf + t * x_stride);
         }
@@ -129,7 +133,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const PanelKernels& pk = kernels.panel[type_id];
   if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens) {
     // 2a. Prefill: pack each task's rows into a panel, then sweep every token past it.
-    pool.parallel_for(n_tasks, [&](int64_t task_begin, int64_t task_end) {
+    pool.parallel_for_dynamic(n_tasks, 1, [&](int64_t task_begin, int64_t task_end) {
       uint8_t* panel = panel_scratch().reserve(pk.bytes(cols));
       for (int64_t task = task_begin; task < task_end; ++task) {
         const int64_t r0 = task * kRowsPerTask;
@@ -141,16 +145,34 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     });
     return;
   }
-  pool.parallel_for(n_tasks, [&](int64_t task_begin, int64_t task_end) {
+  const int64_t rows_per_block =
+      std::clamp<int64_t>(static_cast<int64_t>(kTileBlockBytes / w_stride), 8, 256);
+  // Ranges of about one cache block, but at least ~4 per thread so the faster thread
+  // can take over the tail.
+  const int64_t grain = std::clamp<int64_t>(
+      std::min(rows_per_block / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);
+  pool.parallel_for_dynamic(n_tasks, grain, [&](int64_t task_begin, int64_t task_end) {
     const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
-    for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += kRowsPerBlock) {
-      const int64_t r1 = std::min(row_end_all, r0 + kRowsPerBlock);
+    for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += rows_per_block) {
+      const int64_t r1 = std::min(row_end_all, r0 + rows_per_block);
       int64_t t = 0;
       if (multi != nullptr) {
         for (; t + 1 < n_tokens; t += kMaxTileTokens) {
           const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
           const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
-          for (int64_t r = r0; r < r1; ++r) {
+          int64_t r = r0;
+          if (multi2 != nullptr) {
+            for (; r + 1 < r1; r += 2) {
+              float out0[kMaxTileTokens], out1[kMaxTileTokens];
+              const uint8_t* wr = w.data + static_cast<size_t>(r) * w_stride;
+              multi2(wr, wr + w_stride, xt, x_stride, nt, cols, out0, out1);
+              for (int i = 0; i < nt; ++i) {
+                y[(t + i) * rows + r] = out0[i];
+                y[(t + i) * rows + r + 1] = out1[i];
+              }
+            }
+          }
+          for (; r < r1; ++r) {
             float out[kMaxTileTokens];
             multi(w.data + static_cast<size_t>(r) * w_stride, xt, x_stride, nt, cols, out);
             for (int i = 0; i < nt; ++i) y[(t + i) * rows + r] = out[i];

@@ -1,5 +1,7 @@
 #include "engine/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -35,16 +37,25 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunk(int index) const {
+void ThreadPool::run_chunk(int index) {
+  if (grain_ > 0) {
+    for (;;) {
+      const int64_t begin = next_.fetch_add(grain_, std::memory_order_relaxed);
+      if (begin >= n_) return;
+      call_(ctx_, begin, std::min(n_, begin + grain_));
+    }
+  }
   const int64_t begin = n_ * index / size_;
   const int64_t end = n_ * (index + 1) / size_;
   if (begin < end) call_(ctx_, begin, end);
 }
 
-void ThreadPool::run(int64_t n, Trampoline call, void* ctx) {
+void ThreadPool::run(int64_t n, int64_t grain, Trampoline call, void* ctx) {
   call_ = call;
   ctx_ = ctx;
   n_ = n;
+  grain_ = grain;
+  next_.store(0, std::memory_order_relaxed);
   pending_.store(size_ - 1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(mu_);

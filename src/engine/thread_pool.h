@@ -41,16 +41,36 @@ class ThreadPool {
     }
     using Fn = std::remove_reference_t<F>;
     run(
-        n, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
+        n, 0, [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
+        const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Like parallel_for, but threads take [i, i + grain) ranges from a shared counter
+  // until none is left, so a thread that is slower (a busy core, a late wake-up)
+  // simply takes fewer. Which thread runs which range is not fixed: fn must not
+  // depend on it (matmul's outputs do not).
+  template <class F>
+  void parallel_for_dynamic(int64_t n, int64_t grain, F&& fn) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    if (size_ == 1 || n <= grain) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    using Fn = std::remove_reference_t<F>;
+    run(
+        n, grain,
+        [](void* ctx, int64_t begin, int64_t end) { (*static_cast<Fn*>(ctx))(begin, end); },
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
  private:
   using Trampoline = void (*)(void*, int64_t, int64_t);
 
-  void run(int64_t n, Trampoline call, void* ctx);
+  // grain 0: static chunks (chunk i on thread i); else dynamic ranges of `grain`.
+  void run(int64_t n, int64_t grain, Trampoline call, void* ctx);
   void worker_loop(int index);
-  void run_chunk(int index) const;
+  void run_chunk(int index);
 
   int size_;
   std::vector<std::thread> workers_;
@@ -59,6 +79,8 @@ class ThreadPool {
   Trampoline call_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_ = 0;
+  int64_t grain_ = 0;
+  std::atomic<int64_t> next_{0};  // dynamic mode: the first range not yet taken
 
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};

@@ -53,5 +53,25 @@ TEST(QuantizeQ8_0Kernels, MatchTheReferenceByteForByte) {
   if (tested == 0) GTEST_SKIP() << "SKIPPED: no table on this CPU has a vectorized Q8_0 quantizer";
 }
 
+TEST(QuantizeF16Kernels, MatchTheReferenceByteForByte) {
+  int tested = 0;
+  for (const KernelSet* k : runnable_kernel_sets()) {
+    if (k->quantize_f16 == nullptr) continue;
+    ++tested;
+    for (int64_t n : {16, 40, 2048, 5632}) {
+      for (float scale : {1e-7f, 1.0f, 3e4f, 1e5f}) {  // subnormal halves .. overflow to inf
+        const std::vector<float> x = testing::gaussian(static_cast<size_t>(n), 7, scale);
+        std::vector<uint8_t> want(activation_row_bytes(TensorType::kF16, n), 0xAB);
+        std::vector<uint8_t> got(want.size(), 0xCD);
+        quantize_activation_row(TensorType::kF16, x.data(), n, want.data());
+        k->quantize_f16(x.data(), n, got.data());
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size()), 0)
+            << k->isa << " n=" << n << " scale=" << scale;
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "SKIPPED: no table on this CPU has a vectorized F16 conversion";
+}
+
 }  // namespace
 }  // namespace hearth::engine

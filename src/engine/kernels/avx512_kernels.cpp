@@ -462,6 +462,76 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
 }
 
+// Two F16 weight rows x NT tokens: per row and token exactly dot_f16_512's lanes.
+template <int NT>
+void dot2_f16_512(const void* vw0, const void* vw1, const uint8_t* x, size_t x_stride, int64_t n,
+                  float* out0, float* out1) {
+  const uint16_t* w0 = static_cast<const uint16_t*>(vw0);
+  const uint16_t* w1 = static_cast<const uint16_t*>(vw1);
+  const float* xf[NT];
+  __m512 lo0[NT], hi0[NT], lo1[NT], hi1[NT];
+  for (int t = 0; t < NT; ++t) {
+    xf[t] = reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_stride +
+                                           f16_side_offset(n));
+    lo0[t] = hi0[t] = lo1[t] = hi1[t] = _mm512_setzero_ps();
+  }
+  const int64_t full = n - n % 32;
+  for (int64_t i = 0; i < full; i += 32) {
+    const __m512 a0 = _mm512_cvtph_ps(load256(w0 + i));
+    const __m512 a1 = _mm512_cvtph_ps(load256(w0 + i + 16));
+    const __m512 b0 = _mm512_cvtph_ps(load256(w1 + i));
+    const __m512 b1 = _mm512_cvtph_ps(load256(w1 + i + 16));
+    for (int t = 0; t < NT; ++t) {
+      const __m512 x0 = _mm512_loadu_ps(xf[t] + i);
+      const __m512 x1 = _mm512_loadu_ps(xf[t] + i + 16);
+      lo0[t] = _mm512_fmadd_ps(a0, x0, lo0[t]);
+      hi0[t] = _mm512_fmadd_ps(a1, x1, hi0[t]);
+      lo1[t] = _mm512_fmadd_ps(b0, x0, lo1[t]);
+      hi1[t] = _mm512_fmadd_ps(b1, x1, hi1[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    float r0 = reduce_lanes32(lo0[t], hi0[t]);
+    float r1 = reduce_lanes32(lo1[t], hi1[t]);
+    for (int64_t i = full; i < n; ++i) {
+      r0 = fma_ss(_cvtsh_ss(w0[i]), xf[t][i], r0);
+      r1 = fma_ss(_cvtsh_ss(w1[i]), xf[t][i], r1);
+    }
+    out0[t] = r0;
+    out1[t] = r1;
+  }
+}
+void multi2_f16(const void* w0, const void* w1, const uint8_t* x, size_t stride, int nt, int64_t n,
+                float* out0, float* out1) {
+  switch (nt) {
+    case 1: dot2_f16_512<1>(w0, w1, x, stride, n, out0, out1); break;
+    case 2: dot2_f16_512<2>(w0, w1, x, stride, n, out0, out1); break;
+    case 3: dot2_f16_512<3>(w0, w1, x, stride, n, out0, out1); break;
+    default: dot2_f16_512<4>(w0, w1, x, stride, n, out0, out1); break;
+  }
+}
+
+// F16 working row: F16C's conversion rounds to nearest even, exactly fp32_to_fp16,
+// and the widened copy is exact.
+void quantize_f16_row(const float* x, int64_t n, uint8_t* out) {
+  auto* h = reinterpret_cast<uint16_t*>(out);
+  float* wide = reinterpret_cast<float*>(out + f16_side_offset(n));
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i v = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + i), v);
+    _mm512_storeu_ps(wide + i, _mm512_cvtph_ps(v));
+  }
+  for (; i < n; ++i) {
+    h[i] = fp32_to_fp16(x[i]);
+    wide[i] = fp16_to_fp32(h[i]);
+  }
+  const size_t f16_bytes = static_cast<size_t>(n) * 2;
+  std::memset(out + f16_bytes, 0, f16_side_offset(n) - f16_bytes);
+  const size_t used = f16_side_offset(n) + static_cast<size_t>(n) * 4;
+  std::memset(out + used, 0, f16_working_row_bytes(n) - used);
+}
+
 template <template <int> class K>
 float as_dot(const void* w, const void* x, int64_t n) {
   float out;
@@ -527,10 +597,12 @@ KernelSet make_avx512() {
   // F16: only the tile (the single-token dot of the base table keeps four
   // independent FMA chains, which decode prefers).
   k.multi[static_cast<int>(T::kF16)] = as_multi<DotF16>;
+  k.multi2[static_cast<int>(T::kF16)] = multi2_f16;
   put_panel<Z4_0>(&k, T::kQ4_0);
   put_panel<Z5_0>(&k, T::kQ5_0);
   put_panel<Z8_0>(&k, T::kQ8_0);
   k.quantize_q8_0 = quantize_q8_0_row;
+  k.quantize_f16 = quantize_f16_row;
   install_avx512_kquants(&k);
   install_avx512_kquant_panels(&k);
   return k;

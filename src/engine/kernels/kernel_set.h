@@ -52,6 +52,11 @@ using VecDotFn = float (*)(const void* w, const void* x, int64_t n);
 inline constexpr int kMaxTileTokens = 4;
 using MultiDotFn = void (*)(const void* w, const uint8_t* x, size_t x_stride, int nt, int64_t n,
                             float* out);
+// Two weight rows (w0, w1) against the same nt activation rows: out0[t] / out1[t]
+// are bit for bit what MultiDotFn gives for each row. Each activation load then
+// feeds two rows, which the float formats need to stay off the L1 load limit.
+using MultiDot2Fn = void (*)(const void* w0, const void* w1, const uint8_t* x, size_t x_stride,
+                             int nt, int64_t n, float* out0, float* out1);
 
 // Attention helpers on f16 K/V rows: dot of an f16 row with an f32 row (32-lane
 // canonical order, like the F16 weight dot), and y[i] += a * f16(x[i]) (one FMA
@@ -84,10 +89,13 @@ struct KernelSet {
   const char* isa;               // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
   VecDotFn dot[kTypeSlots];      // by weight type; nullptr = unsupported
   MultiDotFn multi[kTypeSlots];  // by weight type; nullptr = loop over dot
+  MultiDot2Fn multi2[kTypeSlots];  // by weight type; nullptr = multi row by row
   PanelKernels panel[kTypeSlots];  // by weight type; gemm == nullptr = no panel path
   // Optional: the Q8_0-partner activation row in the working format, byte for byte
   // what quantize_activation_row() writes (nullptr = use that reference).
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);
+  // Optional: the F16-partner activation row in its working format, likewise.
+  void (*quantize_f16)(const float* x, int64_t n, uint8_t* out);
   DotF16F32Fn dot_f16_f32;
   AxpyF16Fn axpy_f16;
 };
