@@ -126,9 +126,9 @@ struct BenchArgs {
   int threads = 2;
   bool json = false;
   std::vector<int32_t> prompts = {128, 512, 2048};  // ppN sizes
-  int32_t gen = 64;                                  // tgN steps
-  int32_t gen_after = 512;                           // prompt before the tgN steps
-  int reps = 3;                                      // median of
+  int32_t gen = 64;                                 // tgN steps
+  int32_t gen_after = 512;                          // prompt before the tgN steps
+  int reps = 3;                                     // median of
 };
 
 int run_bench(const BenchArgs& a) {

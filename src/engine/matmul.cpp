@@ -110,7 +110,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     x_stride = activation_row_bytes(w.type, w.cols);
     uint8_t* buf = scratch.reserve(x_stride * static_cast<size_t>(n_tokens));
     const gguf::TensorType at = activation_type(w.type);
-    const auto fast = at == gguf::TensorType::kQ8_0 ? kernels.quantize_q8_0
+    const auto fast = at == gguf::TensorType::kQ8_0  ? kernels.quantize_q8_0
                       : at == gguf::TensorType::kF16 ? kernels.quantize_f16
                                                      : nullptr;
     pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
@@ -167,8 +167,9 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
         float* wide = reinterpret_cast<float*>(
             panel_scratch().reserve(static_cast<size_t>((r1 - r0) * cols) * sizeof(float)));
         for (int64_t r = r0; r < r1; ++r) {
-          kernels.widen_f16(reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(r) * w_stride),
-                            wide + (r - r0) * cols, cols);
+          kernels.widen_f16(
+              reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(r) * w_stride),
+              wide + (r - r0) * cols, cols);
         }
         wblock = reinterpret_cast<const uint8_t*>(wide);
         wrow = static_cast<size_t>(cols) * sizeof(float);

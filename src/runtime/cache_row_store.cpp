@@ -12,9 +12,12 @@ constexpr size_t kMaxQueuedSaves = 64;
 
 cache::Tier to_cache_tier(Tier t) {
   switch (t) {
-    case Tier::kRam: return cache::Tier::kRam;
-    case Tier::kRamFile: return cache::Tier::kRamFile;
-    case Tier::kDisk: return cache::Tier::kDisk;
+    case Tier::kRam:
+      return cache::Tier::kRam;
+    case Tier::kRamFile:
+      return cache::Tier::kRamFile;
+    case Tier::kDisk:
+      return cache::Tier::kDisk;
   }
   return cache::Tier::kRam;
 }
@@ -33,11 +36,16 @@ Tier from_cache_tier(cache::Tier t) {
 
 cache::SaveReason to_cache_reason(SaveReason r) {
   switch (r) {
-    case SaveReason::kCold: return cache::SaveReason::kCold;
-    case SaveReason::kContinued: return cache::SaveReason::kContinued;
-    case SaveReason::kFinish: return cache::SaveReason::kFinish;
-    case SaveReason::kEvict: return cache::SaveReason::kEvict;
-    case SaveReason::kShutdown: return cache::SaveReason::kShutdown;
+    case SaveReason::kCold:
+      return cache::SaveReason::kCold;
+    case SaveReason::kContinued:
+      return cache::SaveReason::kContinued;
+    case SaveReason::kFinish:
+      return cache::SaveReason::kFinish;
+    case SaveReason::kEvict:
+      return cache::SaveReason::kEvict;
+    case SaveReason::kShutdown:
+      return cache::SaveReason::kShutdown;
   }
   return cache::SaveReason::kUnknown;
 }
@@ -69,8 +77,9 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;
   HEARTH_ASSIGN_OR_RETURN(auto c, cache::Cache::open(cfg));
-  return std::make_shared<CacheRowStore>(std::move(c), std::max(1, options.writer_threads),
-                                         std::chrono::milliseconds(options.testing_publish_delay_ms));
+  return std::make_shared<CacheRowStore>(
+      std::move(c), std::max(1, options.writer_threads),
+      std::chrono::milliseconds(options.testing_publish_delay_ms));
 }
 
 CacheRowStore::CacheRowStore(std::unique_ptr<cache::Cache> c, int32_t writer_threads,
@@ -128,15 +137,14 @@ RowHit CacheRowStore::lookup_exact_or_wait(const RowKey& key, std::chrono::milli
       cv_.wait_for(lock, wait, [&] { return !in_flight_.count(key); });
     }
   }
-  auto info = cache_->lookup_exact(key, *waited ? cache::Cache::HitKind::kResume
-                                                : cache::Cache::HitKind::kExact);
+  auto info = cache_->lookup_exact(
+      key, *waited ? cache::Cache::HitKind::kResume : cache::Cache::HitKind::kExact);
   if (!info) return {};
   return load(key, 0);
 }
 
-RowHit CacheRowStore::lookup_longest_prefix(const RowNamespace& ns,
-                                            std::span<const TokenId> tokens, size_t min_tokens,
-                                            size_t stride) {
+RowHit CacheRowStore::lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
+                                            size_t min_tokens, size_t stride) {
   auto t = as_cache_tokens(tokens);
   if (auto hit = cache_->lookup_radix(ns, t, min_tokens)) {
     if (RowHit h = load(hit->row.key, hit->n_tokens)) return h;

@@ -32,20 +32,25 @@ TEST(QuantizeQ8_0Kernels, MatchTheReferenceByteForByte) {
     ++tested;
     for (int64_t n : {32, 64, 2048, 5632}) {
       for (uint32_t seed = 1; seed <= 8; ++seed) {
-        const float scale = seed % 4 == 0 ? 1e-6f : seed % 4 == 1 ? 1.0f : seed % 4 == 2 ? 40.0f : 3e4f;
+        const float scale = seed % 4 == 0   ? 1e-6f
+                            : seed % 4 == 1 ? 1.0f
+                            : seed % 4 == 2 ? 40.0f
+                                            : 3e4f;
         expect_same_bytes(*k, testing::gaussian(n, seed, scale), "gaussian");
       }
       // amax 127 gives id == 1: every other element is an exact tie k + 0.5.
       std::vector<float> ties(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) {
-        ties[static_cast<size_t>(i)] = i % 32 == 0 ? 127.0f : static_cast<float>((i % 60) - 30) + 0.5f;
+        ties[static_cast<size_t>(i)] =
+            i % 32 == 0 ? 127.0f : static_cast<float>((i % 60) - 30) + 0.5f;
         if (i % 3 == 0 && i % 32 != 0) ties[static_cast<size_t>(i)] = -ties[static_cast<size_t>(i)];
       }
       expect_same_bytes(*k, ties, "ties");
       expect_same_bytes(*k, std::vector<float>(static_cast<size_t>(n), 0.0f), "zeros");
       std::vector<float> mixed = testing::gaussian(n, 99, 1.0f);
       for (int64_t i = 0; i < n; i += 64) {
-        for (int j = 0; j < 32 && i + j < n; ++j) mixed[static_cast<size_t>(i + j)] = j == 5 ? -0.0f : 0.0f;
+        for (int j = 0; j < 32 && i + j < n; ++j)
+          mixed[static_cast<size_t>(i + j)] = j == 5 ? -0.0f : 0.0f;
       }
       expect_same_bytes(*k, mixed, "zero blocks among random ones");
     }

@@ -81,39 +81,6 @@ TEST_P(VecDotTest, MultiTokenKernelMatchesSingleDot) {
   }
 }
 
-TEST_P(VecDotTest, TwoRowKernelMatchesSingleDot) {
-  const TensorType t = GetParam();
-  const int id = static_cast<int>(t);
-  int tested = 0;
-  for (int64_t n : {1024, 1040, 2048}) {
-    if (n % block_geometry(t).block_size != 0) continue;
-    const auto w0 = random_blocks(t, n, 19);
-    const auto w1 = random_blocks(t, n, 23);
-    const size_t stride = activation_row_bytes(t, n);
-    std::vector<uint8_t> xs(stride * kMaxTileTokens);
-    for (int i = 0; i < kMaxTileTokens; ++i) {
-      const auto a = activation(t, gaussian(n, 300 + i));
-      std::copy(a.begin(), a.end(), xs.begin() + i * stride);
-    }
-    for (const KernelSet* k : runnable_tables()) {
-      if (k->multi2[id] == nullptr) continue;
-      ++tested;
-      for (int nt = 1; nt <= kMaxTileTokens; ++nt) {
-        float out0[kMaxTileTokens], out1[kMaxTileTokens];
-        k->multi2[id](w0.data(), w1.data(), xs.data(), stride, nt, n, out0, out1);
-        for (int i = 0; i < nt; ++i) {
-          const uint8_t* xi = xs.data() + i * stride;
-          ASSERT_EQ(bits(out0[i]), bits(scalar_kernels().dot[id](w0.data(), xi, n)))
-              << k->isa << " " << quant_type_name(t) << " row 0 nt=" << nt << " n=" << n;
-          ASSERT_EQ(bits(out1[i]), bits(scalar_kernels().dot[id](w1.data(), xi, n)))
-              << k->isa << " " << quant_type_name(t) << " row 1 nt=" << nt << " n=" << n;
-        }
-      }
-    }
-  }
-  if (tested == 0) GTEST_SKIP() << "no table here has a two-row kernel for this type";
-}
-
 TEST_P(VecDotTest, ReferenceIsCloseToExactDot) {
   const TensorType t = GetParam();
   const int id = static_cast<int>(t);
@@ -136,6 +103,56 @@ TEST_P(VecDotTest, ReferenceIsCloseToExactDot) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, VecDotTest, ::testing::ValuesIn(testing::weight_types()),
                          [](const auto& info) { return std::string(quant_type_name(info.param)); });
+
+// The two-row tiles (and F16's widened-row variant) against the scalar dot, for
+// every type a runnable table has them for.
+TEST(TwoRowKernels, MatchTheScalarDotBitForBit) {
+  int tested = 0;
+  for (const TensorType t : testing::weight_types()) {
+    const int id = static_cast<int>(t);
+    for (int64_t n : {1024, 1040, 2048}) {
+      if (n % block_geometry(t).block_size != 0) continue;
+      const auto w0 = random_blocks(t, n, 19);
+      const auto w1 = random_blocks(t, n, 23);
+      const size_t stride = activation_row_bytes(t, n);
+      std::vector<uint8_t> xs(stride * kMaxTileTokens);
+      for (int i = 0; i < kMaxTileTokens; ++i) {
+        const auto a = activation(t, gaussian(n, 300 + i));
+        std::copy(a.begin(), a.end(), xs.begin() + i * stride);
+      }
+      for (const KernelSet* k : runnable_tables()) {
+        if (t == TensorType::kF16 && k->f16_multi2_widened != nullptr) {
+          std::vector<float> f0(static_cast<size_t>(n)), f1(static_cast<size_t>(n));
+          k->widen_f16(reinterpret_cast<const uint16_t*>(w0.data()), f0.data(), n);
+          k->widen_f16(reinterpret_cast<const uint16_t*>(w1.data()), f1.data(), n);
+          for (int nt = 1; nt <= kMaxTileTokens; ++nt) {
+            float out0[kMaxTileTokens], out1[kMaxTileTokens];
+            k->f16_multi2_widened(f0.data(), f1.data(), xs.data(), stride, nt, n, out0, out1);
+            for (int i = 0; i < nt; ++i) {
+              const uint8_t* xi = xs.data() + i * stride;
+              ASSERT_EQ(bits(out0[i]), bits(scalar_kernels().dot[id](w0.data(), xi, n))) << k->isa;
+              ASSERT_EQ(bits(out1[i]), bits(scalar_kernels().dot[id](w1.data(), xi, n))) << k->isa;
+            }
+          }
+        }
+        if (k->multi2[id] == nullptr) continue;
+        ++tested;
+        for (int nt = 1; nt <= kMaxTileTokens; ++nt) {
+          float out0[kMaxTileTokens], out1[kMaxTileTokens];
+          k->multi2[id](w0.data(), w1.data(), xs.data(), stride, nt, n, out0, out1);
+          for (int i = 0; i < nt; ++i) {
+            const uint8_t* xi = xs.data() + i * stride;
+            ASSERT_EQ(bits(out0[i]), bits(scalar_kernels().dot[id](w0.data(), xi, n)))
+                << k->isa << " " << quant_type_name(t) << " row 0 nt=" << nt << " n=" << n;
+            ASSERT_EQ(bits(out1[i]), bits(scalar_kernels().dot[id](w1.data(), xi, n)))
+                << k->isa << " " << quant_type_name(t) << " row 1 nt=" << nt << " n=" << n;
+          }
+        }
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "SKIPPED: no table on this CPU has a two-row kernel";
+}
 
 TEST(AttentionKernelsTest, DotF16F32AndAxpyMatchScalar) {
   const auto tables = runnable_tables();

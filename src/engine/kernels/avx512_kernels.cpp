@@ -41,7 +41,7 @@
 #include "hearth/fp16.h"
 
 #if defined(__clang__)
-#pragma clang attribute push(                                                       \
+#pragma clang attribute push(                                                               \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
     apply_to = function)
 #else
@@ -126,9 +126,9 @@ struct Z8_0 {
 // Sixteen f16 block scales (the leading `d` of blocks w[0..15]) as floats.
 template <class W>
 inline __m512 scales16(const W* w) {
-  const __m512i idx = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(static_cast<int>(sizeof(W))));
+  const __m512i idx =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(sizeof(W))));
   const __m512i raw = _mm512_i32gather_epi32(idx, static_cast<const void*>(w), 1);
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));  // keeps each d (low 16 bits)
 }
@@ -184,7 +184,8 @@ void dot32_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, flo
         s[k] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[k], y);
       }
       const __m512i ysum = _mm512_loadu_si512(xsum[t] + b);
-      const __m512i isum = _mm512_sub_epi32(block_sums16(s), _mm512_slli_epi32(ysum, Fmt::kBiasShift));
+      const __m512i isum =
+          _mm512_sub_epi32(block_sums16(s), _mm512_slli_epi32(ysum, Fmt::kBiasShift));
       const __m512 dd = _mm512_mul_ps(wd, _mm512_loadu_ps(xscale[t] + b));
       const __m512 fi = _mm512_cvtepi32_ps(isum);
       __m128 a = acc[t];
@@ -198,8 +199,8 @@ void dot32_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, flo
     float a[4];
     _mm_storeu_ps(a, acc[t]);
     for (int64_t bb = b; bb < nb; ++bb) {
-      const __m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(), Fmt::decode1(w[bb]),
-                                            load256(xb[t][bb].qs));
+      const __m256i d =
+          _mm256_dpbusd_epi32(_mm256_setzero_si256(), Fmt::decode1(w[bb]), load256(xb[t][bb].qs));
       const int32_t isum = hsum8(d) - xsum[t][bb] * (1 << Fmt::kBiasShift);
       const float dd = _cvtsh_ss(w[bb].d) * xscale[t][bb];
       a[bb & 3] = fma_ss(dd, static_cast<float>(isum), a[bb & 3]);
@@ -229,8 +230,8 @@ void dot_f16_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, f
   const float* xf[NT];
   __m512 lo[NT], hi[NT];
   for (int t = 0; t < NT; ++t) {
-    xf[t] = reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_stride +
-                                           f16_side_offset(n));
+    xf[t] =
+        reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_stride + f16_side_offset(n));
     lo[t] = _mm512_setzero_ps();
     hi[t] = _mm512_setzero_ps();
   }
@@ -299,7 +300,8 @@ void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t*
     __m512i z[8];
     for (int j = 0; j < 8; ++j) {
       const __m256i lo = rows[2 * j] ? Fmt::decode1(rows[2 * j][b]) : _mm256_setzero_si256();
-      const __m256i hi = rows[2 * j + 1] ? Fmt::decode1(rows[2 * j + 1][b]) : _mm256_setzero_si256();
+      const __m256i hi =
+          rows[2 * j + 1] ? Fmt::decode1(rows[2 * j + 1][b]) : _mm256_setzero_si256();
       z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
     __m512i t[4], u[4];
@@ -310,9 +312,11 @@ void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t*
       const int at = kRowFor[i];  // lane `at` holds actual row `at`
       d16[at] = rows[i] ? rows[i][b].d : uint16_t{0};
     }
-    _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
+    _mm512_storeu_ps(out,
+                     _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
     for (int m = 0; m < 4; ++m) {
-      _mm512_storeu_si512(out + 64 + 64 * m, _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
+      _mm512_storeu_si512(out + 64 + 64 * m,
+                          _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
       _mm512_storeu_si512(out + 64 + 64 * (m + 4),
                           _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(3, 1, 3, 1)));
     }
@@ -328,8 +332,10 @@ inline __m512i bcast_u32(const int8_t* p) {
 // Exact block sums of the 16 rows for NT tokens, block b; two dependent chains of
 // four vpdpbusd per token (k even / odd), added at the end (exact).
 template <int NT>
-__attribute__((always_inline)) inline void panel_block_sums(const uint8_t* pb, const BlockQ8_0* const* xb, const int32_t* const* xsum,
-                             int shift, int64_t b, __m512i* isum) {
+__attribute__((always_inline)) inline void panel_block_sums(const uint8_t* pb,
+                                                            const BlockQ8_0* const* xb,
+                                                            const int32_t* const* xsum, int shift,
+                                                            int64_t b, __m512i* isum) {
   __m512i even[NT], odd[NT];
   for (int t = 0; t < NT; ++t) {
     even[t] = _mm512_set1_epi32(-(xsum[t][b] * (1 << shift)));
@@ -398,8 +404,8 @@ void q8p_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x,
 }
 
 template <class Fmt>
-void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride, int nt,
-              float* y, size_t y_stride) {
+void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
+              int nt, float* y, size_t y_stride) {
   const int64_t nb = n / kQK32;
   int t = 0;
   for (; t + 4 <= nt; t += 4) {
@@ -409,10 +415,17 @@ void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, siz
   const uint8_t* xt = x + t * x_stride;
   float* yt = y + t * y_stride;
   switch (nt - t) {
-    case 3: q8p_gemm_nt<3>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride); break;
-    case 2: q8p_gemm_nt<2>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride); break;
-    case 1: q8p_gemm_nt<1>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride); break;
-    default: break;
+    case 3:
+      q8p_gemm_nt<3>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride);
+      break;
+    case 2:
+      q8p_gemm_nt<2>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride);
+      break;
+    case 1:
+      q8p_gemm_nt<1>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride);
+      break;
+    default:
+      break;
   }
 }
 
@@ -483,8 +496,8 @@ void dot2_f16_512(const void* vw0, const void* vw1, const uint8_t* x, size_t x_s
   const float* xf[NT];
   __m512 lo0[NT], hi0[NT], lo1[NT], hi1[NT];
   for (int t = 0; t < NT; ++t) {
-    xf[t] = reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_stride +
-                                           f16_side_offset(n));
+    xf[t] =
+        reinterpret_cast<const float*>(x + static_cast<size_t>(t) * x_stride + f16_side_offset(n));
     lo0[t] = hi0[t] = lo1[t] = hi1[t] = _mm512_setzero_ps();
   }
   const int64_t full = n - n % 32;
@@ -517,10 +530,18 @@ template <class R>
 void multi2_f16(const void* w0, const void* w1, const uint8_t* x, size_t stride, int nt, int64_t n,
                 float* out0, float* out1) {
   switch (nt) {
-    case 1: dot2_f16_512<R, 1>(w0, w1, x, stride, n, out0, out1); break;
-    case 2: dot2_f16_512<R, 2>(w0, w1, x, stride, n, out0, out1); break;
-    case 3: dot2_f16_512<R, 3>(w0, w1, x, stride, n, out0, out1); break;
-    default: dot2_f16_512<R, 4>(w0, w1, x, stride, n, out0, out1); break;
+    case 1:
+      dot2_f16_512<R, 1>(w0, w1, x, stride, n, out0, out1);
+      break;
+    case 2:
+      dot2_f16_512<R, 2>(w0, w1, x, stride, n, out0, out1);
+      break;
+    case 3:
+      dot2_f16_512<R, 3>(w0, w1, x, stride, n, out0, out1);
+      break;
+    default:
+      dot2_f16_512<R, 4>(w0, w1, x, stride, n, out0, out1);
+      break;
   }
 }
 
@@ -560,10 +581,18 @@ float as_dot(const void* w, const void* x, int64_t n) {
 template <template <int> class K>
 void as_multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, float* out) {
   switch (nt) {
-    case 1: K<1>::run(w, x, stride, n, out); break;
-    case 2: K<2>::run(w, x, stride, n, out); break;
-    case 3: K<3>::run(w, x, stride, n, out); break;
-    default: K<4>::run(w, x, stride, n, out); break;
+    case 1:
+      K<1>::run(w, x, stride, n, out);
+      break;
+    case 2:
+      K<2>::run(w, x, stride, n, out);
+      break;
+    case 3:
+      K<3>::run(w, x, stride, n, out);
+      break;
+    default:
+      K<4>::run(w, x, stride, n, out);
+      break;
   }
 }
 template <class Fmt>

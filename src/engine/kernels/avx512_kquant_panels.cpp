@@ -36,7 +36,7 @@
 #include "engine/quant/scales.h"
 
 #if defined(__clang__)
-#pragma clang attribute push(                                                              \
+#pragma clang attribute push(                                                               \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
     apply_to = function)
 #else
@@ -93,8 +93,8 @@ struct PQ5K {
   using L = SuperLayout<8, 4>;
   static __m256i chunk(const W& b, int c) {
     const __m256i raw = load256(b.qs + 32 * (c / 2));
-    const __m256i lo = _mm256_and_si256(c % 2 ? _mm256_srli_epi16(raw, 4) : raw,
-                                        _mm256_set1_epi8(0x0F));
+    const __m256i lo =
+        _mm256_and_si256(c % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
     // Fifth bit of element l of sub-block c: bit c of qh[l].
     const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << c));
     const __m256i hi = _mm256_and_si256(
@@ -120,8 +120,8 @@ struct PQ6K {
   static __m256i chunk(const W& b, int c) {
     const int h = c / 4, g = c % 4;
     const __m256i ql = load256(b.ql + 64 * h + 32 * (g & 1));
-    const __m256i lo = _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(ql, 4) : ql,
-                                        _mm256_set1_epi8(0x0F));
+    const __m256i lo =
+        _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(ql, 4) : ql, _mm256_set1_epi8(0x0F));
     const __m256i qh = _mm256_srli_epi16(load256(b.qh + 32 * h), 2 * g);
     const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4);
     return _mm256_or_si256(lo, hi);
@@ -129,10 +129,9 @@ struct PQ6K {
   static void ints(const W& b, int32_t* scales, int32_t* pairs) {
     for (int g = 0; g < 16; ++g) scales[g] = b.scales[g];
     for (int i = 0; i < 8; ++i) {
-      pairs[i] = static_cast<int32_t>(static_cast<uint16_t>(int16_t{b.scales[2 * i]}) |
-                                      (static_cast<uint32_t>(static_cast<uint16_t>(
-                                           int16_t{b.scales[2 * i + 1]}))
-                                       << 16));
+      pairs[i] = static_cast<int32_t>(
+          static_cast<uint16_t>(int16_t{b.scales[2 * i]}) |
+          (static_cast<uint32_t>(static_cast<uint16_t>(int16_t{b.scales[2 * i + 1]})) << 16));
     }
   }
   static float dmin(const W&) { return 0.0f; }
@@ -170,10 +169,10 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
   for (int i = 0; i < 16; ++i) {
     const int r = kRowFor[i];
     rows[i] = r < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
-                                                     static_cast<size_t>(r) * row_stride)
+                                                      static_cast<size_t>(r) * row_stride)
                          : nullptr;
     by_row[i] = i < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
-                                                       static_cast<size_t>(i) * row_stride)
+                                                        static_cast<size_t>(i) * row_stride)
                            : nullptr;
   }
   for (int64_t b = 0; b < nb; ++b) {
@@ -270,7 +269,8 @@ void kpanel_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t*
       __m512i dots[NT];
       group_dots<NT>(pb + L::kQuants, ys, kGroupsPerScale * j, kGroupsPerScale, dots);
       const __m512i sc = _mm512_loadu_si512(pb + L::kScales + 64 * j);
-      for (int t = 0; t < NT; ++t) isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dots[t], sc));
+      for (int t = 0; t < NT; ++t)
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dots[t], sc));
     }
     // Side term: Q4_K/Q5_K mins against the 32-element block sums, Q6_K scales
     // against the 16-element block sums (its bias of 32).
@@ -316,10 +316,17 @@ void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, 
   const uint8_t* xt = x + t * x_stride;
   float* yt = y + t * y_stride;
   switch (nt - t) {
-    case 3: kpanel_gemm_nt<F, 3>(panel, n_rows, nb, xt, x_stride, yt, y_stride); break;
-    case 2: kpanel_gemm_nt<F, 2>(panel, n_rows, nb, xt, x_stride, yt, y_stride); break;
-    case 1: kpanel_gemm_nt<F, 1>(panel, n_rows, nb, xt, x_stride, yt, y_stride); break;
-    default: break;
+    case 3:
+      kpanel_gemm_nt<F, 3>(panel, n_rows, nb, xt, x_stride, yt, y_stride);
+      break;
+    case 2:
+      kpanel_gemm_nt<F, 2>(panel, n_rows, nb, xt, x_stride, yt, y_stride);
+      break;
+    case 1:
+      kpanel_gemm_nt<F, 1>(panel, n_rows, nb, xt, x_stride, yt, y_stride);
+      break;
+    default:
+      break;
   }
 }
 

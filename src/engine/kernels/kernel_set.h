@@ -86,9 +86,9 @@ struct PanelKernels {
 };
 
 struct KernelSet {
-  const char* isa;               // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
-  VecDotFn dot[kTypeSlots];      // by weight type; nullptr = unsupported
-  MultiDotFn multi[kTypeSlots];  // by weight type; nullptr = loop over dot
+  const char* isa;                 // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
+  VecDotFn dot[kTypeSlots];        // by weight type; nullptr = unsupported
+  MultiDotFn multi[kTypeSlots];    // by weight type; nullptr = loop over dot
   MultiDot2Fn multi2[kTypeSlots];  // by weight type; nullptr = multi row by row
   // Optional, for F16 weights in prefill: the two-row tile on rows already widened
   // to float (exactly), so matmul converts a block of rows once per call instead of

@@ -86,8 +86,8 @@ void normalize_to_f16(float* scores, int32_t n, float inv) {
   const __m256 vi = _mm256_set1_ps(inv);
   int32_t p = 0;
   for (; p + 8 <= n; p += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(scores + p), vi),
-                                      _MM_FROUND_TO_NEAREST_INT);
+    const __m128i h =
+        _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(scores + p), vi), _MM_FROUND_TO_NEAREST_INT);
     _mm256_storeu_ps(scores + p, _mm256_cvtph_ps(h));
   }
   for (; p < n; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
