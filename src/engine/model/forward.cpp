@@ -84,8 +84,9 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   tp.parallel_for(n_slots, [&](int64_t slot_begin, int64_t slot_end) {
     for (int64_t slot = slot_begin; slot < slot_end; ++slot) {
       float* scores = s.scores.data() + slot * group * kv->n_ctx();
-      const int64_t lo = items * slot / n_slots, hi = items * (slot + 1) / n_slots;
-      for (int64_t it = lo; it < hi; ++it) {
+      // Items are dealt round-robin: a later token attends to more positions, so
+      // contiguous ranges would give the last slot most of the work.
+      for (int64_t it = slot; it < items; it += n_slots) {
         const int64_t t = it / hp.n_head_kv;
         const int32_t g = static_cast<int32_t>(it % hp.n_head_kv);
         const BatchToken& tok = chunk[static_cast<size_t>(t)];
