@@ -4,20 +4,13 @@
 #include <cstring>
 #include <vector>
 
+#include "attention_test_util.h"
 #include "engine/matmul.h"
 #include "engine/model/attention.h"
 #include "hearth/fp16.h"
 
 namespace hearth::engine {
 namespace {
-
-struct Lcg {
-  uint32_t x;
-  float next() {
-    x = x * 1664525u + 1013904223u;
-    return static_cast<float>((x >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-};
 
 TEST(AttentionRows, DotRowsMatchesOneCallPerRow) {
   Lcg rng{5};

@@ -24,49 +24,20 @@
 
 #if defined(__x86_64__)
 
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source,
-// which -Wmaybe-uninitialized reports inside the system header (a known false
-// positive); every lane this file reads is written.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "engine/cpu_features.h"
 #include "engine/quant/blocks.h"
 #include "hearth/fp16.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(                                                               \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx512_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
 
-inline __m128i load128(const void* p) {
-  return _mm_loadu_si128(static_cast<const __m128i*>(p));
-}
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
-inline float fma_ss(float a, float b, float c) {
-  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
-inline int32_t hsum8(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
+#include "engine/kernels/avx512_helpers.inc"
 
 // 16 packed nibbles of one block -> 32 bytes: low nibbles (elements 0..15), then
 // high nibbles (16..31).
@@ -272,33 +243,15 @@ size_t q8p_panel_bytes(int64_t n) {
   return static_cast<size_t>(n / kQK32) * kPanelBlockBytes;
 }
 
-// Transposes four zmm of two decoded rows each (z[j] = [row 2j | row 2j+1], 8
-// dwords per row) so that 128-bit lane 0 of out[m] holds dword m of rows 0, 2, 4,
-// 6, lane 1 dword 4 + m of those rows, lanes 2 and 3 the same for rows 1, 3, 5, 7.
-inline void transpose_4x2rows(const __m512i z[4], __m512i out[4]) {
-  const __m512i a = _mm512_unpacklo_epi32(z[0], z[1]);
-  const __m512i b = _mm512_unpackhi_epi32(z[0], z[1]);
-  const __m512i c = _mm512_unpacklo_epi32(z[2], z[3]);
-  const __m512i d = _mm512_unpackhi_epi32(z[2], z[3]);
-  out[0] = _mm512_unpacklo_epi64(a, c);
-  out[1] = _mm512_unpackhi_epi64(a, c);
-  out[2] = _mm512_unpacklo_epi64(b, d);
-  out[3] = _mm512_unpackhi_epi64(b, d);
-}
-
 template <class Fmt>
 void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t* panel) {
   using W = typename Fmt::W;
   const int64_t nb = n / kQK32;
-  // The two transposes and the final lane shuffles leave input i in lane
-  // [0 2 4 6 1 3 5 7 8 10 12 14 9 11 13 15]^-1 (i); feeding input i the row kRowFor[i]
-  // puts row p in lane p.
-  static constexpr int kRowFor[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
   const W* rows[16];
   for (int i = 0; i < 16; ++i) {
-    rows[i] = kRowFor[i] < n_rows
+    rows[i] = kPanelRowFor[i] < n_rows
                   ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
-                                               static_cast<size_t>(kRowFor[i]) * row_stride)
+                                               static_cast<size_t>(kPanelRowFor[i]) * row_stride)
                   : nullptr;
   }
   alignas(64) uint16_t d16[16];
@@ -310,29 +263,15 @@ void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t*
           rows[2 * j + 1] ? Fmt::decode1(rows[2 * j + 1][b]) : _mm256_setzero_si256();
       z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     }
-    __m512i t[4], u[4];
-    transpose_4x2rows(z, t);
-    transpose_4x2rows(z + 4, u);
     uint8_t* out = panel + static_cast<size_t>(b) * kPanelBlockBytes;
     for (int i = 0; i < 16; ++i) {
-      const int at = kRowFor[i];  // lane `at` holds actual row `at`
+      const int at = kPanelRowFor[i];  // lane `at` holds actual row `at`
       d16[at] = rows[i] ? rows[i][b].d : uint16_t{0};
     }
     _mm512_storeu_ps(out,
                      _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16))));
-    for (int m = 0; m < 4; ++m) {
-      _mm512_storeu_si512(out + 64 + 64 * m,
-                          _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
-      _mm512_storeu_si512(out + 64 + 64 * (m + 4),
-                          _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(3, 1, 3, 1)));
-    }
+    store_panel_dwords(z, out + 64);
   }
-}
-
-inline __m512i bcast_u32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
 }
 
 // Exact block sums of the 16 rows for NT tokens, block b; two dependent chains of
@@ -352,8 +291,8 @@ __attribute__((always_inline)) inline void panel_block_sums(const uint8_t* pb,
     const __m512i w0 = _mm512_loadu_si512(q + k);
     const __m512i w1 = _mm512_loadu_si512(q + k + 1);
     for (int t = 0; t < NT; ++t) {
-      even[t] = _mm512_dpbusd_epi32(even[t], w0, bcast_u32(xb[t][b].qs + 4 * k));
-      odd[t] = _mm512_dpbusd_epi32(odd[t], w1, bcast_u32(xb[t][b].qs + 4 * k + 4));
+      even[t] = _mm512_dpbusd_epi32(even[t], w0, bcast4(xb[t][b].qs + 4 * k));
+      odd[t] = _mm512_dpbusd_epi32(odd[t], w1, bcast4(xb[t][b].qs + 4 * k + 4));
     }
   }
   for (int t = 0; t < NT; ++t) isum[t] = _mm512_add_epi32(even[t], odd[t]);
@@ -620,11 +559,7 @@ struct DotF16 {
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/avx512_target_end.inc"
 
 namespace hearth::engine {
 namespace {

@@ -23,33 +23,19 @@
 
 #if defined(__x86_64__)
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "engine/quant/blocks.h"
 #include "engine/quant/scales.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(                                                               \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx512_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
 
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
+#include "engine/kernels/avx512_helpers.inc"
 
 // Panel layout per super-block (16 rows, lane i = row i):
 //   d[16] f32, dmin[16] f32 (zeros for Q6_K),
@@ -68,14 +54,12 @@ struct SuperLayout {
 
 // Element order decoders: chunk c (elements 32c..32c+31) of one super-block as 32
 // unsigned bytes.
-struct PQ4K {
-  using W = BlockQ4_K;
+// Q4_K and Q5_K share their scale block: 8 six-bit scales (one per sub-block of 32)
+// and 8 six-bit mins, paired as int16 for vpdpwssd; d and dmin as f16.
+template <class Block>
+struct K4Scales {
+  using W = Block;
   using L = SuperLayout<8, 4>;
-  static __m256i chunk(const W& b, int c) {
-    const __m256i raw = load256(b.qs + 32 * (c / 2));
-    const __m256i v = c % 2 ? _mm256_srli_epi16(raw, 4) : raw;
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
-  }
   static void ints(const W& b, int32_t* scales, int32_t* pairs) {
     uint8_t sc[8], mn[8];
     k4_unpack_scales(b.scales, sc, mn);
@@ -88,9 +72,14 @@ struct PQ4K {
   static float dmin(const W& b) { return _cvtsh_ss(b.dmin); }
   static float d(const W& b) { return _cvtsh_ss(b.d); }
 };
-struct PQ5K {
-  using W = BlockQ5_K;
-  using L = SuperLayout<8, 4>;
+struct PQ4K : K4Scales<BlockQ4_K> {
+  static __m256i chunk(const W& b, int c) {
+    const __m256i raw = load256(b.qs + 32 * (c / 2));
+    const __m256i v = c % 2 ? _mm256_srli_epi16(raw, 4) : raw;
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+  }
+};
+struct PQ5K : K4Scales<BlockQ5_K> {
   static __m256i chunk(const W& b, int c) {
     const __m256i raw = load256(b.qs + 32 * (c / 2));
     const __m256i lo =
@@ -101,17 +90,6 @@ struct PQ5K {
         _mm256_cmpeq_epi8(_mm256_and_si256(load256(b.qh), bit), bit), _mm256_set1_epi8(16));
     return _mm256_or_si256(lo, hi);
   }
-  static void ints(const W& b, int32_t* scales, int32_t* pairs) {
-    uint8_t sc[8], mn[8];
-    k4_unpack_scales(b.scales, sc, mn);
-    for (int j = 0; j < 8; ++j) scales[j] = sc[j];
-    for (int i = 0; i < 4; ++i) {
-      pairs[i] = static_cast<int32_t>(static_cast<uint32_t>(mn[2 * i]) |
-                                      (static_cast<uint32_t>(mn[2 * i + 1]) << 16));
-    }
-  }
-  static float dmin(const W& b) { return _cvtsh_ss(b.dmin); }
-  static float d(const W& b) { return _cvtsh_ss(b.d); }
 };
 struct PQ6K {
   using W = BlockQ6_K;
@@ -138,20 +116,6 @@ struct PQ6K {
   static float d(const W& b) { return _cvtsh_ss(b.d); }
 };
 
-// As in avx512_kernels.cpp: transposes four zmm of two rows each (8 dwords per row).
-inline void transpose_4x2rows(const __m512i z[4], __m512i out[4]) {
-  const __m512i a = _mm512_unpacklo_epi32(z[0], z[1]);
-  const __m512i b = _mm512_unpackhi_epi32(z[0], z[1]);
-  const __m512i c = _mm512_unpacklo_epi32(z[2], z[3]);
-  const __m512i d = _mm512_unpackhi_epi32(z[2], z[3]);
-  out[0] = _mm512_unpacklo_epi64(a, c);
-  out[1] = _mm512_unpackhi_epi64(a, c);
-  out[2] = _mm512_unpacklo_epi64(b, d);
-  out[3] = _mm512_unpackhi_epi64(b, d);
-}
-// Input i of the transpose ends up in the lane whose row kRowFor[i] must hold.
-constexpr int kRowFor[16] = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
-
 template <class F>
 size_t kpanel_bytes(int64_t n) {
   return static_cast<size_t>(n / kQKK) * F::L::kBytes;
@@ -167,7 +131,7 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
   const W* rows[16];  // in transpose input order
   const W* by_row[16];
   for (int i = 0; i < 16; ++i) {
-    const int r = kRowFor[i];
+    const int r = kPanelRowFor[i];
     rows[i] = r < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
                                                       static_cast<size_t>(r) * row_stride)
                          : nullptr;
@@ -203,23 +167,9 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
             rows[2 * j + 1] ? F::chunk(rows[2 * j + 1][b], c) : _mm256_setzero_si256();
         z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
       }
-      __m512i t[4], u[4];
-      transpose_4x2rows(z, t);
-      transpose_4x2rows(z + 4, u);
-      for (int m = 0; m < 4; ++m) {  // group k = 8c + m and 8c + 4 + m
-        _mm512_storeu_si512(q + 64 * (8 * c + m),
-                            _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(2, 0, 2, 0)));
-        _mm512_storeu_si512(q + 64 * (8 * c + 4 + m),
-                            _mm512_shuffle_i32x4(t[m], u[m], _MM_SHUFFLE(3, 1, 3, 1)));
-      }
+      store_panel_dwords(z, q + 64 * (8 * c));  // groups 8c .. 8c + 7
     }
   }
-}
-
-inline __m512i bcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
 }
 
 // Exact sum over `groups` consecutive 4-element groups starting at group k0, per row,
@@ -333,11 +283,7 @@ void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, 
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/avx512_target_end.inc"
 
 namespace hearth::engine {
 

@@ -27,35 +27,19 @@
 
 #if defined(__x86_64__)
 
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() as the masked-off source,
-// which -W(maybe-)uninitialized reports inside the system header (a known false
-// positive); every lane this file reads is written.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
-#include <immintrin.h>
-
+#include <cstring>
 #include <utility>
 
 #include "engine/quant/blocks.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(                                                               \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c"))), \
-    apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx512_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
 
-inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
+#include "engine/kernels/avx512_helpers.inc"
 inline __m512i load512(const void* p) {
   return _mm512_loadu_si512(p);
 }
@@ -390,11 +374,7 @@ void multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, fl
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/avx512_target_end.inc"
 
 // Installed outside the target region: storing function addresses executes no
 // AVX-512 instruction.
