@@ -151,41 +151,21 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   // can take over the tail.
   const int64_t grain = std::clamp<int64_t>(
       std::min(rows_per_block / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);
-  const bool widen = multi != nullptr && multi2 != nullptr && w.type == gguf::TensorType::kF16 &&
-                     kernels.f16_multi2_widened != nullptr && kernels.widen_f16 != nullptr &&
-                     n_tokens >= kPanelMinTokens;
   pool.parallel_for_dynamic(n_tasks, grain, [&](int64_t task_begin, int64_t task_end) {
     const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
     for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += rows_per_block) {
       const int64_t r1 = std::min(row_end_all, r0 + rows_per_block);
-      // F16 prefill: widen the block's rows to float once (exact), so the tile's
-      // inner loop only multiplies; the widened tile gives the same bits.
-      const uint8_t* wblock = w.data + static_cast<size_t>(r0) * w_stride;
-      size_t wrow = w_stride;
-      MultiDot2Fn two_rows = multi2;
-      if (widen) {
-        float* wide = reinterpret_cast<float*>(
-            panel_scratch().reserve(static_cast<size_t>((r1 - r0) * cols) * sizeof(float)));
-        for (int64_t r = r0; r < r1; ++r) {
-          kernels.widen_f16(
-              reinterpret_cast<const uint16_t*>(w.data + static_cast<size_t>(r) * w_stride),
-              wide + (r - r0) * cols, cols);
-        }
-        wblock = reinterpret_cast<const uint8_t*>(wide);
-        wrow = static_cast<size_t>(cols) * sizeof(float);
-        two_rows = kernels.f16_multi2_widened;
-      }
       int64_t t = 0;
       if (multi != nullptr) {
         for (; t + 1 < n_tokens; t += kMaxTileTokens) {
           const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
           const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
           int64_t r = r0;
-          if (two_rows != nullptr) {
+          if (multi2 != nullptr) {
             for (; r + 1 < r1; r += 2) {
               float out0[kMaxTileTokens], out1[kMaxTileTokens];
-              const uint8_t* wr = wblock + static_cast<size_t>(r - r0) * wrow;
-              two_rows(wr, wr + wrow, xt, x_stride, nt, cols, out0, out1);
+              const uint8_t* wr = w.data + static_cast<size_t>(r) * w_stride;
+              multi2(wr, wr + w_stride, xt, x_stride, nt, cols, out0, out1);
               for (int i = 0; i < nt; ++i) {
                 y[(t + i) * rows + r] = out0[i];
                 y[(t + i) * rows + r + 1] = out1[i];

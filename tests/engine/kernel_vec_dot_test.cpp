@@ -104,7 +104,7 @@ TEST_P(VecDotTest, ReferenceIsCloseToExactDot) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, VecDotTest, ::testing::ValuesIn(testing::weight_types()),
                          [](const auto& info) { return std::string(quant_type_name(info.param)); });
 
-// The two-row tiles (and F16's widened-row variant) against the scalar dot, for
+// The two-row tiles against the scalar dot, for
 // every type a runnable table has them for.
 TEST(TwoRowKernels, MatchTheScalarDotBitForBit) {
   int tested = 0;
@@ -121,20 +121,6 @@ TEST(TwoRowKernels, MatchTheScalarDotBitForBit) {
         std::copy(a.begin(), a.end(), xs.begin() + i * stride);
       }
       for (const KernelSet* k : runnable_tables()) {
-        if (t == TensorType::kF16 && k->f16_multi2_widened != nullptr) {
-          std::vector<float> f0(static_cast<size_t>(n)), f1(static_cast<size_t>(n));
-          k->widen_f16(reinterpret_cast<const uint16_t*>(w0.data()), f0.data(), n);
-          k->widen_f16(reinterpret_cast<const uint16_t*>(w1.data()), f1.data(), n);
-          for (int nt = 1; nt <= kMaxTileTokens; ++nt) {
-            float out0[kMaxTileTokens], out1[kMaxTileTokens];
-            k->f16_multi2_widened(f0.data(), f1.data(), xs.data(), stride, nt, n, out0, out1);
-            for (int i = 0; i < nt; ++i) {
-              const uint8_t* xi = xs.data() + i * stride;
-              ASSERT_EQ(bits(out0[i]), bits(scalar_kernels().dot[id](w0.data(), xi, n))) << k->isa;
-              ASSERT_EQ(bits(out1[i]), bits(scalar_kernels().dot[id](w1.data(), xi, n))) << k->isa;
-            }
-          }
-        }
         if (k->multi2[id] == nullptr) continue;
         ++tested;
         for (int nt = 1; nt <= kMaxTileTokens; ++nt) {

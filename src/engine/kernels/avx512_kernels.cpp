@@ -352,26 +352,10 @@ template <class Fmt>
 void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
               int nt, float* y, size_t y_stride) {
   const int64_t nb = n / kQK32;
-  int t = 0;
-  for (; t + 4 <= nt; t += 4) {
-    q8p_gemm_nt<4>(panel, n_rows, nb, x + t * x_stride, x_stride, Fmt::kBiasShift, y + t * y_stride,
-                   y_stride);
-  }
-  const uint8_t* xt = x + t * x_stride;
-  float* yt = y + t * y_stride;
-  switch (nt - t) {
-    case 3:
-      q8p_gemm_nt<3>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride);
-      break;
-    case 2:
-      q8p_gemm_nt<2>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride);
-      break;
-    case 1:
-      q8p_gemm_nt<1>(panel, n_rows, nb, xt, x_stride, Fmt::kBiasShift, yt, y_stride);
-      break;
-    default:
-      break;
-  }
+  over_token_groups(nt, [&]<int NT>(int t) {
+    q8p_gemm_nt<NT>(panel, n_rows, nb, x + t * x_stride, x_stride, Fmt::kBiasShift,
+                    y + t * y_stride, y_stride);
+  });
 }
 
 // ---- Q8_0 activation rows ---------------------------------------------------------
@@ -420,24 +404,12 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
 }
 
-// Weight rows as F16 (converted per load) or already widened to float.
-struct HalfRow {
-  using T = uint16_t;
-  static __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(load256(p)); }
-  static float one(uint16_t h) { return _cvtsh_ss(h); }
-};
-struct WideRow {
-  using T = float;
-  static __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-  static float one(float f) { return f; }
-};
-
 // Two F16 weight rows x NT tokens: per row and token exactly dot_f16_512's lanes.
-template <class R, int NT>
+template <int NT>
 void dot2_f16_512(const void* vw0, const void* vw1, const uint8_t* x, size_t x_stride, int64_t n,
                   float* out0, float* out1) {
-  const auto* w0 = static_cast<const typename R::T*>(vw0);
-  const auto* w1 = static_cast<const typename R::T*>(vw1);
+  const uint16_t* w0 = static_cast<const uint16_t*>(vw0);
+  const uint16_t* w1 = static_cast<const uint16_t*>(vw1);
   const float* xf[NT];
   __m512 lo0[NT], hi0[NT], lo1[NT], hi1[NT];
   for (int t = 0; t < NT; ++t) {
@@ -447,10 +419,10 @@ void dot2_f16_512(const void* vw0, const void* vw1, const uint8_t* x, size_t x_s
   }
   const int64_t full = n - n % 32;
   for (int64_t i = 0; i < full; i += 32) {
-    const __m512 a0 = R::load16(w0 + i);
-    const __m512 a1 = R::load16(w0 + i + 16);
-    const __m512 b0 = R::load16(w1 + i);
-    const __m512 b1 = R::load16(w1 + i + 16);
+    const __m512 a0 = _mm512_cvtph_ps(load256(w0 + i));
+    const __m512 a1 = _mm512_cvtph_ps(load256(w0 + i + 16));
+    const __m512 b0 = _mm512_cvtph_ps(load256(w1 + i));
+    const __m512 b1 = _mm512_cvtph_ps(load256(w1 + i + 16));
     for (int t = 0; t < NT; ++t) {
       const __m512 x0 = _mm512_loadu_ps(xf[t] + i);
       const __m512 x1 = _mm512_loadu_ps(xf[t] + i + 16);
@@ -464,36 +436,29 @@ void dot2_f16_512(const void* vw0, const void* vw1, const uint8_t* x, size_t x_s
     float r0 = reduce_lanes32(lo0[t], hi0[t]);
     float r1 = reduce_lanes32(lo1[t], hi1[t]);
     for (int64_t i = full; i < n; ++i) {
-      r0 = fma_ss(R::one(w0[i]), xf[t][i], r0);
-      r1 = fma_ss(R::one(w1[i]), xf[t][i], r1);
+      r0 = fma_ss(_cvtsh_ss(w0[i]), xf[t][i], r0);
+      r1 = fma_ss(_cvtsh_ss(w1[i]), xf[t][i], r1);
     }
     out0[t] = r0;
     out1[t] = r1;
   }
 }
-template <class R>
 void multi2_f16(const void* w0, const void* w1, const uint8_t* x, size_t stride, int nt, int64_t n,
                 float* out0, float* out1) {
   switch (nt) {
     case 1:
-      dot2_f16_512<R, 1>(w0, w1, x, stride, n, out0, out1);
+      dot2_f16_512<1>(w0, w1, x, stride, n, out0, out1);
       break;
     case 2:
-      dot2_f16_512<R, 2>(w0, w1, x, stride, n, out0, out1);
+      dot2_f16_512<2>(w0, w1, x, stride, n, out0, out1);
       break;
     case 3:
-      dot2_f16_512<R, 3>(w0, w1, x, stride, n, out0, out1);
+      dot2_f16_512<3>(w0, w1, x, stride, n, out0, out1);
       break;
     default:
-      dot2_f16_512<R, 4>(w0, w1, x, stride, n, out0, out1);
+      dot2_f16_512<4>(w0, w1, x, stride, n, out0, out1);
       break;
   }
-}
-
-void widen_f16_row(const uint16_t* h, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, _mm512_cvtph_ps(load256(h + i)));
-  for (; i < n; ++i) out[i] = _cvtsh_ss(h[i]);
 }
 
 // F16 working row: F16C's conversion rounds to nearest even, exactly fp32_to_fp16,
@@ -586,9 +551,7 @@ KernelSet make_avx512() {
   // F16: only the tile (the single-token dot of the base table keeps four
   // independent FMA chains, which decode prefers).
   k.multi[static_cast<int>(T::kF16)] = as_multi<DotF16>;
-  k.multi2[static_cast<int>(T::kF16)] = multi2_f16<HalfRow>;
-  k.f16_multi2_widened = multi2_f16<WideRow>;
-  k.widen_f16 = widen_f16_row;
+  k.multi2[static_cast<int>(T::kF16)] = multi2_f16;
   put_panel<Z4_0>(&k, T::kQ4_0);
   put_panel<Z5_0>(&k, T::kQ5_0);
   put_panel<Z8_0>(&k, T::kQ8_0);

@@ -260,24 +260,10 @@ template <class F>
 void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
                  int nt, float* y, size_t y_stride) {
   const int64_t nb = n / kQKK;
-  int t = 0;
-  for (; t + 4 <= nt; t += 4)
-    kpanel_gemm_nt<F, 4>(panel, n_rows, nb, x + t * x_stride, x_stride, y + t * y_stride, y_stride);
-  const uint8_t* xt = x + t * x_stride;
-  float* yt = y + t * y_stride;
-  switch (nt - t) {
-    case 3:
-      kpanel_gemm_nt<F, 3>(panel, n_rows, nb, xt, x_stride, yt, y_stride);
-      break;
-    case 2:
-      kpanel_gemm_nt<F, 2>(panel, n_rows, nb, xt, x_stride, yt, y_stride);
-      break;
-    case 1:
-      kpanel_gemm_nt<F, 1>(panel, n_rows, nb, xt, x_stride, yt, y_stride);
-      break;
-    default:
-      break;
-  }
+  over_token_groups(nt, [&]<int NT>(int t) {
+    kpanel_gemm_nt<F, NT>(panel, n_rows, nb, x + t * x_stride, x_stride, y + t * y_stride,
+                          y_stride);
+  });
 }
 
 }  // namespace

@@ -90,11 +90,6 @@ struct KernelSet {
   VecDotFn dot[kTypeSlots];        // by weight type; nullptr = unsupported
   MultiDotFn multi[kTypeSlots];    // by weight type; nullptr = loop over dot
   MultiDot2Fn multi2[kTypeSlots];  // by weight type; nullptr = multi row by row
-  // Optional, for F16 weights in prefill: the two-row tile on rows already widened
-  // to float (exactly), so matmul converts a block of rows once per call instead of
-  // once per group of tokens. Bit for bit the F16 multi2.
-  MultiDot2Fn f16_multi2_widened;
-  void (*widen_f16)(const uint16_t* h, float* out, int64_t n);  // with the above
   PanelKernels panel[kTypeSlots];  // by weight type; gemm == nullptr = no panel path
   // Optional: the Q8_0-partner activation row in the working format, byte for byte
   // what quantize_activation_row() writes (nullptr = use that reference).
