@@ -131,8 +131,25 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
   const PanelKernels& pk = kernels.panel[type_id];
+  const int64_t rows_per_block =
+      std::clamp<int64_t>(static_cast<int64_t>(kTileBlockBytes / w_stride), 8, 256);
+  if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && n_tokens >= kPanelMinTokens) {
+    // 2a. Prefill, GEMM on the rows in place: blocks of whole tasks that stay in L2
+    // while every token passes them.
+    const int64_t block_rows = std::max(kRowsPerTask, rows_per_block / kRowsPerTask * kRowsPerTask);
+    const int64_t n_blocks = (rows + block_rows - 1) / block_rows;
+    pool.parallel_for_dynamic(n_blocks, 1, [&](int64_t block_begin, int64_t block_end) {
+      for (int64_t b = block_begin; b < block_end; ++b) {
+        const int64_t r0 = b * block_rows;
+        const int nr = static_cast<int>(std::min(block_rows, rows - r0));
+        pk.gemm(w.data + static_cast<size_t>(r0) * w_stride, nr, cols, xq, x_stride,
+                static_cast<int>(n_tokens), y + r0, static_cast<size_t>(rows));
+      }
+    });
+    return;
+  }
   if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens) {
-    // 2a. Prefill: pack each task's rows into a panel, then sweep every token past it.
+    // 2b. Prefill: pack each task's rows into a panel, then sweep every token past it.
     pool.parallel_for_dynamic(n_tasks, 1, [&](int64_t task_begin, int64_t task_end) {
       uint8_t* panel = panel_scratch().reserve(pk.bytes(cols));
       for (int64_t task = task_begin; task < task_end; ++task) {
@@ -145,9 +162,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     });
     return;
   }
-  const int64_t rows_per_block =
-      std::clamp<int64_t>(static_cast<int64_t>(kTileBlockBytes / w_stride), 8, 256);
-  // Ranges of about one cache block, but at least ~4 per thread so the faster thread
+  // 2c. Ranges of about one cache block, but at least ~4 per thread so the faster thread
   // can take over the tail.
   const int64_t grain = std::clamp<int64_t>(
       std::min(rows_per_block / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);

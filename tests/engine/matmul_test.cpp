@@ -5,8 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <cstring>
+#include <thread>
 
 #include "engine/kernels/kernel_set.h"
 #include "engine/matmul.h"
@@ -106,6 +106,29 @@ TEST_P(MatmulTest, ScalarTableGivesSameBitsAsActive) {
   matmul_with(scalar_kernels(), true, w.view, x.data(), n_tokens, a.data(), pool, scratch);
   matmul(w.view, x.data(), n_tokens, b.data(), pool, scratch);
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(bits(a[i]), bits(b[i])) << i;
+}
+
+// The F16 prefill GEMM parks accumulators between K chunks and splits rows into
+// sub-blocks and tokens into groups: long rows with a tail past the last full 32,
+// ragged row and token counts, every result still a lone mat-vec's bits.
+TEST(MatmulTest, F16LongRowsWithTailMatchSingleDot) {
+  const TensorType t = TensorType::kF16;
+  for (int64_t cols : {int64_t{2048 + 1024 + 32 + 7}, int64_t{40}, int64_t{5}}) {
+    const int64_t rows = 45, n_tokens = 23;
+    const Matrix w = make_weights(t, rows, cols, 11);
+    const auto x = gaussian(n_tokens * cols, 12, 3.0f);
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    std::vector<float> y(n_tokens * rows), ref(rows);
+    matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+    for (int64_t tok = 0; tok < n_tokens; ++tok) {
+      matmul_with(scalar_kernels(), false, w.view, x.data() + tok * cols, 1, ref.data(), pool,
+                  scratch);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(bits(y[tok * rows + r]), bits(ref[r]))
+            << "cols " << cols << " token " << tok << " row " << r;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(testing::weight_types()),

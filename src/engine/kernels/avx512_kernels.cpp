@@ -188,17 +188,6 @@ void dot32_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, flo
 
 // ---- F16 weights x F16 activations (read from the working format's floats) --------
 
-// The canonical 32-lane reduction (the AVX2 kernel's: 8-lane groups g0..g3 summed
-// (g0 + g1) + (g2 + g3), then 8 -> 4 -> 2 -> 1); lo holds lanes 0..15, hi 16..31.
-inline float reduce_lanes32(__m512 lo, __m512 hi) {
-  const __m256 g01 = _mm256_add_ps(_mm512_castps512_ps256(lo), _mm512_extractf32x8_ps(lo, 1));
-  const __m256 g23 = _mm256_add_ps(_mm512_castps512_ps256(hi), _mm512_extractf32x8_ps(hi, 1));
-  const __m256 s = _mm256_add_ps(g01, g23);
-  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
-  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
-}
-
 // Element i goes to lane i % 32 with one FMA (lanes 0..15 in lo, 16..31 in hi),
 // elements past the last full 32 are FMA'd in order after the reduction.
 template <int NT>
@@ -559,6 +548,7 @@ KernelSet make_avx512() {
   k.quantize_f16 = quantize_f16_row;
   install_avx512_kquants(&k);
   install_avx512_kquant_panels(&k);
+  install_avx512_f16_gemm(&k);
   return k;
 }
 

@@ -12,5 +12,7 @@ namespace hearth::engine {
 void install_avx512_kquants(KernelSet* k);
 // Prefill panels for Q4_K, Q5_K, Q6_K (avx512_kquant_panels.cpp).
 void install_avx512_kquant_panels(KernelSet* k);
+// The F16 prefill GEMM, weights read in place (avx512_f16_gemm.cpp).
+void install_avx512_f16_gemm(KernelSet* k);
 
 }  // namespace hearth::engine

@@ -45,6 +45,14 @@ struct Engine::Impl {
   kb::ThreadPool& pool_for(int64_t macs) {
     return macs < (int64_t{1} << 16) ? *inline_pool : *pool;
   }
+  // f(t) for t in [0, n_tokens), spread over the pool when the batch is large enough;
+  // `work` is the per-token cost in multiply-adds. f must touch only token t's data.
+  template <class F>
+  void for_each_token(int64_t n_tokens, int64_t work, F&& f) {
+    pool_for(n_tokens * work).parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) f(t);
+    });
+  }
   void matmul(const kb::WeightView& w, const float* x, int64_t n_tokens, float* y) {
     kb::matmul(w, x, n_tokens, y, pool_for(w.rows * w.cols * n_tokens), s.mm);
   }

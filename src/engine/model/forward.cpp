@@ -127,13 +127,15 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
 
   for (int32_t l = 0; l < hp.n_layer; ++l) {
     const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
-    for (int64_t t = 0; t < T; ++t) {
+    for_each_token(T, e, [&](int64_t t) {
       engine::rms_norm(x + t * e, L.attn_norm.data, e, hp.rms_eps, xn + t * e);
-    }
+    });
     matmul(L.wq, xn, T, s.q.data());
     matmul(L.wk, xn, T, s.k.data());
     matmul(L.wv, xn, T, s.v.data());
-    for (int64_t t = 0; t < T; ++t) {
+    // Element-wise stages run on the pool, one token per call: each token's values
+    // are computed by the same operations whichever thread runs it.
+    for_each_token(T, 4 * (qd + 2 * kvd), [&](int64_t t) {
       float* q = s.q.data() + t * qd;
       float* k = s.k.data() + t * kvd;
       float* v = s.v.data() + t * kvd;
@@ -152,22 +154,25 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
       float* q16 = s.q16.data() + t * qd;
       for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
-    }
+    });
     attention(chunk, l);
     matmul(L.wo, s.att.data(), T, s.proj.data());
-    for (int64_t i = 0; i < T * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
-
-    for (int64_t t = 0; t < T; ++t) {
+    for_each_token(T, 2 * e, [&](int64_t t) {
+      for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
       engine::rms_norm(x + t * e, L.ffn_norm.data, e, hp.rms_eps, xn + t * e);
-    }
+    });
     matmul(L.w_gate, xn, T, s.gate.data());
     matmul(L.w_up, xn, T, s.up.data());
-    for (int64_t i = 0; i < T * ff; ++i) {
-      const float g = s.gate[static_cast<size_t>(i)];
-      s.gate[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * s.up[static_cast<size_t>(i)];
-    }
+    for_each_token(T, 16 * ff, [&](int64_t t) {
+      for (int64_t i = t * ff; i < (t + 1) * ff; ++i) {
+        const float g = s.gate[static_cast<size_t>(i)];
+        s.gate[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * s.up[static_cast<size_t>(i)];
+      }
+    });
     matmul(L.w_down, s.gate.data(), T, s.proj.data());
-    for (int64_t i = 0; i < T * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
+    for_each_token(T, e, [&](int64_t t) {
+      for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
+    });
   }
 
   for (const BatchToken& t : chunk) {
