@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/kernels/canonical.h"
 #include "engine/model/kernels_bridge.h"
+#include "engine/model/vec_exp.h"
 #include "hearth/fp16.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -178,19 +180,54 @@ void group_weighted_sum(const uint16_t* v0, size_t stride, int32_t n, const floa
 
 // The softmax of attend_head over one head's n scores, in place: scaled, max
 // subtracted, exp, normalized by the double sum, rounded to F16.
-void softmax_f16(float* scores, int32_t n, float scale) {
-  const float max = scale_and_max(scores, n, scale);
-  double sum = 0.0;
-  for (int32_t p = 0; p < n; ++p) {
-    const float e = std::exp(scores[p] - max);
-    scores[p] = e;
-    sum += static_cast<double>(e);
+// scores[p] = canon::exp_f32(scores[p] - max) for p < a multiple of 16, the values
+// added to sum's lanes (lane p % 16); returns how many were done.
+int32_t exp_and_sum(float* scores, int32_t n, float max, canon::SumLanes16* sum) {
+  int32_t p = 0;
+#if HEARTH_VEC_EXP_AVX512
+  const __m512 vmax = _mm512_set1_ps(max);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (; p + 16 <= n; p += 16) {
+    const __m512 e = exp_canon16(_mm512_sub_ps(_mm512_loadu_ps(scores + p), vmax));
+    _mm512_storeu_ps(scores + p, e);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    hi = _mm512_add_pd(
+        hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
   }
-  const float inv = static_cast<float>(1.0 / sum);
-  normalize_to_f16(scores, n, inv);
+  _mm512_storeu_pd(sum->v, lo);
+  _mm512_storeu_pd(sum->v + 8, hi);
+#elif HEARTH_VEC_EXP_AVX2
+  const __m256 vmax = _mm256_set1_ps(max);
+  __m256d a[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(),
+                  _mm256_setzero_pd()};
+  for (; p + 16 <= n; p += 16) {
+    for (int h = 0; h < 2; ++h) {
+      const __m256 e = exp_canon8(_mm256_sub_ps(_mm256_loadu_ps(scores + p + 8 * h), vmax));
+      _mm256_storeu_ps(scores + p + 8 * h, e);
+      a[2 * h] = _mm256_add_pd(a[2 * h], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+      a[2 * h + 1] = _mm256_add_pd(a[2 * h + 1], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+  }
+  for (int j = 0; j < 4; ++j) _mm256_storeu_pd(sum->v + 4 * j, a[j]);
+#else
+  (void)scores, (void)n, (void)max, (void)sum;
+#endif
+  return p;
 }
 
 }  // namespace
+
+void softmax_f16(float* scores, int32_t n, float scale) {
+  const float max = scale_and_max(scores, n, scale);
+  canon::SumLanes16 sum;
+  for (int32_t p = exp_and_sum(scores, n, max, &sum); p < n; ++p) {
+    const float e = canon::exp_f32(scores[p] - max);
+    scores[p] = e;
+    sum.v[p % 16] += static_cast<double>(e);
+  }
+  const float inv = static_cast<float>(1.0 / sum.reduce());
+  normalize_to_f16(scores, n, inv);
+}
 
 bool attend_group(const KvStore& kv, int32_t seq, int32_t layer, int32_t pos, int32_t kv_head,
                   int32_t group, const float* q, int32_t head_dim, float scale, float* scores,

@@ -1,6 +1,7 @@
 // Causal attention of one query head over its sequence's F16 KV, with llama.cpp's
 // (flash attention off) roundings: Q is F16, scores and softmax in f32 (the softmax
-// sum in double), probabilities rounded to F16 before P.V. Every reduction runs in
+// sum in double lanes, exp by the engine's canonical exp), probabilities rounded to
+// F16 before P.V. Every reduction runs in
 // position order 0..pos, so the result depends only on the sequence's KV and q.
 #pragma once
 
@@ -32,6 +33,12 @@ void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float
 bool attend_group(const KvStore& kv, int32_t seq, int32_t layer, int32_t pos, int32_t kv_head,
                   int32_t group, const float* q, int32_t head_dim, float scale, float* scores,
                   float* out);
+
+// The softmax of attention, in place over n scores: scores[p] * scale, minus their
+// max, canon::exp_f32, summed in canon::SumLanes16's order (double lanes), times
+// 1/sum as float, rounded to F16 (probabilities as F16 values). SIMD per this
+// build's ISA; the bits are those of that scalar definition.
+void softmax_f16(float* scores, int32_t n, float scale);
 
 // The two loops of attend_head, exposed for tests. Both give exactly the bits of the
 // kernels' dot_f16_f32 / axpy_f16 called once per position (same operations per

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/model/activation.h"
 #include "engine/model/attention.h"
 #include "engine/model/engine_impl.h"
 #include "engine/model/norm.h"
@@ -164,10 +165,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
     matmul(L.w_gate, xn, T, s.gate.data());
     matmul(L.w_up, xn, T, s.up.data());
     for_each_token(T, 16 * ff, [&](int64_t t) {
-      for (int64_t i = t * ff; i < (t + 1) * ff; ++i) {
-        const float g = s.gate[static_cast<size_t>(i)];
-        s.gate[static_cast<size_t>(i)] = g / (1.0f + std::exp(-g)) * s.up[static_cast<size_t>(i)];
-      }
+      engine::silu_mul(s.gate.data() + t * ff, s.up.data() + t * ff, ff);
     });
     matmul(L.w_down, s.gate.data(), T, s.proj.data());
     for_each_token(T, e, [&](int64_t t) {

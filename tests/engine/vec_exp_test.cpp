@@ -1,0 +1,125 @@
+// The engine's canonical exp and the functions built on it: canon::exp_f32 is close
+// to the true exp; its SIMD twins, the softmax and SiLU give exactly the bits of
+// their scalar definitions in canonical.h, on edge values and random inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "attention_test_util.h"
+#include "engine/kernels/canonical.h"
+#include "engine/model/activation.h"
+#include "engine/model/attention.h"
+#include "engine/model/vec_exp.h"
+#include "hearth/fp16.h"
+
+namespace hearth::engine {
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// Edge values and a dense sweep of the finite range, plus random ones.
+std::vector<float> exp_inputs() {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f,    -0.0f,      1.0f,        -1.0f,     -86.99f,       -87.0f,
+                           -87.01f, -87.5f,     -88.0f,      -100.0f,   87.9f,         88.0f,
+                           88.01f,  89.0f,      -inf,        inf,       std::nanf(""), 1e-30f,
+                           -1e-30f, 0.3465736f, -0.3465736f, 0.3465737f};
+  for (float x = -90.0f; x <= 90.0f; x += 0.0137f) xs.push_back(x);
+  Lcg rng{7};
+  for (int i = 0; i < 4000; ++i) xs.push_back(rng.next() * 20.0f);
+  return xs;
+}
+
+TEST(CanonExp, WithinOneUlpOfTrueExp) {
+  for (float x : exp_inputs()) {
+    if (!std::isfinite(x) || x < canon::kExpMin || x > canon::kExpMax) continue;
+    const double want = std::exp(static_cast<double>(x));
+    const double got = canon::exp_f32(x);
+    const double ulp = std::ldexp(1.0, std::ilogb(static_cast<float>(want)) - 23);
+    EXPECT_LE(std::fabs(got - want), 1 * ulp) << "x = " << x;
+  }
+}
+
+TEST(CanonExp, EdgesFollowTheDefinition) {
+  EXPECT_EQ(canon::exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(canon::exp_f32(-88.0f), 0.0f);
+  EXPECT_EQ(canon::exp_f32(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isinf(canon::exp_f32(89.0f)));
+  EXPECT_TRUE(std::isnan(canon::exp_f32(std::nanf(""))));
+  EXPECT_GT(canon::exp_f32(-87.0f), 0.0f);
+  EXPECT_TRUE(std::isfinite(canon::exp_f32(88.0f)));
+}
+
+TEST(CanonExp, SimdTwinsGiveTheScalarBits) {
+  const std::vector<float> xs = exp_inputs();
+  int checked = 0;
+#if HEARTH_VEC_EXP_AVX512
+  for (size_t i = 0; i + 16 <= xs.size(); i += 16) {
+    float out[16];
+    _mm512_storeu_ps(out, exp_canon16(_mm512_loadu_ps(xs.data() + i)));
+    for (int j = 0; j < 16; ++j, ++checked)
+      ASSERT_EQ(bits_of(out[j]), bits_of(canon::exp_f32(xs[i + j]))) << "x = " << xs[i + j];
+  }
+#endif
+#if HEARTH_VEC_EXP_AVX2
+  for (size_t i = 0; i + 8 <= xs.size(); i += 8) {
+    float out[8];
+    _mm256_storeu_ps(out, exp_canon8(_mm256_loadu_ps(xs.data() + i)));
+    for (int j = 0; j < 8; ++j, ++checked)
+      ASSERT_EQ(bits_of(out[j]), bits_of(canon::exp_f32(xs[i + j]))) << "x = " << xs[i + j];
+  }
+#endif
+  if (checked == 0) GTEST_SKIP() << "SKIPPED: this build has no SIMD exp (portable build)";
+}
+
+// softmax_f16 against its scalar definition, for lengths around the 16-lane blocks.
+TEST(CanonExp, SoftmaxMatchesItsScalarDefinition) {
+  Lcg rng{11};
+  for (int32_t n : {1, 2, 15, 16, 17, 31, 33, 100, 257, 2049}) {
+    std::vector<float> s(static_cast<size_t>(n));
+    for (float& v : s) v = rng.next() * 30.0f;
+    const float scale = 0.125f;
+    std::vector<float> want = s;
+    float max = -std::numeric_limits<float>::infinity();
+    for (float& v : want) {
+      v = v * scale;
+      max = v > max ? v : max;
+    }
+    canon::SumLanes16 sum;
+    for (int32_t p = 0; p < n; ++p) {
+      want[p] = canon::exp_f32(want[p] - max);
+      sum.v[p % 16] += static_cast<double>(want[p]);
+    }
+    const float inv = static_cast<float>(1.0 / sum.reduce());
+    for (float& v : want) v = fp16_to_fp32(fp32_to_fp16(v * inv));
+
+    softmax_f16(s.data(), n, scale);
+    for (int32_t p = 0; p < n; ++p)
+      ASSERT_EQ(bits_of(s[p]), bits_of(want[p])) << "n = " << n << " p = " << p;
+  }
+}
+
+TEST(CanonExp, SiluMulMatchesItsScalarDefinition) {
+  Lcg rng{13};
+  std::vector<float> g, u;
+  for (float x : {0.0f, -0.0f, 100.0f, -100.0f, 88.5f, -88.5f, 1e-20f})
+    g.push_back(x), u.push_back(1.5f);
+  while (g.size() < 1037) {
+    g.push_back(rng.next() * 12.0f);
+    u.push_back(rng.next() * 3.0f);
+  }
+  std::vector<float> got = g;
+  silu_mul(got.data(), u.data(), static_cast<int64_t>(got.size()));
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_EQ(bits_of(got[i]), bits_of(canon::silu_mul(g[i], u[i]))) << "g = " << g[i];
+}
+
+}  // namespace
+}  // namespace hearth::engine
