@@ -26,14 +26,14 @@ using TokenId = int32_t;
 
 // Static facts about a loaded model, for model_info and scheduling.
 struct BackendInfo {
-  std::string backend_name;    // "stub", "engine"
-  std::string architecture;    // e.g. "llama", "qwen2"
-  int32_t vocab_size = 0;      // length of every logits row
-  int32_t n_ctx = 0;           // context size per sequence (positions)
+  std::string backend_name;  // "stub", "engine"
+  std::string architecture;  // e.g. "llama", "qwen2"
+  int32_t vocab_size = 0;    // length of every logits row
+  int32_t n_ctx = 0;         // context size per sequence (positions)
   int32_t n_ctx_train = 0;
-  int32_t n_seq_max = 1;       // sequences this backend instance can hold at once
-  int32_t n_embd = 0;          // embedding width
-  std::string quant_type;      // e.g. "q4_k_m", "f16"
+  int32_t n_seq_max = 1;   // sequences this backend instance can hold at once
+  int32_t n_embd = 0;      // embedding width
+  std::string quant_type;  // e.g. "q4_k_m", "f16"
   int32_t quant_bits = 0;
   uint64_t memory_estimate_bytes = 0;  // weights + KV for n_ctx * n_seq_max
   std::vector<TokenId> eog_tokens;     // end-of-generation tokens (EOS, EOT, ...)
@@ -82,7 +82,7 @@ class TextStream {
 };
 
 struct ChatMessage {
-  std::string role;     // "system", "user", "assistant", "tool"
+  std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
 };
 
@@ -141,6 +141,19 @@ class Backend {
   virtual Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) = 0;
   // Replaces `seq`'s cells with positions [0, n_pos) from kv_pack bytes.
   virtual Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) = 0;
+  // Optional in-place restore: empties `seq` and returns writable spans of its cells for
+  // positions [0, n_pos) whose concatenation is kv_pack's layout; after the caller has
+  // filled them, kv_import_commit(seq, n_pos) makes them live. An empty result means
+  // the backend has none (use kv_unpack); so does a failure before the commit (the
+  // sequence stays empty).
+  virtual Result<std::vector<std::span<uint8_t>>> kv_import_spans(int32_t seq, int32_t n_pos) {
+    (void)seq, (void)n_pos;
+    return std::vector<std::span<uint8_t>>{};
+  }
+  virtual Status kv_import_commit(int32_t seq, int32_t n_pos) {
+    (void)seq, (void)n_pos;
+    return Unsupported("this backend has no in-place KV import");
+  }
   // Drops positions >= n_pos of `seq` (n_pos = 0 empties it).
   virtual Status seq_truncate(int32_t seq, int32_t n_pos) = 0;
   // Mean-pooled, L2-normalised embedding of `tokens` (uses no sequence slot).

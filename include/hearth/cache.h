@@ -37,15 +37,15 @@ namespace hearth::cache {
 struct RowInfo {
   CacheKey key{};
   Tier tier = Tier::kRam;
-  uint64_t size = 0;            // whole file / slab bytes (what the quota counts)
+  uint64_t size = 0;  // whole file / slab bytes (what the quota counts)
   uint64_t payload_bytes = 0;
-  uint64_t last_used_ns = 0;    // steady clock
-  uint32_t refcount = 0;        // active checkouts
+  uint64_t last_used_ns = 0;  // steady clock
+  uint32_t refcount = 0;      // active checkouts
   RowStatus status = RowStatus::kAvailable;
   std::array<uint8_t, 48> header{};  // the KVC header bytes as published
-  std::string location;         // file path, or "ram"
+  std::string location;              // file path, or "ram"
   uint32_t n_tokens = 0;
-  uint32_t hits = 0;            // persisted in the header's hit_count on file tiers
+  uint32_t hits = 0;  // persisted in the header's hit_count on file tiers
 };
 
 struct PrefixHit {
@@ -83,6 +83,10 @@ class Lease {
   // verifying CRC32C as it goes. A corrupt row is dropped from the index,
   // counted, and reported as kDataLoss; dst content is then unspecified.
   Status read_payload(std::span<uint8_t> dst);
+  // The same into several buffers, filled in order (their sizes must add up to
+  // payload_size()): a file row is read straight into its destination, e.g. a
+  // sequence's KV runs, with each chunk CRC-checked while still in cache.
+  Status read_payload(std::span<const std::span<uint8_t>> dst);
   // Zero-copy read-only view of the payload, verified on first call. RAM: the
   // slab itself. File tiers: a private read-only mapping kept by the lease.
   Result<std::span<const uint8_t>> view();
@@ -131,8 +135,8 @@ class Cache {
   // full length first when it is not a multiple of the stride. Counts
   // hits_longest_prefix or misses, longest_prefix_probes, longest_prefix_ns.
   std::optional<PrefixHit> lookup_longest_prefix(const KeyNamespace& ns,
-                                                 std::span<const Token> tokens,
-                                                 size_t stride = 0, size_t min_tokens = 0);
+                                                 std::span<const Token> tokens, size_t stride = 0,
+                                                 size_t min_tokens = 0);
   // Token-granular longest common prefix over every row of the namespace
   // (radix tree), linear in the prompt. The hit may be a partial row. Only
   // hits of at least min_tokens (0 = 1) count. Counts hits_radix or misses.

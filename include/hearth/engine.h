@@ -105,6 +105,12 @@ class Engine {
   // Replaces seq's contents with n_pos positions from kv_pack's format.
   // bytes.size() must equal n_pos * kv_bytes_per_position().
   Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos);
+  // In-place restore, for readers that can write straight into the KV (a file read
+  // lands in the sequence's memory, no staging copy): empties seq and returns the
+  // writable byte runs of positions [0, n_pos) in kv_pack's order (their concatenation
+  // is kv_pack's bytes). Fill them, then kv_import_commit(seq, n_pos).
+  Result<std::vector<std::span<uint8_t>>> kv_import_spans(int32_t seq, int32_t n_pos);
+  Status kv_import_commit(int32_t seq, int32_t n_pos);
 
   // Identifies everything that determines the bits of logits and KV (engine numerics
   // version, kernel family, KV format). Two engines with equal numerics_id() on the same

@@ -30,7 +30,7 @@ struct Lease::State {
 
 namespace {
 
-constexpr size_t kChunk = 2u << 20;  // copy+CRC granularity: stays in L2/L3
+constexpr size_t kChunk = 512u << 10;  // copy+CRC granularity: stays in L2
 
 // Reports a corrupt or unreadable row: counted, dropped from the index (and its
 // file removed), surfaced as a miss-equivalent error.
@@ -56,52 +56,67 @@ Lease::Lease(Lease&&) noexcept = default;
 Lease& Lease::operator=(Lease&&) noexcept = default;
 Lease::~Lease() = default;
 
-const RowInfo& Lease::row() const { return s_->info; }
-const KvcInfo& Lease::info() const { return s_->kvc; }
-uint64_t Lease::payload_size() const { return s_->row->payload_bytes; }
+const RowInfo& Lease::row() const {
+  return s_->info;
+}
+const KvcInfo& Lease::info() const {
+  return s_->kvc;
+}
+uint64_t Lease::payload_size() const {
+  return s_->row->payload_bytes;
+}
 
 Status Lease::read_payload(std::span<uint8_t> dst) {
+  const std::span<uint8_t> one[1] = {dst};
+  return read_payload(std::span<const std::span<uint8_t>>(one));
+}
+
+Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
   State& s = *s_;
   const Row& row = *s.row;
-  if (dst.size() != row.payload_bytes) {
-    return InvalidArgument("read_payload: buffer is " + std::to_string(dst.size()) +
+  uint64_t total = 0;
+  for (const auto& d : dst) total += d.size();
+  if (total != row.payload_bytes) {
+    return InvalidArgument("read_payload: buffers hold " + std::to_string(total) +
                            " bytes, payload is " + std::to_string(row.payload_bytes));
   }
   uint64_t t0 = now_ns();
-  bool check = s.impl->cfg.verify_on_load;
+  const bool check = s.impl->cfg.verify_on_load;
+  // An immutable in-process slab is verified once; later loads are a memcpy.
+  const bool need_ram = check && !row.verified.load(std::memory_order_acquire);
   uint32_t crc = 0;
-  if (row.ram_prefix) {
-    const uint8_t* src = row.ram_data;
-    // An immutable in-process slab is verified once; later loads are a memcpy.
-    bool need = check && !row.verified.load(std::memory_order_acquire);
-    for (size_t off = 0; off < dst.size(); off += kChunk) {
-      size_t n = std::min(kChunk, dst.size() - off);
-      std::memcpy(dst.data() + off, src + off, n);
-      if (need) crc = crc32c_extend(crc, dst.data() + off, n);
+  uint64_t at = 0;  // payload offset of the next byte
+  for (const auto& d : dst) {
+    for (size_t off = 0; off < d.size(); off += kChunk) {
+      const size_t n = std::min(kChunk, d.size() - off);
+      uint8_t* out = d.data() + off;
+      if (row.ram_prefix) {
+        std::memcpy(out, row.ram_data + at, n);
+        if (need_ram) crc = crc32c_extend(crc, out, n);
+      } else {
+        // Large preads straight into the caller's buffer; CRC each chunk while it is
+        // still in cache.
+        Status st = read_full(*s.impl->io, s.fd, out, n, row.payload_offset + at);
+        if (!st.ok()) {
+          if (st.code() == ErrorCode::kIo) {
+            if (FileTier* ft = s.impl->file_tier(row.tier)) ft->set_degraded(true);
+          }
+          return corrupt(s.impl, s.row, st);
+        }
+        if (check) crc = crc32c_extend(crc, out, n);
+      }
+      at += n;
     }
-    if (need) {
+  }
+  if (row.ram_prefix) {
+    if (need_ram) {
       if (crc != row.payload_crc) {
         return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
       }
       row.verified.store(true, std::memory_order_release);
     }
-  } else {
-    // Large preads straight into the caller's buffer; CRC each chunk while it
-    // is still in cache.
-    for (size_t off = 0; off < dst.size(); off += kChunk) {
-      size_t n = std::min(kChunk, dst.size() - off);
-      Status st = read_full(*s.impl->io, s.fd, dst.data() + off, n, row.payload_offset + off);
-      if (!st.ok()) {
-        if (st.code() == ErrorCode::kIo) {
-          if (FileTier* ft = s.impl->file_tier(row.tier)) ft->set_degraded(true);
-        }
-        return corrupt(s.impl, s.row, st);
-      }
-      if (check) crc = crc32c_extend(crc, dst.data() + off, n);
-    }
-    if (check && crc != row.payload_crc) {
-      return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
-    }
+  } else if (check && crc != row.payload_crc) {
+    return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
   }
   s.impl->counters.add(Counter::kLoadTotalNs, now_ns() - t0);
   return OkStatus();

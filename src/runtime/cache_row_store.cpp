@@ -116,6 +116,16 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
       cache::Lease lease;
     };
     auto pinned = std::make_shared<Pinned>(Pinned{std::move(owner), std::move(*lease)});
+    if (pinned->lease.row().tier != cache::Tier::kRam) {
+      // A file row is read (pread, CRC per chunk) straight into its destination: a
+      // mapping would cost page faults and a second pass.
+      row->payload_size = pinned->lease.payload_size();
+      row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
+        return p->lease.read_payload(dst);
+      };
+      row->pin = std::move(pinned);
+      return RowHit{row, usable};
+    }
     auto view = pinned->lease.view();  // CRC-verified
     if (!view.ok()) return {};
     row->view = *view;

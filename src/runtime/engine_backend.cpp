@@ -129,6 +129,14 @@ Status EngineBackend::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int
   return engine_->kv_unpack(seq, bytes, n_pos);
 }
 
+Result<std::vector<std::span<uint8_t>>> EngineBackend::kv_import_spans(int32_t seq, int32_t n_pos) {
+  return engine_->kv_import_spans(seq, n_pos);
+}
+
+Status EngineBackend::kv_import_commit(int32_t seq, int32_t n_pos) {
+  return engine_->kv_import_commit(seq, n_pos);
+}
+
 Status EngineBackend::seq_truncate(int32_t seq, int32_t n_pos) {
   const int32_t len = engine_->seq_len(seq);
   if (len < 0) return InvalidArgument("unknown sequence " + std::to_string(seq));

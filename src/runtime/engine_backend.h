@@ -25,10 +25,11 @@ class EngineBackend : public Backend {
   Result<std::unique_ptr<TokenSampler>> make_sampler(
       const SamplingOptions& options, std::span<const TokenId> history) const override;
 
-  Status step(std::span<const StepRow> rows,
-              std::vector<std::vector<float>>* logits_out) override;
+  Status step(std::span<const StepRow> rows, std::vector<std::vector<float>>* logits_out) override;
   Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) override;
   Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) override;
+  Result<std::vector<std::span<uint8_t>>> kv_import_spans(int32_t seq, int32_t n_pos) override;
+  Status kv_import_commit(int32_t seq, int32_t n_pos) override;
   Status seq_truncate(int32_t seq, int32_t n_pos) override;
   Result<std::vector<float>> embed(std::span<const TokenId> tokens) override;
 
@@ -37,7 +38,7 @@ class EngineBackend : public Backend {
   std::shared_ptr<const Tokenizer> tokenizer_;
   BackendInfo info_;
   KvIdentity identity_;
-  std::vector<BatchToken> batch_;   // reused between steps
+  std::vector<BatchToken> batch_;  // reused between steps
   std::vector<float> logits_;
 };
 

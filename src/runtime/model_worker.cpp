@@ -22,11 +22,16 @@ struct WorkerFault : std::runtime_error {
 
 const char* hit_counter_name(CacheHitKind kind) {
   switch (kind) {
-    case CacheHitKind::kExact: return "hits_exact";
-    case CacheHitKind::kResume: return "hits_resume";
-    case CacheHitKind::kPartial: return "hits_longest_prefix";
-    case CacheHitKind::kSticky: return "hits_sticky";
-    case CacheHitKind::kCold: return "misses";
+    case CacheHitKind::kExact:
+      return "hits_exact";
+    case CacheHitKind::kResume:
+      return "hits_resume";
+    case CacheHitKind::kPartial:
+      return "hits_longest_prefix";
+    case CacheHitKind::kSticky:
+      return "hits_sticky";
+    case CacheHitKind::kCold:
+      return "misses";
   }
   return "misses";
 }
@@ -45,8 +50,7 @@ bool call_sink(const F& fn, Args&&... args) {
 }  // namespace
 
 ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
-                         std::shared_ptr<RowStore> store,
-                         std::function<void(RequestId)> unregister)
+                         std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister)
     : config_(std::move(config)),
       ns_(ns),
       store_(std::move(store)),
@@ -59,7 +63,9 @@ ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, R
   thread_ = std::thread([this] { thread_main(); });
 }
 
-ModelWorker::~ModelWorker() { stop(); }
+ModelWorker::~ModelWorker() {
+  stop();
+}
 
 std::shared_ptr<Backend> ModelWorker::backend() const {
   std::lock_guard lock(mu_);
@@ -167,8 +173,8 @@ void ModelWorker::lookup(Request& r) {
       log::debug("runtime: ignoring malformed parent_key: " + key.status().message());
     }
   }
-  RowHit hit = store_->lookup_longest_prefix(ns_, r.prompt, 1,
-                                             static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
+  RowHit hit = store_->lookup_longest_prefix(
+      ns_, r.prompt, 1, static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
   if (hit && hit.row->tokens.size() <= static_cast<size_t>(config_.n_ctx)) {
     r.restore_len = std::min(hit.n_tokens, r.prompt.size());
     r.restore_row = std::move(hit.row);
@@ -285,7 +291,8 @@ void ModelWorker::admit(RequestPtr r) {
       const size_t m = std::min(s.resident.size(), n);
       while (lcp < m && s.resident[lcp] == prompt[lcp]) ++lcp;
     }
-    if (!best || lcp > best_lcp || (lcp == best_lcp && s.resident.empty() && !best->resident.empty())) {
+    if (!best || lcp > best_lcp ||
+        (lcp == best_lcp && s.resident.empty() && !best->resident.empty())) {
       best = &s;
       best_lcp = lcp;
     }
@@ -323,7 +330,7 @@ void ModelWorker::admit(RequestPtr r) {
     s.hit = CacheHitKind::kSticky;
     s.delta.read = static_cast<int64_t>(sticky);
   } else if (row_len > 0) {
-    Status st = backend.kv_unpack(s.seq, row->kv_bytes(), static_cast<int32_t>(row->tokens.size()));
+    Status st = restore_row(s.seq, *row);
     if (st.ok()) {
       s.resident = row->tokens;
       s.last_logits = row->last_logits;
@@ -371,6 +378,21 @@ void ModelWorker::admit(RequestPtr r) {
   }
   s.cursor = static_cast<int32_t>(s.resident.size());
   if (s.cursor == static_cast<int32_t>(n)) after_prefill(s, s.last_logits);
+}
+
+Status ModelWorker::restore_row(int32_t seq, const CacheRow& row) {
+  const int32_t n = static_cast<int32_t>(row.tokens.size());
+  Backend& backend = *backend_;
+  if (!row.read_into) return backend.kv_unpack(seq, row.kv_bytes(), n);
+  HEARTH_ASSIGN_OR_RETURN(std::vector<std::span<uint8_t>> spans, backend.kv_import_spans(seq, n));
+  if (spans.empty()) {  // no in-place import: stage the payload, then unpack
+    std::vector<uint8_t> staged(row.payload_size);
+    const std::span<uint8_t> one[1] = {staged};
+    HEARTH_RETURN_IF_ERROR(row.read_into(one));
+    return backend.kv_unpack(seq, staged, n);
+  }
+  HEARTH_RETURN_IF_ERROR(row.read_into(spans));
+  return backend.kv_import_commit(seq, n);
 }
 
 void ModelWorker::tick() {
@@ -673,7 +695,8 @@ void ModelWorker::handle_failure(const std::string& what) {
     if (stopping_) return;
   }
   Result<std::unique_ptr<Backend>> fresh =
-      config_.factory ? config_.factory() : Result<std::unique_ptr<Backend>>(Unavailable("no factory"));
+      config_.factory ? config_.factory()
+                      : Result<std::unique_ptr<Backend>>(Unavailable("no factory"));
   if (!fresh.ok()) {
     handle_failure("rebuilding the backend: " + fresh.status().to_string());
     return;

@@ -63,6 +63,9 @@ class ModelWorker {
   void loop_once(std::unique_lock<std::mutex>& lock);
   void admit(RequestPtr request);
   void tick();
+  // Restores a cached row into seq: in place from a file row when the backend can,
+  // else through kv_unpack.
+  Status restore_row(int32_t seq, const CacheRow& row);
   void after_prefill(Slot& slot, std::vector<float> logits);
   void sample_next(Slot& slot, std::span<const float> logits);
   void finish(Slot& slot);
@@ -89,7 +92,7 @@ class ModelWorker {
   std::deque<Job*> jobs_;
   bool stopping_ = false;
   bool failed_ = false;
-  int32_t restarts_ = 0;              // total
+  int32_t restarts_ = 0;  // total
   int32_t consecutive_failures_ = 0;
   int32_t active_ = 0;
   ModelStatus status_ = ModelStatus::kIdle;

@@ -5,40 +5,56 @@ namespace hearth::runtime {
 
 const char* tier_name(Tier tier) {
   switch (tier) {
-    case Tier::kRam: return "ram";
-    case Tier::kRamFile: return "ram_file";
-    case Tier::kDisk: return "disk";
+    case Tier::kRam:
+      return "ram";
+    case Tier::kRamFile:
+      return "ram_file";
+    case Tier::kDisk:
+      return "disk";
   }
   return "unknown";
 }
 
 const char* model_status_name(ModelStatus status) {
   switch (status) {
-    case ModelStatus::kIdle: return "idle";
-    case ModelStatus::kPrefilling: return "prefilling";
-    case ModelStatus::kGenerating: return "generating";
-    case ModelStatus::kRestarting: return "restarting";
-    case ModelStatus::kFailed: return "failed";
+    case ModelStatus::kIdle:
+      return "idle";
+    case ModelStatus::kPrefilling:
+      return "prefilling";
+    case ModelStatus::kGenerating:
+      return "generating";
+    case ModelStatus::kRestarting:
+      return "restarting";
+    case ModelStatus::kFailed:
+      return "failed";
   }
   return "unknown";
 }
 
 const char* cache_hit_kind_name(CacheHitKind kind) {
   switch (kind) {
-    case CacheHitKind::kCold: return "cold";
-    case CacheHitKind::kExact: return "exact";
-    case CacheHitKind::kResume: return "resume";
-    case CacheHitKind::kPartial: return "partial";
-    case CacheHitKind::kSticky: return "sticky";
+    case CacheHitKind::kCold:
+      return "cold";
+    case CacheHitKind::kExact:
+      return "exact";
+    case CacheHitKind::kResume:
+      return "resume";
+    case CacheHitKind::kPartial:
+      return "partial";
+    case CacheHitKind::kSticky:
+      return "sticky";
   }
   return "unknown";
 }
 
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -32,6 +33,12 @@ struct CacheRow {
   // the store that owns the cache. A restore is then one copy, straight into the KV.
   std::shared_ptr<const void> pin;
   std::span<const uint8_t> view;
+  // Streaming restore (file tiers), set instead of `view`: reads the payload into
+  // buffers filled in order (CRC-checked), e.g. a backend's in-place KV import spans,
+  // so a restore from a file is one read into the KV. `pin` keeps the lease alive.
+  std::function<Status(std::span<const std::span<uint8_t>>)> read_into;
+  size_t payload_size = 0;
+  // The payload as bytes in memory (not for read_into rows).
   std::span<const uint8_t> kv_bytes() const {
     return pin ? view : std::span<const uint8_t>(kv.data(), kv.size());
   }
@@ -71,8 +78,8 @@ class RowStore {
                                        size_t min_tokens, size_t stride) = 0;
   // Async saves return once queued (a resume lookup sees the key in flight at once);
   // sync saves return once published or failed. Returns the row's key.
-  virtual Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row,
-                              Tier tier, SaveReason reason, bool sync) = 0;
+  virtual Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row, Tier tier,
+                              SaveReason reason, bool sync) = 0;
   virtual bool tier_enabled(Tier tier) const = 0;
   // Cache counters plus the runtime's own ("runtime_hits_exact", ...).
   virtual std::map<std::string, uint64_t> counters() const = 0;

@@ -2,8 +2,8 @@
 #include "hearth/runtime.h"
 
 #include <atomic>
-#include <set>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "hearth/log.h"
@@ -50,8 +50,8 @@ class Runtime::Impl {
     if (prompt.empty()) return InvalidArgument("prompt is empty");
     if (static_cast<int64_t>(prompt.size()) >= w.config().n_ctx)
       return OutOfRange("prompt of " + std::to_string(prompt.size()) +
-                        " tokens does not fit the context of " +
-                        std::to_string(w.config().n_ctx) + " positions");
+                        " tokens does not fit the context of " + std::to_string(w.config().n_ctx) +
+                        " positions");
     const int32_t vocab = w.backend()->info().vocab_size;
     for (TokenId t : prompt)
       if (t < 0 || t >= vocab)
@@ -95,7 +95,9 @@ class Runtime::Impl {
 };
 
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Runtime::~Runtime() { shutdown(); }
+Runtime::~Runtime() {
+  shutdown();
+}
 
 Result<std::unique_ptr<Runtime>> Runtime::create(RuntimeOptions options) {
   auto impl = std::make_unique<Impl>(std::move(options));
@@ -151,12 +153,10 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
     if (!im.store_->tier_enabled(config.tier))
       return InvalidArgument(std::string("tier ") + tier_name(config.tier) +
                              " is not enabled in the cache (set its directory in CacheOptions)");
-    HEARTH_ASSIGN_OR_RETURN(RowNamespace ns,
-                            compute_namespace(config, backend->kv_identity(),
-                                              backend->adapters_digest()));
-    return std::make_shared<ModelWorker>(
-        config, std::move(backend), ns, im.store_,
-        [&im](RequestId id) { im.unregister(id); });
+    HEARTH_ASSIGN_OR_RETURN(RowNamespace ns, compute_namespace(config, backend->kv_identity(),
+                                                               backend->adapters_digest()));
+    return std::make_shared<ModelWorker>(config, std::move(backend), ns, im.store_,
+                                         [&im](RequestId id) { im.unregister(id); });
   }();
   if (!built.ok()) {
     release();
@@ -209,17 +209,16 @@ Result<CompletionResult> Runtime::complete_tokens(std::string_view model_id,
                                                   std::span<const TokenId> prompt,
                                                   const RequestParams& params) {
   std::future<Result<CompletionResult>> future;
-  HEARTH_RETURN_IF_ERROR(impl_->start(model_id, prompt, params, Request::Kind::kGenerate, {},
-                                      true, &future)
-                             .status());
+  HEARTH_RETURN_IF_ERROR(
+      impl_->start(model_id, prompt, params, Request::Kind::kGenerate, {}, true, &future).status());
   return future.get();
 }
 
 Result<RequestId> Runtime::infer(std::string_view model_id, std::span<const TokenId> prompt,
                                  const RequestParams& params, StreamSink sink) {
-  HEARTH_ASSIGN_OR_RETURN(RequestPtr r, impl_->start(model_id, prompt, params,
-                                                     Request::Kind::kGenerate, std::move(sink),
-                                                     false, nullptr));
+  HEARTH_ASSIGN_OR_RETURN(RequestPtr r,
+                          impl_->start(model_id, prompt, params, Request::Kind::kGenerate,
+                                       std::move(sink), false, nullptr));
   return r->id;
 }
 
@@ -241,9 +240,9 @@ Result<PrefillResult> Runtime::prefill_only(std::string_view model_id,
                                             std::span<const TokenId> prompt,
                                             const RequestParams& params) {
   std::future<Result<CompletionResult>> future;
-  HEARTH_RETURN_IF_ERROR(impl_->start(model_id, prompt, params, Request::Kind::kPrefillOnly, {},
-                                      true, &future)
-                             .status());
+  HEARTH_RETURN_IF_ERROR(
+      impl_->start(model_id, prompt, params, Request::Kind::kPrefillOnly, {}, true, &future)
+          .status());
   HEARTH_ASSIGN_OR_RETURN(CompletionResult c, future.get());
   PrefillResult out;
   out.context_tokens = std::move(c.context_tokens);

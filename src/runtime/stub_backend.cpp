@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <cstring>
-#include <utility>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "runtime/basic_sampler.h"
 
@@ -105,7 +105,8 @@ std::vector<float> StubBackend::logits_for_cell(uint64_t cell, float eos_bias) {
   std::vector<float> l(kVocab);
   for (int32_t i = 0; i < kVocab; ++i) {
     uint64_t h = splitmix(cell ^ (static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull));
-    float v = static_cast<float>(static_cast<double>(h >> 40) / static_cast<double>(1 << 24)) * 8.0f;
+    float v =
+        static_cast<float>(static_cast<double>(h >> 40) / static_cast<double>(1 << 24)) * 8.0f;
     const int32_t byte = i - 3;
     const bool printable = byte >= 32 && byte < 127;
     l[static_cast<size_t>(i)] = printable ? v : v - 40.0f;

@@ -22,19 +22,19 @@ namespace hearth::runtime {
 // Shared with tests so they can steer a backend the runtime owns (and re-creates on
 // restart). All fields are atomics: set them from any thread.
 struct StubControl {
-  std::atomic<int64_t> steps{0};          // forward passes run so far
+  std::atomic<int64_t> steps{0};  // forward passes run so far
   std::atomic<int64_t> tokens_forwarded{0};
-  std::atomic<int64_t> throw_at_step{-1};  // throw std::runtime_error when steps reaches it
-  std::atomic<int64_t> fail_at_step{-1};   // return Internal when steps reaches it
-  std::atomic<int32_t> step_delay_us{0};   // sleep per step (to widen race windows)
-  std::atomic<int32_t> max_rows_seen{0};   // largest number of rows in one step
-  std::atomic<int32_t> max_tokens_seen{0}; // largest token count in one step
+  std::atomic<int64_t> throw_at_step{-1};   // throw std::runtime_error when steps reaches it
+  std::atomic<int64_t> fail_at_step{-1};    // return Internal when steps reaches it
+  std::atomic<int32_t> step_delay_us{0};    // sleep per step (to widen race windows)
+  std::atomic<int32_t> max_rows_seen{0};    // largest number of rows in one step
+  std::atomic<int32_t> max_tokens_seen{0};  // largest token count in one step
 };
 
 struct StubOptions {
   int32_t n_ctx = 4096;
   int32_t n_seq_max = 4;
-  float eos_bias = -50.0f;   // added to the EOS logit
+  float eos_bias = -50.0f;  // added to the EOS logit
   std::string model_path = "stub.gguf";
   std::string kv_layout = "stub-kv-v1";
   std::shared_ptr<StubControl> control = std::make_shared<StubControl>();
@@ -56,8 +56,7 @@ class StubBackend : public Backend {
   Result<std::unique_ptr<TokenSampler>> make_sampler(
       const SamplingOptions& options, std::span<const TokenId> history) const override;
 
-  Status step(std::span<const StepRow> rows,
-              std::vector<std::vector<float>>* logits_out) override;
+  Status step(std::span<const StepRow> rows, std::vector<std::vector<float>>* logits_out) override;
   Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) override;
   Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) override;
   Status seq_truncate(int32_t seq, int32_t n_pos) override;

@@ -66,6 +66,30 @@ TEST_P(CacheTiers, SaveLookupLoadRoundTrip) {
   EXPECT_EQ(cache->row_count(), 1u);
 }
 
+// read_payload into several buffers (a backend's KV runs): filled in order, sizes
+// must add up to the payload, and it works the same on every tier.
+TEST_P(CacheTiers, ScatterReadFillsBuffersInOrder) {
+  TempDir d;
+  auto cache = open_cache(file_config(d));
+  auto meta = testing::make_meta(testing::seq_tokens(40));
+  // Larger than the lease's copy chunk, so buffers straddle chunk boundaries.
+  auto payload = testing::random_bytes(1300000, 5);
+  auto key = cache->save(GetParam(), meta, payload);
+  ASSERT_TRUE(key.ok()) << key.status().to_string();
+  auto lease = cache->checkout(*key);
+  ASSERT_TRUE(lease.ok());
+  std::vector<uint8_t> a(7), b(700001), c(payload.size() - 7 - 700001);
+  const std::span<uint8_t> parts[3] = {a, b, c};
+  ASSERT_TRUE(lease->read_payload(std::span<const std::span<uint8_t>>(parts)).ok());
+  EXPECT_TRUE(std::equal(a.begin(), a.end(), payload.begin()));
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), payload.begin() + 7));
+  EXPECT_TRUE(std::equal(c.begin(), c.end(), payload.begin() + 7 + 700001));
+  std::vector<uint8_t> short_buf(payload.size() - 1);
+  const std::span<uint8_t> wrong[1] = {short_buf};
+  EXPECT_EQ(lease->read_payload(std::span<const std::span<uint8_t>>(wrong)).code(),
+            ErrorCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTiers, CacheTiers,
                          ::testing::Values(Tier::kRam, Tier::kRamFile, Tier::kDisk),
                          [](const auto& info) { return std::string(tier_name(info.param)); });
@@ -123,7 +147,8 @@ TEST(Cache, LongestPrefixWalkAndRadix) {
   std::vector<Token> p512(toks.begin(), toks.begin() + 512);
   std::vector<Token> p700(toks.begin(), toks.begin() + 700);
   ASSERT_TRUE(cache->save(Tier::kRam, testing::make_meta(p512), testing::random_bytes(10, 1)).ok());
-  ASSERT_TRUE(cache->save(Tier::kDisk, testing::make_meta(p700), testing::random_bytes(10, 2)).ok());
+  ASSERT_TRUE(
+      cache->save(Tier::kDisk, testing::make_meta(p700), testing::random_bytes(10, 2)).ok());
 
   auto hit = cache->lookup_longest_prefix(ns, toks, 256);
   ASSERT_TRUE(hit);
@@ -189,8 +214,7 @@ TEST(Cache, ResumeWaitsForInFlightSave) {
   TempDir d;
   auto cache = open_cache(file_config(d));
   auto& impl = cache->internals();
-  auto meta = testing::make_meta(testing::seq_tokens(20), testing::test_ns(),
-                                 SaveReason::kFinish);
+  auto meta = testing::make_meta(testing::seq_tokens(20), testing::test_ns(), SaveReason::kFinish);
   CacheKey key = make_key(meta.ns, meta.tokens);
   // Hold a reservation as an in-flight writer would, then publish it late.
   auto token = impl.meta.reserve(key, Tier::kRam, 100, 60000);
@@ -367,8 +391,9 @@ TEST(Cache, EvictionQuotaGcAndPins) {
   EXPECT_EQ(cache->row_count(), 0u);
   EXPECT_EQ(testing::counter(*cache, Counter::kBytesRam), 0u);
   // Too big for the quota at all.
-  EXPECT_EQ(cache->save(Tier::kRam, testing::make_meta(testing::seq_tokens(3)),
-                        testing::random_bytes(60000, 1))
+  EXPECT_EQ(cache
+                ->save(Tier::kRam, testing::make_meta(testing::seq_tokens(3)),
+                       testing::random_bytes(60000, 1))
                 .status()
                 .code(),
             ErrorCode::kResourceExhausted);
@@ -377,10 +402,14 @@ TEST(Cache, EvictionQuotaGcAndPins) {
 TEST(Cache, EvictBytesRespectsTiers) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  ASSERT_TRUE(cache->save(Tier::kRam, testing::make_meta(testing::seq_tokens(5, 1)),
-                          testing::random_bytes(1000, 1)).ok());
-  ASSERT_TRUE(cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(5, 50)),
-                          testing::random_bytes(1000, 2)).ok());
+  ASSERT_TRUE(cache
+                  ->save(Tier::kRam, testing::make_meta(testing::seq_tokens(5, 1)),
+                         testing::random_bytes(1000, 1))
+                  .ok());
+  ASSERT_TRUE(cache
+                  ->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(5, 50)),
+                         testing::random_bytes(1000, 2))
+                  .ok());
   std::vector<Tier> ram_only = {Tier::kRam, Tier::kRamFile};
   auto r = cache->evict_bytes(1ull << 40, ram_only);
   EXPECT_EQ(r.rows, 1u);
@@ -412,18 +441,21 @@ TEST(Cache, AsyncSavesAndBackPressure) {
 TEST(Cache, CountersSnapshotAndReset) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  ASSERT_TRUE(cache->save(Tier::kRam, testing::make_meta(testing::seq_tokens(5)),
-                          testing::random_bytes(10, 1)).ok());
+  ASSERT_TRUE(cache
+                  ->save(Tier::kRam, testing::make_meta(testing::seq_tokens(5)),
+                         testing::random_bytes(10, 1))
+                  .ok());
   CacheKey missing{};
   EXPECT_FALSE(cache->lookup_exact(missing));
   auto snap = cache->counters_snapshot();
   std::map<std::string, uint64_t> m(snap.begin(), snap.end());
-  for (const char* name :
-       {"hits_exact", "hits_resume", "hits_longest_prefix", "misses", "saves_cold",
-        "saves_continued", "saves_finish", "saves_evict", "saves_shutdown", "saves_dropped",
-        "evictions", "bytes_ram", "bytes_ram_file", "bytes_disk", "pack_total_ns",
-        "load_total_ns", "longest_prefix_ns", "longest_prefix_probes", "corrupt_files",
-        "duplicate_dropped"}) {
+  for (const char* name : {"hits_exact",     "hits_resume",       "hits_longest_prefix",
+                           "misses",         "saves_cold",        "saves_continued",
+                           "saves_finish",   "saves_evict",       "saves_shutdown",
+                           "saves_dropped",  "evictions",         "bytes_ram",
+                           "bytes_ram_file", "bytes_disk",        "pack_total_ns",
+                           "load_total_ns",  "longest_prefix_ns", "longest_prefix_probes",
+                           "corrupt_files",  "duplicate_dropped"}) {
     EXPECT_TRUE(m.count(name)) << name;
   }
   EXPECT_EQ(m["misses"], 1u);
@@ -438,11 +470,15 @@ TEST(Scheduler, CallbackPressureEvictsRamTiersOnly) {
   TempDir d;
   auto cache = open_cache(file_config(d));
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(cache->save(Tier::kRam, testing::make_meta(testing::seq_tokens(5, 10 * i)),
-                            testing::random_bytes(4096, i)).ok());
+    ASSERT_TRUE(cache
+                    ->save(Tier::kRam, testing::make_meta(testing::seq_tokens(5, 10 * i)),
+                           testing::random_bytes(4096, i))
+                    .ok());
   }
-  ASSERT_TRUE(cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(5, 500)),
-                          testing::random_bytes(4096, 9)).ok());
+  ASSERT_TRUE(cache
+                  ->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(5, 500)),
+                         testing::random_bytes(4096, 9))
+                  .ok());
   EXPECT_FALSE(cache->scheduler_status().enabled);  // off by default
   EXPECT_EQ(cache->scheduler_force_check().outcome, ForceCheckResult::Outcome::kSkippedDisabled);
   std::atomic<uint64_t> used{50};

@@ -157,6 +157,28 @@ TEST(Fault, BitFlippedPayloadIsNeverReturned) {
   EXPECT_FALSE(fs::exists(path));  // corrupt rows are removed
 }
 
+// The scatter read (a restore straight into KV runs) checks the CRC like load().
+TEST(Fault, BitFlippedPayloadFailsTheScatterRead) {
+  Fixture f;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes(50000, 6);
+  CacheKey key = *f.cache->save(Tier::kDisk, meta, payload);
+  std::string path = f.cache->lookup_exact(key)->location;
+  {
+    std::fstream fl(path, std::ios::in | std::ios::out | std::ios::binary);
+    fl.seekp(-30000, std::ios::end);
+    fl.put('\x11' ^ static_cast<char>(payload[payload.size() - 30000]));
+  }
+  auto lease = f.cache->checkout(key);
+  ASSERT_TRUE(lease.ok());
+  std::vector<uint8_t> a(20000), b(30000);
+  const std::span<uint8_t> parts[2] = {a, b};
+  EXPECT_EQ(lease->read_payload(std::span<const std::span<uint8_t>>(parts)).code(),
+            ErrorCode::kDataLoss);
+  EXPECT_EQ(testing::counter(*f.cache, Counter::kCorruptFiles), 1u);
+  EXPECT_FALSE(f.cache->lookup_exact(key));
+}
+
 TEST(Fault, TruncatedFileIsAMiss) {
   Fixture f;
   auto meta = testing::make_meta(testing::seq_tokens(64));
@@ -188,8 +210,7 @@ TEST(Fault, DirectoryRemovedDegradesThenRecovers) {
   EXPECT_TRUE(f.cache->tier_degraded(Tier::kDisk));
   ASSERT_TRUE(f.cache->rescan_tier(Tier::kDisk).ok());  // recreates the directory
   EXPECT_EQ(f.cache->row_count(), 0u);                  // the vanished row is gone
-  EXPECT_TRUE(
-      f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(9)), payload).ok());
+  EXPECT_TRUE(f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(9)), payload).ok());
 }
 
 }  // namespace

@@ -202,17 +202,37 @@ TEST(KvTransferTest, PackUnpackIntoAnotherSeqContinuesIdentically) {
   std::vector<uint8_t> again;
   ASSERT_TRUE(e->kv_pack(2, 100, again).ok());
   EXPECT_EQ(kv, again);
-  // Continue both sequences with the same 20 tokens in one batch.
+  // The in-place import into seq 1: the spans, filled in order with the packed bytes,
+  // hold exactly kv_pack's layout; the sequence is empty until the commit.
+  auto spans = e->kv_import_spans(1, 100);
+  ASSERT_TRUE(spans.ok());
+  EXPECT_EQ(e->seq_len(1), 0);
+  size_t at = 0;
+  for (const auto& sp : *spans) {
+    ASSERT_LE(at + sp.size(), kv.size());
+    std::memcpy(sp.data(), kv.data() + at, sp.size());
+    at += sp.size();
+  }
+  EXPECT_EQ(at, kv.size());
+  ASSERT_TRUE(e->kv_import_commit(1, 100).ok());
+  EXPECT_EQ(e->seq_len(1), 100);
+  ASSERT_TRUE(e->kv_pack(1, 100, again).ok());
+  EXPECT_EQ(kv, again);
+  EXPECT_FALSE(e->kv_import_spans(1, 1 << 30).ok());
+  // Continue the three sequences with the same 20 tokens in one batch.
   batch.clear();
   for (int32_t i = 100; i < 120; ++i) {
     batch.push_back({prompt[i], i, 0, true});
     batch.push_back({prompt[i], i, 2, true});
+    batch.push_back({prompt[i], i, 1, true});
   }
   ASSERT_TRUE(e->forward(batch, logits).ok());
   const size_t V = static_cast<size_t>(e->info().n_vocab);
   for (size_t i = 0; i < 20; ++i) {
-    EXPECT_EQ(std::memcmp(&logits[2 * i * V], &logits[(2 * i + 1) * V], V * sizeof(float)), 0)
+    EXPECT_EQ(std::memcmp(&logits[3 * i * V], &logits[(3 * i + 1) * V], V * sizeof(float)), 0)
         << "position " << 100 + i;
+    EXPECT_EQ(std::memcmp(&logits[3 * i * V], &logits[(3 * i + 2) * V], V * sizeof(float)), 0)
+        << "imported, position " << 100 + i;
   }
   // Truncate and recompute: same bytes as before.
   ASSERT_TRUE(e->seq_truncate(2, 50).ok());

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <future>
 
+#include <unistd.h>
+
 #include "stub_fixture.h"
 
 namespace hearth::runtime {
@@ -86,11 +88,58 @@ TEST_F(EngineRuntime, ExactResumeAndPrefixHitsAreBitIdentical) {
   expect_same_output(*warm_seeded, cold(prompt2, seeded));
 }
 
+// File tiers restore by reading the row straight into the engine's KV (in-place
+// import): exact and longest-prefix hits from ram_file and disk rows are still
+// bit-identical to a cold run.
+TEST_F(EngineRuntime, FileTierRestoresAreBitIdentical) {
+  for (Tier tier : {Tier::kRamFile, Tier::kDisk}) {
+    SCOPED_TRACE(tier == Tier::kDisk ? "disk" : "ram_file");
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("hearth-rt-import-" + std::to_string(::getpid()) +
+                                                  "-" + std::to_string(static_cast<int>(tier)));
+    std::filesystem::remove_all(dir);
+    RuntimeOptions o;
+    if (tier == Tier::kDisk)
+      o.cache.disk_dir = dir.string();
+    else
+      o.cache.ram_file_dir = dir.string();
+    auto rt = std::move(Runtime::create(o)).value();
+    auto c = config("m", 1);
+    c.tier = tier;
+    ASSERT_TRUE(rt->load_model(c).ok());
+    RequestParams p = greedy(10);
+    auto t1 = rt->complete("m", kStory, p);
+    ASSERT_TRUE(t1.ok()) << t1.status().to_string();
+    ASSERT_TRUE(t1->finish_key);
+    ASSERT_TRUE(rt->cache_flush());
+    std::vector<TokenId> prompt2 = t1->context_tokens;
+    auto more = *rt->tokenize("m", " The dog ran away.", false);
+    prompt2.insert(prompt2.end(), more.begin(), more.end());
+    const CompletionResult reference = cold(prompt2, p);
+    // Another sequence first, so the slot holds no resident cells of t1.
+    ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
+    RequestParams pk = p;
+    pk.parent_key = t1->finish_key;
+    auto exact = rt->complete_tokens("m", prompt2, pk);
+    ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+    EXPECT_EQ(exact->cache_hit_kind, CacheHitKind::kExact);
+    expect_same_output(*exact, reference);
+    ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
+    auto prefix = rt->complete_tokens("m", prompt2, p);
+    ASSERT_TRUE(prefix.ok());
+    EXPECT_EQ(prefix->cache_hit_kind, CacheHitKind::kPartial);
+    expect_same_output(*prefix, reference);
+    EXPECT_EQ(rt->cache_counters()["runtime_restore_failures"], 0u);
+    rt->shutdown();
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST_F(EngineRuntime, ConcurrentRequestsEqualSoloRuns) {
   auto rt = make_runtime();
   ASSERT_TRUE(rt->load_model(config("m", 4, false)).ok());
-  const char* prompts[] = {"Once upon a time", "The cat sat", "Tom had a big", "One day, a bird",
-                           "There was a", "Sue liked to"};
+  const char* prompts[] = {"Once upon a time", "The cat sat", "Tom had a big",
+                           "One day, a bird",  "There was a", "Sue liked to"};
   std::vector<std::future<Result<CompletionResult>>> fs;
   RequestParams p = greedy(10);
   for (const char* s : prompts)

@@ -195,6 +195,25 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
   return OkStatus();
 }
 
+Result<std::vector<std::span<uint8_t>>> Engine::kv_import_spans(int32_t seq, int32_t n_pos) {
+  HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_import_spans"));
+  if (n_pos < 0 || n_pos > impl_->kv->n_ctx()) {
+    return OutOfRange("kv_import_spans: n_pos " + std::to_string(n_pos) + " is outside [0, n_ctx " +
+                      std::to_string(impl_->kv->n_ctx()) + "]");
+  }
+  return impl_->kv->import_runs(seq, n_pos);
+}
+
+Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
+  HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_import_commit"));
+  if (n_pos < 0 || n_pos > impl_->kv->n_ctx()) {
+    return OutOfRange("kv_import_commit: n_pos " + std::to_string(n_pos) +
+                      " is outside [0, n_ctx " + std::to_string(impl_->kv->n_ctx()) + "]");
+  }
+  impl_->kv->set_len(seq, n_pos);
+  return OkStatus();
+}
+
 std::string Engine::numerics_id() const {
   // Bumped whenever any arithmetic in forward.cpp, attention.cpp, rope.cpp or norm.cpp
   // changes; the kernels contribute their own id. Thread count and batch shape are

@@ -36,6 +36,18 @@ void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
   }
 }
 
+std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
+  set_len(seq, 0);
+  std::vector<std::span<uint8_t>> runs;
+  if (n == 0) return runs;
+  const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    runs.emplace_back(reinterpret_cast<uint8_t*>(k_row(seq, l, 0)), run_bytes);
+    runs.emplace_back(reinterpret_cast<uint8_t*>(v_row(seq, l, 0)), run_bytes);
+  }
+  return runs;
+}
+
 void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
   const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
   const uint8_t* src = bytes.data();

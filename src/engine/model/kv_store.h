@@ -38,6 +38,10 @@ class KvStore {
   // caller's check.
   void pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const;
   void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
+  // The runs pack() would copy for n positions, writable and in pack's order (a reader
+  // can fill them straight from a file); empties the sequence (the caller sets the
+  // length once they hold valid data).
+  std::vector<std::span<uint8_t>> import_runs(int32_t seq, int32_t n);
 
  private:
   uint16_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos);
