@@ -424,10 +424,14 @@ TEST(Cache, AsyncSavesAndBackPressure) {
   c.writer_threads = 1;
   c.writer_queue_depth = 1;
   auto cache = open_cache(c);
+  // Payloads made up front: the 50 saves are then queued back to back, far faster than
+  // one writer publishes them (each publish syncs a file), even in a slow build.
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int i = 0; i < 50; ++i) payloads.push_back(testing::random_bytes(200000, i));
   int accepted = 0, dropped = 0;
   for (int i = 0; i < 50; ++i) {
     bool ok = cache->save_async(Tier::kDisk, testing::make_meta(testing::seq_tokens(8, 10 * i)),
-                                testing::random_bytes(200000, i));
+                                std::move(payloads[static_cast<size_t>(i)]));
     ok ? ++accepted : ++dropped;
   }
   cache->wait_idle();
