@@ -16,6 +16,15 @@ namespace hearth::cache {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Corrupts the stored file of `payload`: the byte `from_end` bytes before the end
+// (the payload ends the file) gets some of its bits flipped.
+void flip_payload_byte(const std::string& path, const std::vector<uint8_t>& payload,
+                       size_t from_end) {
+  std::fstream fl(path, std::ios::in | std::ios::out | std::ios::binary);
+  fl.seekp(-static_cast<std::streamoff>(from_end), std::ios::end);
+  fl.put(static_cast<char>(0x5A ^ payload[payload.size() - from_end]));
+}
 using testing::TempDir;
 
 enum class Op { kOpen, kWrite, kRead, kFdatasync, kFsync, kLink, kUnlink };
@@ -145,11 +154,7 @@ TEST(Fault, BitFlippedPayloadIsNeverReturned) {
   auto payload = testing::random_bytes(50000, 4);
   CacheKey key = *f.cache->save(Tier::kDisk, meta, payload);
   std::string path = f.cache->lookup_exact(key)->location;
-  {
-    std::fstream fl(path, std::ios::in | std::ios::out | std::ios::binary);
-    fl.seekp(-100, std::ios::end);
-    fl.put('\x5A' ^ static_cast<char>(payload[payload.size() - 100]));
-  }
+  flip_payload_byte(path, payload, 100);
   auto r = f.cache->load(key);
   EXPECT_EQ(r.status().code(), ErrorCode::kDataLoss);
   EXPECT_EQ(testing::counter(*f.cache, Counter::kCorruptFiles), 1u);
@@ -164,11 +169,7 @@ TEST(Fault, BitFlippedPayloadFailsTheScatterRead) {
   auto payload = testing::random_bytes(50000, 6);
   CacheKey key = *f.cache->save(Tier::kDisk, meta, payload);
   std::string path = f.cache->lookup_exact(key)->location;
-  {
-    std::fstream fl(path, std::ios::in | std::ios::out | std::ios::binary);
-    fl.seekp(-30000, std::ios::end);
-    fl.put('\x11' ^ static_cast<char>(payload[payload.size() - 30000]));
-  }
+  flip_payload_byte(path, payload, 30000);
   auto lease = f.cache->checkout(key);
   ASSERT_TRUE(lease.ok());
   std::vector<uint8_t> a(20000), b(30000);

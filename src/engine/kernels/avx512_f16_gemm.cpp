@@ -22,6 +22,7 @@
 #if defined(__x86_64__)
 
 #include <cstring>
+#include <utility>
 
 #include "hearth/fp16.h"
 
@@ -103,31 +104,22 @@ void token_group(const uint16_t* w, int n_rows, int64_t n, const uint8_t* x0, si
   for (int s0 = 0; s0 < n_rows; s0 += kSubRows) {
     const int sub_rows = n_rows - s0 < kSubRows ? n_rows - s0 : kSubRows;
     const int groups = (sub_rows + kTileRows - 1) / kTileRows;
+    // Rows of group g: kTileRows, or fewer in the sub-block's last group.
+    auto rows_in = [&](int g) {
+      return sub_rows - g * kTileRows < kTileRows ? sub_rows - g * kTileRows : kTileRows;
+    };
     for (int g = 0; g < groups; ++g)
       for (int j = 0; j < kTileRows * T; ++j) lo[g][j] = hi[g][j] = _mm512_setzero_ps();
     for (int64_t c0 = 0; c0 < full; c0 += kChunk) {
       const int64_t c1 = c0 + kChunk < full ? c0 + kChunk : full;
       for (int g = 0; g < groups; ++g) {
         const uint16_t* wg = w + static_cast<size_t>(s0 + g * kTileRows) * n;
-        switch (sub_rows - g * kTileRows) {
-          case 1:
-            group_chunk<1, T>(wg, n, x, c0, c1, lo[g], hi[g]);
-            break;
-          case 2:
-            group_chunk<2, T>(wg, n, x, c0, c1, lo[g], hi[g]);
-            break;
-          case 3:
-            group_chunk<3, T>(wg, n, x, c0, c1, lo[g], hi[g]);
-            break;
-          default:
-            group_chunk<4, T>(wg, n, x, c0, c1, lo[g], hi[g]);
-            break;
-        }
+        with_count<kTileRows>(rows_in(g),
+                              [&]<int R>() { group_chunk<R, T>(wg, n, x, c0, c1, lo[g], hi[g]); });
       }
     }
     for (int g = 0; g < groups; ++g) {
-      const int rn = sub_rows - g * kTileRows < kTileRows ? sub_rows - g * kTileRows : kTileRows;
-      for (int r = 0; r < rn; ++r) {
+      for (int r = 0; r < rows_in(g); ++r) {
         const int row = s0 + g * kTileRows + r;
         const uint16_t* wr = w + static_cast<size_t>(row) * n;
         for (int t = 0; t < T; ++t) {
@@ -145,30 +137,10 @@ void token_group(const uint16_t* w, int n_rows, int64_t n, const uint8_t* x0, si
 void f16_gemm(const uint8_t* rows, int n_rows, int64_t n, const uint8_t* x, size_t x_stride, int nt,
               float* y, size_t y_stride) {
   const auto* w = reinterpret_cast<const uint16_t*>(rows);
-  for (int t = 0; t < nt; t += kTileTokens) {
-    const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
-    float* yt = y + static_cast<size_t>(t) * y_stride;
-    switch (nt - t < kTileTokens ? nt - t : kTileTokens) {
-      case 1:
-        token_group<1>(w, n_rows, n, xt, x_stride, yt, y_stride);
-        break;
-      case 2:
-        token_group<2>(w, n_rows, n, xt, x_stride, yt, y_stride);
-        break;
-      case 3:
-        token_group<3>(w, n_rows, n, xt, x_stride, yt, y_stride);
-        break;
-      case 4:
-        token_group<4>(w, n_rows, n, xt, x_stride, yt, y_stride);
-        break;
-      case 5:
-        token_group<5>(w, n_rows, n, xt, x_stride, yt, y_stride);
-        break;
-      default:
-        token_group<6>(w, n_rows, n, xt, x_stride, yt, y_stride);
-        break;
-    }
-  }
+  over_token_groups<kTileTokens>(nt, [&]<int NT>(int t) {
+    token_group<NT>(w, n_rows, n, x + static_cast<size_t>(t) * x_stride, x_stride,
+                    y + static_cast<size_t>(t) * y_stride, y_stride);
+  });
 }
 
 }  // namespace

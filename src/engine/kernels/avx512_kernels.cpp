@@ -25,6 +25,7 @@
 #if defined(__x86_64__)
 
 #include <cstring>
+#include <utility>
 
 #include "engine/cpu_features.h"
 #include "engine/quant/blocks.h"
@@ -341,7 +342,7 @@ template <class Fmt>
 void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
               int nt, float* y, size_t y_stride) {
   const int64_t nb = n / kQK32;
-  over_token_groups(nt, [&]<int NT>(int t) {
+  over_token_groups<4>(nt, [&]<int NT>(int t) {
     q8p_gemm_nt<NT>(panel, n_rows, nb, x + t * x_stride, x_stride, Fmt::kBiasShift,
                     y + t * y_stride, y_stride);
   });

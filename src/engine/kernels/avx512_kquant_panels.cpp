@@ -24,6 +24,7 @@
 #if defined(__x86_64__)
 
 #include <cstring>
+#include <utility>
 
 #include "engine/quant/blocks.h"
 #include "engine/quant/scales.h"
@@ -260,7 +261,7 @@ template <class F>
 void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
                  int nt, float* y, size_t y_stride) {
   const int64_t nb = n / kQKK;
-  over_token_groups(nt, [&]<int NT>(int t) {
+  over_token_groups<4>(nt, [&]<int NT>(int t) {
     kpanel_gemm_nt<F, NT>(panel, n_rows, nb, x + t * x_stride, x_stride, y + t * y_stride,
                           y_stride);
   });
