@@ -96,7 +96,7 @@ const char* kernel_isa() {
 }
 
 const char* numerics_id() {
-  return "hearth-canon-v2";
+  return "hearth-canon-v3";
 }
 
 }  // namespace hearth::engine

@@ -219,14 +219,6 @@ void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out
     dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
 }
 
-float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
-  return active_kernels().dot_f16_f32(k, q, n);
-}
-
-void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
-  active_kernels().axpy_f16(a, x, y, n);
-}
-
 float dot_f32(const float* a, const float* b, int64_t n) {
   return active_kernels().dot[static_cast<int>(gguf::TensorType::kF32)](a, b, n);
 }

@@ -72,11 +72,6 @@ void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out
 // Dequantizes rows [first, first + count) into out (count x w.cols floats).
 void dequantize_rows(const WeightView& w, int64_t first, int64_t count, float* out);
 
-// Attention helpers (active kernel table; same bits on every ISA):
-// sum_i f16(k[i]) * q[i] in the 32-lane canonical order.
-float dot_f16_f32(const uint16_t* k, const float* q, int64_t n);
-// y[i] = fma(a, f16(x[i]), y[i]).
-void axpy_f16(float a, const uint16_t* x, float* y, int64_t n);
 // sum_i a[i] * b[i] in the 32-lane canonical order (the F32 weight dot).
 float dot_f32(const float* a, const float* b, int64_t n);
 

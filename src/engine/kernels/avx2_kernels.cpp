@@ -297,7 +297,6 @@ inline float bf2f(uint16_t h) {
 HEARTH_LANES_DOT(lanes_f32, float, float, load_f32x8, load_f32x8, same, same)
 HEARTH_LANES_DOT(lanes_f16, uint16_t, uint16_t, load_f16x8, load_f16x8, h2f, h2f)
 HEARTH_LANES_DOT(lanes_bf16, uint16_t, uint16_t, load_bf16x8, load_bf16x8, bf2f, bf2f)
-HEARTH_LANES_DOT(lanes_f16_f32, uint16_t, float, load_f16x8, load_f32x8, h2f, same)
 #undef HEARTH_LANES_DOT
 
 float dot_f32(const void* w, const void* x, int64_t n) {
@@ -309,19 +308,6 @@ float dot_f16(const void* w, const void* x, int64_t n) {
 float dot_bf16(const void* w, const void* x, int64_t n) {
   return lanes_bf16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
 }
-float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
-  return lanes_f16_f32(k, q, n);
-}
-
-void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load_f16x8(x + i), _mm256_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] = fma_ss(a, h2f(x[i]), y[i]);
-}
-
 // ---- tables ------------------------------------------------------------------------
 
 template <int NT>
@@ -381,8 +367,6 @@ KernelSet make_avx2() {
   k.dot[static_cast<int>(T::kF32)] = dot_f32;
   k.dot[static_cast<int>(T::kF16)] = dot_f16;
   k.dot[static_cast<int>(T::kBF16)] = dot_bf16;
-  k.dot_f16_f32 = dot_f16_f32;
-  k.axpy_f16 = axpy_f16;
   return k;
 }
 

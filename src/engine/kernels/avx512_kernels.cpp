@@ -245,6 +245,7 @@ void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t*
                   : nullptr;
   }
   alignas(64) uint16_t d16[16];
+  prefetch_rows(vw, static_cast<size_t>(n_rows) * row_stride);
   for (int64_t b = 0; b < nb; ++b) {
     __m512i z[8];
     for (int j = 0; j < 8; ++j) {

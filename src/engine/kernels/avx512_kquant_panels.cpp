@@ -129,6 +129,7 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
   constexpr int kScales = (L::kPairs - L::kScales) / 64;
   constexpr int kPairs = (L::kQuants - L::kPairs) / 64;
   const int64_t nb = n / kQKK;
+  prefetch_rows(vw, static_cast<size_t>(n_rows) * row_stride);
   const W* rows[16];  // in transpose input order
   const W* by_row[16];
   for (int i = 0; i < 16; ++i) {

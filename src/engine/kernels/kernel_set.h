@@ -61,8 +61,6 @@ using MultiDot2Fn = void (*)(const void* w0, const void* w1, const uint8_t* x, s
 // Attention helpers on f16 K/V rows: dot of an f16 row with an f32 row (32-lane
 // canonical order, like the F16 weight dot), and y[i] += a * f16(x[i]) (one FMA
 // per element).
-using DotF16F32Fn = float (*)(const uint16_t* k, const float* q, int64_t n);
-using AxpyF16Fn = void (*)(float a, const uint16_t* x, float* y, int64_t n);
 
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
@@ -100,8 +98,6 @@ struct KernelSet {
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);
   // Optional: the F16-partner activation row in its working format, likewise.
   void (*quantize_f16)(const float* x, int64_t n, uint8_t* out);
-  DotF16F32Fn dot_f16_f32;
-  AxpyF16Fn axpy_f16;
 };
 
 // The portable reference (always available).

@@ -277,16 +277,6 @@ float dot_bf16(const void* vw, const void* vx, int64_t n) {
     *b = bf16_to_fp32(x[i]);
   });
 }
-float dot_f16_f32(const uint16_t* k, const float* q, int64_t n) {
-  return lanes_dot(n, [&](int64_t i, float* a, float* b) {
-    *a = fp16_to_fp32(k[i]);
-    *b = q[i];
-  });
-}
-void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a, fp16_to_fp32(x[i]), y[i]);
-}
-
 KernelSet make_scalar() {
   using T = gguf::TensorType;
   KernelSet k{};
@@ -305,8 +295,6 @@ KernelSet make_scalar() {
   set(T::kQ4_K, dot_q4_k);
   set(T::kQ5_K, dot_q5_k);
   set(T::kQ6_K, dot_q6_k);
-  k.dot_f16_f32 = dot_f16_f32;
-  k.axpy_f16 = axpy_f16;
   return k;
 }
 

@@ -1,10 +1,10 @@
 #include "engine/model/attention.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "engine/kernels/canonical.h"
-#include "engine/model/kernels_bridge.h"
 #include "engine/model/vec_exp.h"
 #include "hearth/fp16.h"
 
@@ -25,40 +25,14 @@
 namespace hearth::engine {
 namespace {
 
-constexpr int32_t kRowBlock = 4;  // positions whose scores share one pass over q
-constexpr int32_t kMaxRows = 64;  // row pointers gathered per block of positions
+constexpr int32_t kMaxLanes = 16;     // widest position tile (AVX-512)
+constexpr int32_t kMaxHeadDim = 256;  // largest head_dim of the SIMD path
+
+size_t round_up(size_t n, size_t m) {
+  return (n + m - 1) / m * m;
+}
 
 #if HEARTH_ATTN_AVX2
-// The AVX2 kernel's 4 x 8-lane reduction (canonical.h: Lanes32::reduce).
-inline float reduce_lanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
-  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
-}
-inline __m256 load_f16x8(const uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// Four dots in the canonical 32-lane order (n a multiple of 32): element i of row r
-// goes to lane i % 32 of row r's accumulators, exactly as dot_f16_f32 does.
-void dot4_f16_f32(const uint16_t* const* rows, const float* q, int32_t n, float* out) {
-  __m256 acc[kRowBlock][4];
-  for (auto& r : acc) {
-    for (auto& a : r) a = _mm256_setzero_ps();
-  }
-  for (int32_t i = 0; i < n; i += 32) {
-    for (int c = 0; c < 4; ++c) {
-      const __m256 qv = _mm256_loadu_ps(q + i + 8 * c);
-      for (int r = 0; r < kRowBlock; ++r) {
-        acc[r][c] = _mm256_fmadd_ps(load_f16x8(rows[r] + i + 8 * c), qv, acc[r][c]);
-      }
-    }
-  }
-  for (int r = 0; r < kRowBlock; ++r)
-    out[r] = reduce_lanes(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
-}
-
 // scores[p] *= scale for all p; returns the largest (a NaN is skipped, as the scalar
 // `if (s > max)` skips it; max is exact in any order).
 float scale_and_max(float* scores, int32_t n, float scale) {
@@ -109,77 +83,6 @@ void normalize_to_f16(float* scores, int32_t n, float inv) {
 }
 #endif
 
-#if HEARTH_ATTN_AVX512
-// The canonical 32-lane reduction (as reduce_lanes): lo holds lanes 0..15, hi 16..31.
-inline float reduce_lanes32(__m512 lo, __m512 hi) {
-  return reduce_lanes(_mm512_castps512_ps256(lo), _mm512_extractf32x8_ps(lo, 1),
-                      _mm512_castps512_ps256(hi), _mm512_extractf32x8_ps(hi, 1));
-}
-constexpr int32_t kMaxChunks = 8;  // head_dim up to 256 on the grouped path
-
-// scores[h * n + p] = dot_f16_f32(K row p, q_h) for every head h of the group, one K
-// row converted once: element i of a 32-element chunk goes to lane i (lanes 0..15 in
-// lo, 16..31 in hi), chunks in order, exactly the canonical order of the kernels.
-void group_scores(const uint16_t* k0, size_t stride, int32_t n, const float* q, int32_t group,
-                  int32_t head_dim, float* scores) {
-  const int32_t chunks = head_dim / 32;
-  for (int32_t p = 0; p < n; ++p) {
-    const uint16_t* k = k0 + static_cast<size_t>(p) * stride;
-    __m512 kz[2 * kMaxChunks];
-    for (int32_t j = 0; j < 2 * chunks; ++j) {
-      kz[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 16 * j)));
-    }
-    for (int32_t h = 0; h < group; ++h) {
-      const float* qh = q + static_cast<size_t>(h) * head_dim;
-      __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-      for (int32_t c = 0; c < chunks; ++c) {
-        lo = _mm512_fmadd_ps(kz[2 * c], _mm512_loadu_ps(qh + 32 * c), lo);
-        hi = _mm512_fmadd_ps(kz[2 * c + 1], _mm512_loadu_ps(qh + 32 * c + 16), hi);
-      }
-      scores[static_cast<size_t>(h) * n + p] = reduce_lanes32(lo, hi);
-    }
-  }
-}
-
-// out_h += probs_h[p] * V row p for p = 0..n-1 in order, skipping zero probabilities
-// (as axpy_f16 per position would be skipped), heads in blocks of 4 whose outputs stay
-// in registers; each V row is converted once per block.
-void group_weighted_sum(const uint16_t* v0, size_t stride, int32_t n, const float* probs,
-                        int32_t group, int32_t head_dim, float* out) {
-  constexpr int32_t kHeads = 4;
-  const int32_t vecs = head_dim / 16;
-  for (int32_t d0 = 0; d0 < vecs; d0 += 4) {  // 64 outputs per head per pass
-    const int32_t nv = std::min<int32_t>(4, vecs - d0);
-    for (int32_t h0 = 0; h0 < group; h0 += kHeads) {
-      const int32_t nh = std::min(kHeads, group - h0);
-      __m512 acc[kHeads][4];
-      for (int32_t h = 0; h < nh; ++h) {
-        for (int32_t j = 0; j < nv; ++j)
-          acc[h][j] = _mm512_loadu_ps(out + static_cast<size_t>(h0 + h) * head_dim + 16 * (d0 + j));
-      }
-      for (int32_t p = 0; p < n; ++p) {
-        const uint16_t* v = v0 + static_cast<size_t>(p) * stride + 16 * d0;
-        __m512 vz[4];
-        for (int32_t j = 0; j < nv; ++j)
-          vz[j] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 16 * j)));
-        for (int32_t h = 0; h < nh; ++h) {
-          const float pr = probs[static_cast<size_t>(h0 + h) * n + p];
-          if (pr == 0.0f) continue;  // adds exactly nothing, as in weighted_sum_f16_rows
-          const __m512 a = _mm512_set1_ps(pr);
-          for (int32_t j = 0; j < nv; ++j) acc[h][j] = _mm512_fmadd_ps(a, vz[j], acc[h][j]);
-        }
-      }
-      for (int32_t h = 0; h < nh; ++h) {
-        for (int32_t j = 0; j < nv; ++j)
-          _mm512_storeu_ps(out + static_cast<size_t>(h0 + h) * head_dim + 16 * (d0 + j), acc[h][j]);
-      }
-    }
-  }
-}
-#endif
-
-// The softmax of attend_head over one head's n scores, in place: scaled, max
-// subtracted, exp, normalized by the double sum, rounded to F16.
 // scores[p] = canon::exp_f32(scores[p] - max) for p < a multiple of 16, the values
 // added to sum's lanes (lane p % 16); returns how many were done.
 int32_t exp_and_sum(float* scores, int32_t n, float max, canon::SumLanes16* sum) {
@@ -215,6 +118,206 @@ int32_t exp_and_sum(float* scores, int32_t n, float max, canon::SumLanes16* sum)
   return p;
 }
 
+// ---- the position-tiled path ------------------------------------------------------
+//
+// V is one ISA's vector of W floats. A tile is W positions: their K rows (this KV
+// head's head_dim values) are converted and transposed once into kt[d * W + r] =
+// k[p0 + r][d], then each query's W scores are one chain of head_dim FMAs, lane r
+// accumulating exactly the definition's sequence for position p0 + r.
+
+#if HEARTH_ATTN_AVX2
+struct V8 {
+  static constexpr int32_t W = 8;
+  static constexpr int32_t kHeadsPerPass = 2;  // 16 registers: 2 heads x 4 vectors
+  using T = __m256;
+  static T zero() { return _mm256_setzero_ps(); }
+  static T load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, T v) { _mm256_storeu_ps(p, v); }
+  static T set1(float x) { return _mm256_set1_ps(x); }
+  static T fma(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
+  static T load_f16(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // r[i][j] -> r[j][i] for an 8 x 8 tile.
+  static void transpose(T r[8]) {
+    T t[8], u[8];
+    for (int k = 0; k < 4; ++k) {
+      t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; ++k) {
+      u[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+      u[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+      u[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+      u[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+      r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+      r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+    }
+  }
+};
+
+#if HEARTH_ATTN_AVX512
+struct V16 {
+  static constexpr int32_t W = 16;
+  static constexpr int32_t kHeadsPerPass = 4;  // P.V: 4 heads x 4 vectors of outputs
+  using T = __m512;
+  static T zero() { return _mm512_setzero_ps(); }
+  static T load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, T v) { _mm512_storeu_ps(p, v); }
+  static T set1(float x) { return _mm512_set1_ps(x); }
+  static T fma(T a, T b, T c) { return _mm512_fmadd_ps(a, b, c); }
+  static T load_f16(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // r[i][j] -> r[j][i] for a 16 x 16 tile.
+  static void transpose(T r[16]) {
+    T t[16], u[16];
+    for (int k = 0; k < 8; ++k) {
+      t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+      t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    // u[4k + m], 128-bit lane L: column 4L + m of rows 4k..4k+3.
+    for (int k = 0; k < 4; ++k) {
+      u[4 * k] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+      u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+      u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+      u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+      // Rows 0..7: [col m | col 8+m] of rows 0..3, then of rows 4..7 (and 4+m, 12+m).
+      const T v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88);
+      const T v1 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xDD);
+      const T w0 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
+      const T w1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xDD);
+      r[m] = _mm512_shuffle_f32x4(v0, w0, 0x88);
+      r[8 + m] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
+      r[4 + m] = _mm512_shuffle_f32x4(v1, w1, 0x88);
+      r[12 + m] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
+    }
+  }
+};
+using Vec = V16;  // the widest this build has
+#else
+using Vec = V8;
+#endif
+
+constexpr int32_t kQueriesPerPass = 8;  // independent FMA chains per pass over a tile
+
+// kt[d * W + r] = k row r, element d, for r < rows; rows past them are zero (their
+// scores are never used).
+template <class V>
+void k_tile(const uint16_t* k0, size_t stride, int32_t rows, int32_t head_dim, float* kt) {
+  for (int32_t d0 = 0; d0 < head_dim; d0 += V::W) {
+    typename V::T r[V::W];
+    for (int32_t i = 0; i < V::W; ++i)
+      r[i] = i < rows ? V::load_f16(k0 + static_cast<size_t>(i) * stride + d0) : V::zero();
+    V::transpose(r);
+    for (int32_t j = 0; j < V::W; ++j) V::store(kt + static_cast<size_t>(d0 + j) * V::W, r[j]);
+  }
+}
+
+// dst[j][r] = score of query j at tile position r: acc = fma(q[d], k[d], acc), d in
+// order, from 0.
+template <class V, int NQ>
+void tile_scores(const float* kt, int32_t head_dim, const float* const* q, float* const* dst) {
+  typename V::T acc[NQ];
+  for (int j = 0; j < NQ; ++j) acc[j] = V::zero();
+  for (int32_t d = 0; d < head_dim; ++d) {
+    const typename V::T k = V::load(kt + static_cast<size_t>(d) * V::W);
+    for (int j = 0; j < NQ; ++j) acc[j] = V::fma(V::set1(q[j][d]), k, acc[j]);
+  }
+  for (int j = 0; j < NQ; ++j) V::store(dst[j], acc[j]);
+}
+
+// out[h][d] = sum over p < n, in order, of probs[h * ps + p] * v[p][d], from 0, for NH
+// heads and the NV vectors of outputs starting at d0.
+template <class V, int NH, int NV>
+void pv_pass(const uint16_t* v0, size_t stride, int32_t n, const float* probs, size_t ps,
+             int32_t head_dim, int32_t d0, float* out) {
+  typename V::T acc[NH][NV];
+  for (int h = 0; h < NH; ++h)
+    for (int j = 0; j < NV; ++j) acc[h][j] = V::zero();
+  for (int32_t p = 0; p < n; ++p) {
+    const uint16_t* v = v0 + static_cast<size_t>(p) * stride + d0;
+    typename V::T vz[NV];
+    for (int j = 0; j < NV; ++j) vz[j] = V::load_f16(v + j * V::W);
+    for (int h = 0; h < NH; ++h) {
+      const typename V::T a = V::set1(probs[static_cast<size_t>(h) * ps + p]);
+      for (int j = 0; j < NV; ++j) acc[h][j] = V::fma(a, vz[j], acc[h][j]);
+    }
+  }
+  for (int h = 0; h < NH; ++h)
+    for (int j = 0; j < NV; ++j)
+      V::store(out + static_cast<size_t>(h) * head_dim + d0 + j * V::W, acc[h][j]);
+}
+
+// Calls f.template operator()<K>() for the run-time k in 1..N.
+template <int N, class F>
+void with_k(int k, F&& f) {
+  if constexpr (N >= 1) {
+    if (k == N) {
+      f.template operator()<N>();
+    } else {
+      with_k<N - 1>(k, f);
+    }
+  }
+}
+
+template <class V>
+void attend_tiled(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
+                  std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
+                  float* scratch) {
+  const int32_t nt = static_cast<int32_t>(tokens.size());
+  const int32_t n_max = tokens.back().pos + 1;
+  const size_t ss = round_up(static_cast<size_t>(n_max), kMaxLanes);  // score row stride
+  float* kt = scratch;
+  float* scores = scratch + static_cast<size_t>(kMaxHeadDim) * kMaxLanes;
+  const size_t kvs = static_cast<size_t>(kv.kv_dim());
+  const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
+  const uint16_t* k0 = kv.k_row(seq, layer, 0) + off;
+  const uint16_t* v0 = kv.v_row(seq, layer, 0) + off;
+  const int32_t nq = nt * group;  // query j: token j / group, head j % group
+
+  int32_t first = 0;  // tokens are in increasing pos order: the active ones are a suffix
+  for (int32_t p0 = 0; p0 < n_max; p0 += V::W) {
+    while (tokens[static_cast<size_t>(first)].pos < p0) ++first;
+    k_tile<V>(k0 + static_cast<size_t>(p0) * kvs, kvs, std::min(V::W, n_max - p0), head_dim, kt);
+    for (int32_t j0 = first * group; j0 < nq; j0 += kQueriesPerPass) {
+      const int32_t m = std::min(kQueriesPerPass, nq - j0);
+      const float* q[kQueriesPerPass];
+      float* dst[kQueriesPerPass];
+      for (int32_t j = 0; j < m; ++j) {
+        const TokenQueries& t = tokens[static_cast<size_t>((j0 + j) / group)];
+        q[j] = t.q + static_cast<size_t>((j0 + j) % group) * head_dim;
+        dst[j] = scores + static_cast<size_t>(j0 + j) * ss + p0;
+      }
+      with_k<kQueriesPerPass>(m, [&]<int NQ>() { tile_scores<V, NQ>(kt, head_dim, q, dst); });
+    }
+  }
+  for (int32_t j = 0; j < nq; ++j)
+    softmax_f16(scores + static_cast<size_t>(j) * ss,
+                tokens[static_cast<size_t>(j / group)].pos + 1, scale);
+  for (int32_t i = 0; i < nt; ++i) {
+    const TokenQueries& t = tokens[static_cast<size_t>(i)];
+    for (int32_t h0 = 0; h0 < group; h0 += V::kHeadsPerPass) {
+      const int32_t nh = std::min(V::kHeadsPerPass, group - h0);
+      const float* probs = scores + static_cast<size_t>(i * group + h0) * ss;
+      float* out = t.out + static_cast<size_t>(h0) * head_dim;
+      for (int32_t d0 = 0; d0 < head_dim; d0 += 4 * V::W) {
+        const int32_t nv = std::min<int32_t>(4, (head_dim - d0) / V::W);
+        with_k<V::kHeadsPerPass>(nh, [&]<int NH>() {
+          with_k<4>(nv, [&]<int NV>() {
+            pv_pass<V, NH, NV>(v0, kvs, t.pos + 1, probs, ss, head_dim, d0, out);
+          });
+        });
+      }
+    }
+  }
+}
+#endif  // HEARTH_ATTN_AVX2
+
 }  // namespace
 
 void softmax_f16(float* scores, int32_t n, float scale) {
@@ -229,82 +332,77 @@ void softmax_f16(float* scores, int32_t n, float scale) {
   normalize_to_f16(scores, n, inv);
 }
 
-bool attend_group(const KvStore& kv, int32_t seq, int32_t layer, int32_t pos, int32_t kv_head,
-                  int32_t group, const float* q, int32_t head_dim, float scale, float* scores,
-                  float* out) {
-#if HEARTH_ATTN_AVX512
-  if (head_dim % 32 != 0 || head_dim > 32 * kMaxChunks) return false;
+void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t pos,
+                      const float* q, int32_t head_dim, float scale, float* scores, float* out) {
   const int32_t n = pos + 1;
-  const size_t stride = static_cast<size_t>(kv.kv_dim());
-  const int64_t off = static_cast<int64_t>(kv_head) * head_dim;
-  group_scores(kv.k_row(seq, layer, 0) + off, stride, n, q, group, head_dim, scores);
-  for (int32_t h = 0; h < group; ++h) softmax_f16(scores + static_cast<size_t>(h) * n, n, scale);
-  for (int32_t i = 0; i < group * head_dim; ++i) out[i] = 0.0f;
-  group_weighted_sum(kv.v_row(seq, layer, 0) + off, stride, n, scores, group, head_dim, out);
-  return true;
-#else
-  (void)kv, (void)seq, (void)layer, (void)pos, (void)kv_head, (void)group, (void)q;
-  (void)head_dim, (void)scale, (void)scores, (void)out;
-  return false;
-#endif
-}
-
-void dot_f16_rows(const uint16_t* const* rows, int32_t n_rows, const float* q, int32_t n,
-                  float* scores) {
-  int32_t i = 0;
-#if HEARTH_ATTN_AVX2
-  if (n % 32 == 0) {
-    for (; i + kRowBlock <= n_rows; i += kRowBlock) dot4_f16_f32(rows + i, q, n, scores + i);
-  }
-#endif
-  for (; i < n_rows; ++i) scores[i] = kb::dot_f16(rows[i], q, n);
-}
-
-void weighted_sum_f16_rows(const uint16_t* const* rows, const float* probs, int32_t n_rows,
-                           int32_t n, float* out) {
-#if HEARTH_ATTN_AVX2
-  if (n % 8 == 0) {
-    // Up to 64 outputs stay in registers across all rows; per output the same FMAs
-    // in the same row order as axpy_f16.
-    for (int32_t d0 = 0; d0 < n; d0 += 64) {
-      const int32_t groups = std::min<int32_t>(8, (n - d0) / 8);
-      __m256 acc[8] = {};
-      for (int g = 0; g < groups; ++g) acc[g] = _mm256_loadu_ps(out + d0 + 8 * g);
-      for (int32_t r = 0; r < n_rows; ++r) {
-        if (probs[r] == 0.0f) continue;
-        const __m256 a = _mm256_set1_ps(probs[r]);
-        const uint16_t* v = rows[r] + d0;
-        for (int g = 0; g < groups; ++g) acc[g] = _mm256_fmadd_ps(a, load_f16x8(v + 8 * g), acc[g]);
-      }
-      for (int g = 0; g < groups; ++g) _mm256_storeu_ps(out + d0 + 8 * g, acc[g]);
-    }
-    return;
-  }
-#endif
-  for (int32_t r = 0; r < n_rows; ++r) {
-    if (probs[r] == 0.0f) continue;  // adds exactly nothing
-    kb::axpy_f16(out, probs[r], rows[r], n);
-  }
-}
-
-void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float scale,
-                 float* scores, float* out) {
-  const int32_t n = hq.pos + 1;
-  const int64_t off = static_cast<int64_t>(hq.kv_head) * head_dim;
-  const uint16_t* rows[kMaxRows];
-  for (int32_t p0 = 0; p0 < n; p0 += kMaxRows) {
-    const int32_t m = std::min(kMaxRows, n - p0);
-    for (int32_t i = 0; i < m; ++i) rows[i] = kv.k_row(hq.seq, hq.layer, p0 + i) + off;
-    dot_f16_rows(rows, m, hq.q, head_dim, scores + p0);
+  const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
+  // Products of two F16 values are exact in f32, so `s += a * b` rounds once per step
+  // whether or not the compiler contracts it into an FMA.
+  for (int32_t p = 0; p < n; ++p) {
+    const uint16_t* k = kv.k_row(seq, layer, p) + off;
+    float s = 0.0f;
+    for (int32_t d = 0; d < head_dim; ++d) s += q[d] * fp16_to_fp32(k[d]);
+    scores[p] = s;
   }
   softmax_f16(scores, n, scale);
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  // Accumulate block by block, continuing from the previous partial sums: the FMA
-  // sequence per output stays in position order.
-  for (int32_t p0 = 0; p0 < n; p0 += kMaxRows) {
-    const int32_t m = std::min(kMaxRows, n - p0);
-    for (int32_t i = 0; i < m; ++i) rows[i] = kv.v_row(hq.seq, hq.layer, p0 + i) + off;
-    weighted_sum_f16_rows(rows, scores + p0, m, head_dim, out);
+  for (int32_t p = 0; p < n; ++p) {
+    const uint16_t* v = kv.v_row(seq, layer, p) + off;
+    const float pr = scores[p];
+    for (int32_t d = 0; d < head_dim; ++d) out[d] += pr * fp16_to_fp32(v[d]);
+  }
+}
+
+size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_ctx,
+                                    int32_t head_dim) {
+  const size_t scores = static_cast<size_t>(std::max(1, n_tokens)) * static_cast<size_t>(group) *
+                        round_up(static_cast<size_t>(std::max(1, n_ctx)), kMaxLanes);
+  return static_cast<size_t>(kMaxHeadDim) * kMaxLanes +
+         std::max(scores, static_cast<size_t>(head_dim));
+}
+
+bool attend_tokens_lanes(int32_t lanes, const KvStore& kv, int32_t seq, int32_t layer,
+                         int32_t kv_head, int32_t group, std::span<const TokenQueries> tokens,
+                         int32_t head_dim, float scale, float* scratch) {
+  if (tokens.empty() || head_dim % lanes != 0 || head_dim > kMaxHeadDim) return false;
+#if HEARTH_ATTN_AVX2
+  if (lanes == 8) {
+    attend_tiled<V8>(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch);
+    return true;
+  }
+#endif
+#if HEARTH_ATTN_AVX512
+  if (lanes == 16) {
+    attend_tiled<V16>(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch);
+    return true;
+  }
+#endif
+  (void)kv, (void)seq, (void)layer, (void)kv_head, (void)group, (void)scale, (void)scratch;
+  return false;
+}
+
+void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
+                   std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
+                   float* scratch) {
+  if (tokens.empty()) return;
+  for (size_t i = 1; i < tokens.size(); ++i) assert(tokens[i - 1].pos < tokens[i].pos);
+#if HEARTH_ATTN_AVX2
+  if (head_dim % Vec::W == 0 && head_dim <= kMaxHeadDim) {
+    attend_tiled<Vec>(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch);
+    return;
+  }
+  if (head_dim % V8::W == 0 && head_dim <= kMaxHeadDim) {  // e.g. 24 or 40 with AVX-512
+    attend_tiled<V8>(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch);
+    return;
+  }
+#endif
+  float* scores = scratch + static_cast<size_t>(kMaxHeadDim) * kMaxLanes;
+  for (const TokenQueries& t : tokens) {
+    for (int32_t h = 0; h < group; ++h) {
+      const size_t at = static_cast<size_t>(h) * static_cast<size_t>(head_dim);
+      attend_reference(kv, seq, layer, kv_head, t.pos, t.q + at, head_dim, scale, scores,
+                       t.out + at);
+    }
   }
 }
 

@@ -1,54 +1,63 @@
-// Causal attention of one query head over its sequence's F16 KV, with llama.cpp's
-// (flash attention off) roundings: Q is F16, scores and softmax in f32 (the softmax
-// sum in double lanes, exp by the engine's canonical exp), probabilities rounded to
-// F16 before P.V. Every reduction runs in
-// position order 0..pos, so the result depends only on the sequence's KV and q.
+// Causal attention over a sequence's F16 KV, with llama.cpp's (flash attention off)
+// roundings: Q is F16, scores and softmax in f32 (the softmax sum in double lanes, exp
+// by the engine's canonical exp), probabilities rounded to F16 before P.V.
+//
+// The canonical order (numerics hearth-canon-v3), for one query head attending to
+// positions 0..pos:
+//   score[p] = sum over d = 0..head_dim-1, in order, of q[d] * k[p][d], from 0;
+//   prob     = softmax_f16(score, pos + 1, scale);
+//   out[d]   = sum over p = 0..pos, in order, of prob[p] * v[p][d], from 0.
+// q, k, prob and v are all F16 values, so every product is exact in f32: each step is
+// one rounding of (sum + product), the same with or without FMA. The result depends
+// only on the sequence's KV and q: not on the batch, the thread count or the ISA.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "engine/model/kv_store.h"
 
 namespace hearth::engine {
 
-struct HeadQuery {
-  int32_t seq;
-  int32_t layer;
-  int32_t pos;  // attends to positions 0..pos
-  int32_t kv_head;
-  const float* q;  // head_dim values, already rounded to F16
+// One token's queries on one KV head: the `group` query heads that share it (GQA).
+struct TokenQueries {
+  int32_t pos;     // attends to positions 0..pos
+  const float* q;  // group * head_dim values, already rounded to F16, head after head
+  float* out;      // group * head_dim outputs, same layout
 };
 
-// out: head_dim floats. scores: scratch of at least pos+1 floats.
-void attend_head(const KvStore& kv, const HeadQuery& hq, int32_t head_dim, float scale,
-                 float* scores, float* out);
+// The definition above, plainly, for one query head (the tests' reference and the
+// path of builds without SIMD). scores: scratch of at least pos + 1 floats.
+void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t pos,
+                      const float* q, int32_t head_dim, float scale, float* scores, float* out);
 
-// All `group` query heads that share KV head `kv_head` (GQA), for one token: q holds
-// their head_dim-value queries back to back, out receives their outputs the same way,
-// scores is scratch of group * (pos + 1) floats. Each output is bit-identical to
-// attend_head's for that head (the same operations per score and per output, in the
-// same order); the group only shares each K and V row's F16 -> F32 conversion.
-// Returns false (and does nothing) when this build has no grouped path for head_dim;
-// the caller then uses attend_head.
-bool attend_group(const KvStore& kv, int32_t seq, int32_t layer, int32_t pos, int32_t kv_head,
-                  int32_t group, const float* q, int32_t head_dim, float scale, float* scores,
-                  float* out);
+// Floats of scratch attend_tokens needs for up to n_tokens tokens of `group` heads each
+// in a sequence of up to n_ctx positions.
+size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_ctx,
+                                    int32_t head_dim);
+
+// Every query head of `tokens` (all of sequence seq, in increasing pos order) on KV head
+// kv_head. Each output has exactly attend_reference's bits. The tokens share the work
+// of reading K: positions are taken 16 (AVX-512) or 8 (AVX2) at a time, transposed once
+// to f32 columns, and every query's scores for them come from one FMA chain per query
+// (vectorized across positions, so no horizontal sums).
+// scratch: attend_tokens_scratch_floats(tokens.size(), group, n_ctx, head_dim) floats.
+void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
+                   std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
+                   float* scratch);
+
+// attend_tokens on the tile width `lanes` (8: AVX2, 16: AVX-512), for tests that check
+// every width this build has. False (nothing done) when the build lacks it or
+// head_dim does not fit it.
+bool attend_tokens_lanes(int32_t lanes, const KvStore& kv, int32_t seq, int32_t layer,
+                         int32_t kv_head, int32_t group, std::span<const TokenQueries> tokens,
+                         int32_t head_dim, float scale, float* scratch);
 
 // The softmax of attention, in place over n scores: scores[p] * scale, minus their
 // max, canon::exp_f32, summed in canon::SumLanes16's order (double lanes), times
 // 1/sum as float, rounded to F16 (probabilities as F16 values). SIMD per this
 // build's ISA; the bits are those of that scalar definition.
 void softmax_f16(float* scores, int32_t n, float scale);
-
-// The two loops of attend_head, exposed for tests. Both give exactly the bits of the
-// kernels' dot_f16_f32 / axpy_f16 called once per position (same operations per
-// output, same order); they only process several positions per pass.
-//
-// scores[i] = dot_f16_f32(rows[i], q, n) for i < n_rows.
-void dot_f16_rows(const uint16_t* const* rows, int32_t n_rows, const float* q, int32_t n,
-                  float* scores);
-// out += ..., i.e. for i = 0..n_rows-1 with probs[i] != 0: axpy_f16(out, probs[i], rows[i]).
-void weighted_sum_f16_rows(const uint16_t* const* rows, const float* probs, int32_t n_rows,
-                           int32_t n, float* out);
 
 }  // namespace hearth::engine

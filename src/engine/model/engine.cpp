@@ -117,7 +117,11 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   s.rope.resize(B * hp.n_rot);
   s.q16.resize(B * hp.q_dim());
   s.scores.resize(static_cast<size_t>(options.n_threads) *
-                  static_cast<size_t>(hp.n_head / hp.n_head_kv) * impl->opts.n_ctx);
+                  engine::attend_tokens_scratch_floats(kAttentionBlockTokens,
+                                                       hp.n_head / hp.n_head_kv, impl->opts.n_ctx,
+                                                       hp.head_dim));
+  s.attn_order.reserve(B);
+  s.attn_blocks.reserve(B);
   s.out_x.resize(B * hp.n_embd);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }

@@ -6,8 +6,10 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
+#include "engine/model/attention.h"
 #include "engine/model/hparams.h"
 #include "engine/model/kernels_bridge.h"
 #include "engine/model/kv_store.h"
@@ -19,11 +21,17 @@ namespace hearth {
 
 namespace kb = engine::kb;
 
+// Tokens of one sequence whose attention shares each K tile (more share the tile
+// conversion better; the score scratch grows with them).
+constexpr int32_t kAttentionBlockTokens = 8;
+
 // Scratch for one chunk of up to n_batch tokens, allocated once at load.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
-  std::vector<float> q16;         // Q rounded to F16 (held as float)
-  std::vector<float> scores;      // n_threads * (n_head / n_head_kv) * n_ctx
+  std::vector<float> q16;           // Q rounded to F16 (held as float)
+  std::vector<float> scores;        // n_threads * attend_tokens_scratch_floats(...)
+  std::vector<int32_t> attn_order;  // attention(): the chunk's token indices by sequence
+  std::vector<std::pair<int32_t, int32_t>> attn_blocks;  // [begin, end) into attn_order
   std::vector<int32_t> next_pos;  // validate(): expected position per sequence
   std::vector<float> out_x;       // gathered rows for the output head
   kb::MatmulScratch mm;

@@ -76,32 +76,45 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   int64_t macs = 0;
   for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
   kb::ThreadPool& tp = pool_for(macs);
-  // Items are (token, KV head) groups; a group's query heads share each K/V row's
-  // conversion (attend_group), or, without a grouped path, each head runs alone.
-  const int64_t items = static_cast<int64_t>(chunk.size()) * hp.n_head_kv;
+  // Blocks of up to kAttentionBlockTokens tokens of one sequence (in batch order, so in
+  // increasing position order): a block's tokens share each K tile (attend_tokens).
+  s.attn_order.clear();
+  s.attn_blocks.clear();
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) seen = chunk[j].seq == chunk[i].seq;
+    if (seen) continue;
+    const int32_t begin = static_cast<int32_t>(s.attn_order.size());
+    for (size_t j = i; j < chunk.size(); ++j)
+      if (chunk[j].seq == chunk[i].seq) s.attn_order.push_back(static_cast<int32_t>(j));
+    const int32_t end = static_cast<int32_t>(s.attn_order.size());
+    for (int32_t b = begin; b < end; b += kAttentionBlockTokens)
+      s.attn_blocks.push_back({b, std::min(end, b + kAttentionBlockTokens)});
+  }
+  // Items are (block, KV head). One slot per thread, each with its own scratch; which
+  // thread runs a slot does not matter, every output is computed by one sequential loop.
+  const int64_t items = static_cast<int64_t>(s.attn_blocks.size()) * hp.n_head_kv;
   const int64_t n_slots = std::min<int64_t>(tp.size(), items);
-  // One slot per thread, each with its own score buffer; which thread runs a slot does
-  // not matter, every (token, head) output is computed by one sequential loop.
+  const size_t scratch_floats =
+      engine::attend_tokens_scratch_floats(kAttentionBlockTokens, group, kv->n_ctx(), hd);
   tp.parallel_for(n_slots, [&](int64_t slot_begin, int64_t slot_end) {
     for (int64_t slot = slot_begin; slot < slot_end; ++slot) {
-      float* scores = s.scores.data() + slot * group * kv->n_ctx();
-      // Items are dealt round-robin: a later token attends to more positions, so
+      float* scratch = s.scores.data() + static_cast<size_t>(slot) * scratch_floats;
+      // Items are dealt round-robin: later blocks attend to more positions, so
       // contiguous ranges would give the last slot most of the work.
       for (int64_t it = slot; it < items; it += n_slots) {
-        const int64_t t = it / hp.n_head_kv;
+        const auto [b0, b1] = s.attn_blocks[static_cast<size_t>(it / hp.n_head_kv)];
         const int32_t g = static_cast<int32_t>(it % hp.n_head_kv);
-        const BatchToken& tok = chunk[static_cast<size_t>(t)];
-        const int64_t first = t * hp.q_dim() + static_cast<int64_t>(g) * group * hd;
-        if (engine::attend_group(*kv, tok.seq, layer, tok.pos, g, group, s.q16.data() + first, hd,
-                                 scale, scores, s.att.data() + first)) {
-          continue;
+        engine::TokenQueries tq[kAttentionBlockTokens];
+        for (int32_t i = b0; i < b1; ++i) {
+          const int64_t t = s.attn_order[static_cast<size_t>(i)];
+          const int64_t first = t * hp.q_dim() + static_cast<int64_t>(g) * group * hd;
+          tq[i - b0] = {chunk[static_cast<size_t>(t)].pos, s.q16.data() + first,
+                        s.att.data() + first};
         }
-        for (int32_t h = g * group; h < (g + 1) * group; ++h) {
-          engine::HeadQuery hq{tok.seq, layer, tok.pos, g,
-                               s.q16.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd};
-          engine::attend_head(*kv, hq, hd, scale, scores,
-                              s.att.data() + t * hp.q_dim() + static_cast<int64_t>(h) * hd);
-        }
+        engine::attend_tokens(
+            *kv, chunk[static_cast<size_t>(s.attn_order[static_cast<size_t>(b0)])].seq, layer, g,
+            group, std::span(tq, static_cast<size_t>(b1 - b0)), hd, scale, scratch);
       }
     }
   });

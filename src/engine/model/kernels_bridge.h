@@ -30,13 +30,4 @@ inline const char* kernels_id() {
   return ::hearth::engine::numerics_id();
 }
 
-// dot(f16 k, q) over n values in the kernels' fixed canonical order.
-inline float dot_f16(const uint16_t* k, const float* q, int n) {
-  return dot_f16_f32(k, q, n);
-}
-// y += a * f16(v), one FMA per element.
-inline void axpy_f16(float* y, float a, const uint16_t* v, int n) {
-  ::hearth::engine::axpy_f16(a, v, y, n);
-}
-
 }  // namespace hearth::engine::kb

@@ -1,0 +1,152 @@
+// The position-tiled attention (attend_tokens, on every tile width this build has)
+// gives, head for head, exactly the bits of attend_reference, the definition; and
+// the definition's sums are the same with an FMA per step or a multiply and an add
+// (every product of two F16 values is exact in f32).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "attention_test_util.h"
+#include "engine/model/attention.h"
+#include "engine/model/kv_store.h"
+#include "hearth/fp16.h"
+
+namespace hearth::engine {
+namespace {
+
+constexpr int32_t kCtx = 300;
+constexpr int32_t kKvHeads = 2;
+
+KvStore random_kv(int32_t head_dim, uint32_t seed) {
+  KvStore kv(1, 2, kCtx, kKvHeads * head_dim);
+  Lcg rng{seed};
+  for (int32_t layer = 0; layer < 2; ++layer) {
+    for (int32_t p = 0; p < kCtx; ++p) {
+      uint16_t* k = kv.k_row(0, layer, p);
+      uint16_t* v = kv.v_row(0, layer, p);
+      for (int32_t i = 0; i < kKvHeads * head_dim; ++i) {
+        k[i] = fp32_to_fp16(rng.next() * 3.0f);
+        v[i] = fp32_to_fp16(rng.next() * 2.0f);
+      }
+    }
+  }
+  kv.set_len(0, kCtx);
+  return kv;
+}
+
+// Token position sets: single tokens around the 8- and 16-position tiles, a block of
+// consecutive positions (a prefill slice), and scattered ones.
+const std::vector<std::vector<int32_t>>& position_sets() {
+  static const std::vector<std::vector<int32_t>> sets = {{0},
+                                                         {5},
+                                                         {7},
+                                                         {8},
+                                                         {15},
+                                                         {16},
+                                                         {17},
+                                                         {63},
+                                                         {64},
+                                                         {kCtx - 1},
+                                                         {0, 1, 2, 3, 4, 5, 6, 7},
+                                                         {292, 293, 294, 295, 296, 297, 298, 299},
+                                                         {3, 40, 41, 200},
+                                                         {16, 31, 32}};
+  return sets;
+}
+
+TEST(AttentionTokens, EveryWidthMatchesTheReferenceBitForBit) {
+  int widths_run = 0;
+  for (int32_t lanes : {8, 16}) {
+    bool ran = false;
+    for (int32_t head_dim : {32, 64, 80, 128}) {
+      for (int32_t group : {1, 3, 8}) {
+        const KvStore kv = random_kv(head_dim, static_cast<uint32_t>(head_dim * 31 + group));
+        Lcg rng{static_cast<uint32_t>(lanes + head_dim + group)};
+        std::vector<float> scratch(attend_tokens_scratch_floats(8, group, kCtx, head_dim));
+        for (const auto& positions : position_sets()) {
+          const size_t per_token = static_cast<size_t>(group * head_dim);
+          std::vector<float> q(positions.size() * per_token);
+          for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next() * 2.0f));
+          std::vector<float> got(q.size(), -1.0f);
+          std::vector<TokenQueries> tokens;
+          for (size_t i = 0; i < positions.size(); ++i)
+            tokens.push_back({positions[i], q.data() + i * per_token, got.data() + i * per_token});
+          const float scale = 1.0f / 8.0f;
+          if (!attend_tokens_lanes(lanes, kv, 0, 1, 1, group, tokens, head_dim, scale,
+                                   scratch.data())) {
+            continue;
+          }
+          ran = true;
+          for (size_t i = 0; i < positions.size(); ++i) {
+            for (int32_t h = 0; h < group; ++h) {
+              const size_t at = i * per_token + static_cast<size_t>(h * head_dim);
+              std::vector<float> want(static_cast<size_t>(head_dim));
+              std::vector<float> s1(kCtx);
+              attend_reference(kv, 0, 1, 1, positions[i], q.data() + at, head_dim, scale, s1.data(),
+                               want.data());
+              ASSERT_EQ(std::memcmp(want.data(), got.data() + at, want.size() * sizeof(float)), 0)
+                  << "lanes " << lanes << " head_dim " << head_dim << " group " << group
+                  << " token " << i << " at pos " << positions[i] << " head " << h;
+            }
+          }
+        }
+      }
+    }
+    widths_run += ran ? 1 : 0;
+    if (!ran) std::printf("SKIPPED: this build has no %d-lane attention path\n", lanes);
+  }
+  if (widths_run == 0) GTEST_SKIP() << "SKIPPED: this build has no SIMD attention path";
+}
+
+// attend_tokens itself (whatever width it picks, or the reference loop) agrees too,
+// including head sizes no tile width divides.
+TEST(AttentionTokens, DispatchMatchesTheReference) {
+  for (int32_t head_dim : {24, 64}) {
+    const int32_t group = 4;
+    const KvStore kv = random_kv(head_dim, 99);
+    Lcg rng{7};
+    const std::vector<int32_t> positions = {100, 101, 102};
+    const size_t per_token = static_cast<size_t>(group * head_dim);
+    std::vector<float> q(positions.size() * per_token);
+    for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next()));
+    std::vector<float> got(q.size());
+    std::vector<TokenQueries> tokens;
+    for (size_t i = 0; i < positions.size(); ++i)
+      tokens.push_back({positions[i], q.data() + i * per_token, got.data() + i * per_token});
+    std::vector<float> scratch(attend_tokens_scratch_floats(8, group, kCtx, head_dim));
+    attend_tokens(kv, 0, 0, 0, group, tokens, head_dim, 0.125f, scratch.data());
+    for (size_t i = 0; i < positions.size(); ++i) {
+      for (int32_t h = 0; h < group; ++h) {
+        const size_t at = i * per_token + static_cast<size_t>(h * head_dim);
+        std::vector<float> want(static_cast<size_t>(head_dim)), s1(kCtx);
+        attend_reference(kv, 0, 0, 0, positions[i], q.data() + at, head_dim, 0.125f, s1.data(),
+                         want.data());
+        ASSERT_EQ(std::memcmp(want.data(), got.data() + at, want.size() * sizeof(float)), 0)
+            << "head_dim " << head_dim << " token " << i << " head " << h;
+      }
+    }
+  }
+}
+
+// The exactness the definition relies on: with F16 operands, fma(a, b, s) == s + a * b
+// for every step of a score and of an output, so scalar code with or without FMA
+// contraction gives the SIMD kernels' bits.
+TEST(AttentionTokens, F16ProductsAreExactSoFmaAndMulAddAgree) {
+  Lcg rng{11};
+  int mismatches = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const float a = fp16_to_fp32(fp32_to_fp16(rng.next() * 60000.0f));
+    const float b = fp16_to_fp32(fp32_to_fp16(rng.next() * 1e-3f));
+    const float s = rng.next() * 1e3f;
+    volatile float prod = a * b;  // volatile: no contraction into an FMA here
+    const float sum = s + prod;
+    mismatches += std::fma(a, b, s) != sum ? 1 : 0;
+    ASSERT_EQ(static_cast<double>(prod), static_cast<double>(a) * static_cast<double>(b));
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+}  // namespace
+}  // namespace hearth::engine
