@@ -1,8 +1,8 @@
 // Per-sequence K/V storage. Each sequence owns one block laid out as
 //   [layer][K|V][position][n_head_kv * head_dim] F16
 // so the first n positions of one layer's K (or V) are one contiguous run, and
-// kv_pack is a plain copy of those runs. Blocks are allocated once at load, untouched
-// (the OS commits pages as positions are written), so steady state never allocates.
+// kv_pack is a plain copy of those runs. Blocks are allocated and committed once at
+// load (zero-filled), so neither steady state nor a restore ever allocates or faults.
 #pragma once
 
 #include <cstdint>
