@@ -21,6 +21,8 @@ constexpr size_t kTileBlockBytes = size_t{256} << 10;
 // Fewest tokens for which packing panels pays for itself (the pack touches every
 // weight once, like one token's worth of dot products).
 constexpr int64_t kPanelMinTokens = 8;
+// Most consecutive panels one thread packs per grab on the pack path (2b).
+constexpr int64_t kPackRun = 4;
 static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
 
 // Each pool thread's panel buffer: grown once, reused by every later call.
@@ -150,7 +152,10 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   }
   if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens) {
     // 2b. Prefill: pack each task's rows into a panel, then sweep every token past it.
-    pool.parallel_for_dynamic(n_tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+    // Runs of kPackRun consecutive tasks per grab: a pack prefetches the next panel's
+    // rows, which is then this thread's next task (except at a run's end).
+    const int64_t run = std::clamp<int64_t>(n_tasks / (8 * pool.size()), 1, kPackRun);
+    pool.parallel_for_dynamic(n_tasks, run, [&](int64_t task_begin, int64_t task_end) {
       uint8_t* panel = panel_scratch().reserve(pk.bytes(cols));
       for (int64_t task = task_begin; task < task_end; ++task) {
         const int64_t r0 = task * kRowsPerTask;

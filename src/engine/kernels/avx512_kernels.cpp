@@ -245,8 +245,10 @@ void q8p_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t*
                   : nullptr;
   }
   alignas(64) uint16_t d16[16];
-  prefetch_rows(vw, static_cast<size_t>(n_rows) * row_stride);
+  const size_t src_bytes = static_cast<size_t>(n_rows) * row_stride;
+  prefetch_rows(vw, src_bytes);
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_next_rows(vw, src_bytes, b, nb);
     __m512i z[8];
     for (int j = 0; j < 8; ++j) {
       const __m256i lo = rows[2 * j] ? Fmt::decode1(rows[2 * j][b]) : _mm256_setzero_si256();

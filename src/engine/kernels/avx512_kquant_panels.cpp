@@ -129,7 +129,8 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
   constexpr int kScales = (L::kPairs - L::kScales) / 64;
   constexpr int kPairs = (L::kQuants - L::kPairs) / 64;
   const int64_t nb = n / kQKK;
-  prefetch_rows(vw, static_cast<size_t>(n_rows) * row_stride);
+  const size_t src_bytes = static_cast<size_t>(n_rows) * row_stride;
+  prefetch_rows(vw, src_bytes);
   const W* rows[16];  // in transpose input order
   const W* by_row[16];
   for (int i = 0; i < 16; ++i) {
@@ -142,6 +143,7 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
                            : nullptr;
   }
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_next_rows(vw, src_bytes, b, nb);
     uint8_t* out = panel + static_cast<size_t>(b) * L::kBytes;
     float* d = reinterpret_cast<float*>(out + L::kD);
     float* dmin = reinterpret_cast<float*>(out + L::kDmin);
