@@ -11,10 +11,10 @@ namespace {
 
 // Has the kernel write (zeros) into [p, p + bytes) once. File-tier restores read() rows
 // straight into the KV, and on paravirtualized VMs with shadow paging (the 2-core build
-// VM) the kernel's first write to each user page costs ~6 us per 4 KiB even after user
-// code touched it: ~70 ms on the first restore of a 46 MB row, ~4 ms afterwards. Doing
-// it here moves that to load; elsewhere it costs about one more memset. Best effort:
-// without /dev/zero nothing happens.
+// VM) the kernel's first copies into fresh user pages are slow even after user code
+// wrote them: a 46 MB restore took 70-118 ms there without this pass, 2-61 ms with it,
+// against ~4 ms for a warm copy. Elsewhere it costs about one more memset at load.
+// Best effort: without /dev/zero nothing happens.
 void warm_for_kernel_writes(void* p, size_t bytes) {
   const int fd = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
