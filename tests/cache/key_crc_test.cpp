@@ -110,6 +110,23 @@ RC_GTEST_PROP(Crc32cProp, HardwareMatchesPortableAndExtends, ()) {
   RC_ASSERT(crc32c_extend(crc32c(p, cut), p + cut, n - cut) == whole);
 }
 
+// Lengths around the folding path's thresholds (1 KiB to start, 256-byte steps, the
+// tail after them), each continued from a nonzero state, against the portable code.
+TEST(Crc32c, FoldingThresholdsAndTailsMatchPortable) {
+  auto bytes = testing::random_bytes(70000, 7);
+  for (size_t n :
+       {size_t{255}, size_t{256}, size_t{1023}, size_t{1024}, size_t{1025}, size_t{1279},
+        size_t{1280}, size_t{1281}, size_t{1536}, size_t{4096 + 7}, size_t{65536}, size_t{69999}}) {
+    for (size_t off : {size_t{0}, size_t{3}}) {
+      const uint8_t* p = bytes.data() + off;
+      for (uint32_t seed : {0u, 0xDEADBEEFu}) {
+        ASSERT_EQ(crc32c_extend(seed, p, n), crc32c_portable(seed, p, n))
+            << "n " << n << " off " << off << " seed " << seed << " (" << crc32c_impl_name() << ")";
+      }
+    }
+  }
+}
+
 TEST(Crc32c, LargeBufferAcrossBlockBoundaries) {
   auto bytes = testing::random_bytes(3 * 8192 * 5 + 77, 42);
   EXPECT_EQ(crc32c(bytes.data(), bytes.size()), crc32c_portable(0, bytes.data(), bytes.size()));
