@@ -113,7 +113,7 @@ RC_GTEST_PROP(Crc32cProp, HardwareMatchesPortableAndExtends, ()) {
 // Lengths around the folding path's thresholds (1 KiB to start, 256-byte steps, the
 // tail after them), each continued from a nonzero state, against the portable code.
 TEST(Crc32c, FoldingThresholdsAndTailsMatchPortable) {
-  auto bytes = testing::random_bytes(70000, 7);
+  auto bytes = testing::random_bytes(70000 + 8, 7);  // room for the offsets
   for (size_t n :
        {size_t{255}, size_t{256}, size_t{1023}, size_t{1024}, size_t{1025}, size_t{1279},
         size_t{1280}, size_t{1281}, size_t{1536}, size_t{4096 + 7}, size_t{65536}, size_t{69999}}) {
