@@ -79,6 +79,8 @@ struct Engine::Impl {
 
  private:
   void run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden);
+  void plan_attention_blocks(std::span<const BatchToken> chunk);  // once per chunk
+  // Attention of every token of the chunk on one layer, over plan_attention_blocks' blocks.
   void attention(std::span<const BatchToken> chunk, int32_t layer);
 };
 

@@ -69,15 +69,10 @@ void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* lo
   }
 }
 
-void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
-  const int32_t hd = hp.head_dim;
-  const int32_t group = hp.n_head / hp.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  int64_t macs = 0;
-  for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
-  kb::ThreadPool& tp = pool_for(macs);
-  // Blocks of up to kAttentionBlockTokens tokens of one sequence (in batch order, so in
-  // increasing position order): a block's tokens share each K tile (attend_tokens).
+// Blocks of up to kAttentionBlockTokens tokens of one sequence (in batch order, so in
+// increasing position order): a block's tokens share each K tile (attend_tokens). The
+// grouping depends only on the chunk, so it is made once per chunk, not per layer.
+void Engine::Impl::plan_attention_blocks(std::span<const BatchToken> chunk) {
   s.attn_order.clear();
   s.attn_blocks.clear();
   for (size_t i = 0; i < chunk.size(); ++i) {
@@ -91,6 +86,15 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
     for (int32_t b = begin; b < end; b += kAttentionBlockTokens)
       s.attn_blocks.push_back({b, std::min(end, b + kAttentionBlockTokens)});
   }
+}
+
+void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
+  const int32_t hd = hp.head_dim;
+  const int32_t group = hp.n_head / hp.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int64_t macs = 0;
+  for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
+  kb::ThreadPool& tp = pool_for(macs);
   // Items are (block, KV head). One slot per thread, each with its own scratch; which
   // thread runs a slot does not matter, every output is computed by one sequential loop.
   const int64_t items = static_cast<int64_t>(s.attn_blocks.size()) * hp.n_head_kv;
@@ -139,6 +143,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
                         s.rope.data() + t * hp.n_rot);
   }
 
+  plan_attention_blocks(chunk);
   for (int32_t l = 0; l < hp.n_layer; ++l) {
     const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
     for_each_token(T, e, [&](int64_t t) {
