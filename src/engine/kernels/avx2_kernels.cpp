@@ -11,6 +11,7 @@
 // (tokens) that share the decoded weights: NT = 1 is the mat-vec dot, NT = 2..4
 // the prefill tile. Everything here has internal linkage, so no AVX2 code can
 // leak into other translation units through a shared inline/template definition.
+#include "engine/kernels/avx2_parts.h"
 #include "engine/kernels/kernel_set.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -250,13 +251,6 @@ float dot_q2k(const void* vw, const void* vx, int64_t n) {
 
 // ---- float formats: 4 x 8 lanes, canonical 32-lane order --------------------------
 
-inline float reduce_lanes(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
-  const __m128 t = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  const __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
-  return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u)));
-}
-
 inline __m256 load_f16x8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -367,6 +361,10 @@ KernelSet make_avx2() {
   k.dot[static_cast<int>(T::kF32)] = dot_f32;
   k.dot[static_cast<int>(T::kF16)] = dot_f16;
   k.dot[static_cast<int>(T::kBF16)] = dot_bf16;
+  install_avx2_quantizers(&k);
+  install_avx2_q8_panels(&k);
+  install_avx2_kquant_panels(&k);
+  install_avx2_f16_gemm(&k);
   return k;
 }
 

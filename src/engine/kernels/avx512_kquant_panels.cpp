@@ -53,79 +53,20 @@ struct SuperLayout {
   static constexpr size_t kBytes = kQuants + 64 * 64;
 };
 
-// Element order decoders: chunk c (elements 32c..32c+31) of one super-block as 32
-// unsigned bytes.
-// Q4_K and Q5_K share their scale block: 8 six-bit scales (one per sub-block of 32)
-// and 8 six-bit mins, paired as int16 for vpdpwssd; d and dmin as f16.
-template <class Block>
-struct K4Scales {
-  using W = Block;
-  using L = SuperLayout<8, 4>;
-  static void ints(const W& b, int32_t* scales, int32_t* pairs) {
-    uint8_t sc[8], mn[8];
-    k4_unpack_scales(b.scales, sc, mn);
-    for (int j = 0; j < 8; ++j) scales[j] = sc[j];
-    for (int i = 0; i < 4; ++i) {
-      pairs[i] = static_cast<int32_t>(static_cast<uint32_t>(mn[2 * i]) |
-                                      (static_cast<uint32_t>(mn[2 * i + 1]) << 16));
-    }
-  }
-  static float dmin(const W& b) { return _cvtsh_ss(b.dmin); }
-  static float d(const W& b) { return _cvtsh_ss(b.d); }
-};
-struct PQ4K : K4Scales<BlockQ4_K> {
-  static __m256i chunk(const W& b, int c) {
-    const __m256i raw = load256(b.qs + 32 * (c / 2));
-    const __m256i v = c % 2 ? _mm256_srli_epi16(raw, 4) : raw;
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
-  }
-};
-struct PQ5K : K4Scales<BlockQ5_K> {
-  static __m256i chunk(const W& b, int c) {
-    const __m256i raw = load256(b.qs + 32 * (c / 2));
-    const __m256i lo =
-        _mm256_and_si256(c % 2 ? _mm256_srli_epi16(raw, 4) : raw, _mm256_set1_epi8(0x0F));
-    // Fifth bit of element l of sub-block c: bit c of qh[l].
-    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << c));
-    const __m256i hi = _mm256_and_si256(
-        _mm256_cmpeq_epi8(_mm256_and_si256(load256(b.qh), bit), bit), _mm256_set1_epi8(16));
-    return _mm256_or_si256(lo, hi);
-  }
-};
-struct PQ6K {
-  using W = BlockQ6_K;
-  using L = SuperLayout<16, 8>;
-  // Chunk c = sub-blocks 2c, 2c+1: half h = c / 4, quarter g = c % 4 of it.
-  static __m256i chunk(const W& b, int c) {
-    const int h = c / 4, g = c % 4;
-    const __m256i ql = load256(b.ql + 64 * h + 32 * (g & 1));
-    const __m256i lo =
-        _mm256_and_si256(g >> 1 ? _mm256_srli_epi16(ql, 4) : ql, _mm256_set1_epi8(0x0F));
-    const __m256i qh = _mm256_srli_epi16(load256(b.qh + 32 * h), 2 * g);
-    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(qh, _mm256_set1_epi8(3)), 4);
-    return _mm256_or_si256(lo, hi);
-  }
-  static void ints(const W& b, int32_t* scales, int32_t* pairs) {
-    for (int g = 0; g < 16; ++g) scales[g] = b.scales[g];
-    for (int i = 0; i < 8; ++i) {
-      pairs[i] = static_cast<int32_t>(
-          static_cast<uint16_t>(int16_t{b.scales[2 * i]}) |
-          (static_cast<uint32_t>(static_cast<uint16_t>(int16_t{b.scales[2 * i + 1]})) << 16));
-    }
-  }
-  static float dmin(const W&) { return 0.0f; }
-  static float d(const W& b) { return _cvtsh_ss(b.d); }
-};
+#include "engine/kernels/x86_kquant_chunks.inc"
+
+template <class F>
+using LayoutOf = SuperLayout<F::kScaleCount, F::kPairCount>;
 
 template <class F>
 size_t kpanel_bytes(int64_t n) {
-  return static_cast<size_t>(n / kQKK) * F::L::kBytes;
+  return static_cast<size_t>(n / kQKK) * LayoutOf<F>::kBytes;
 }
 
 template <class F>
 void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t* panel) {
   using W = typename F::W;
-  using L = typename F::L;
+  using L = LayoutOf<F>;
   constexpr int kScales = (L::kPairs - L::kScales) / 64;
   constexpr int kPairs = (L::kQuants - L::kPairs) / 64;
   const int64_t nb = n / kQKK;
@@ -200,7 +141,7 @@ inline void group_dots(const uint8_t* q, const int8_t* const* y, int k0, int gro
 template <class F, int NT>
 void kpanel_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x, size_t x_stride,
                     float* y, size_t y_stride) {
-  using L = typename F::L;
+  using L = LayoutOf<F>;
   constexpr int kScales = (L::kPairs - L::kScales) / 64;  // 8 (per 32) or 16 (per 16)
   constexpr int kPairs = (L::kQuants - L::kPairs) / 64;
   constexpr int kGroupsPerScale = 64 / kScales;
