@@ -4,7 +4,9 @@
 #include <cassert>
 #include <cmath>
 
+#include "engine/cpu_features.h"
 #include "engine/kernels/canonical.h"
+#include "engine/kernels/kernel_set.h"
 #include "engine/model/vec_exp.h"
 #include "hearth/fp16.h"
 
@@ -381,13 +383,24 @@ bool attend_tokens_lanes(int32_t lanes, const KvStore& kv, int32_t seq, int32_t 
   return false;
 }
 
+namespace {
+// HEARTH_KERNELS may pick a narrower kernel table than the CPU's best for A/B
+// measurements (e.g. AVX2 on an AVX-512 machine, the yardstick's ISA); attention
+// then follows it to 8 lanes. Same bits either way.
+bool widest_lanes_allowed() {
+  static const bool allowed = &active_kernels() == runnable_kernel_sets().front();
+  return allowed;
+}
+}  // namespace
+
 void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                    std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
                    float* scratch) {
   if (tokens.empty()) return;
   for (size_t i = 1; i < tokens.size(); ++i) assert(tokens[i - 1].pos < tokens[i].pos);
 #if HEARTH_ATTN_AVX2
-  if (head_dim % Vec::W == 0 && head_dim <= kMaxHeadDim) {
+  if (head_dim % Vec::W == 0 && head_dim <= kMaxHeadDim &&
+      (Vec::W == V8::W || widest_lanes_allowed())) {
     attend_tiled<Vec>(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch);
     return;
   }
