@@ -75,19 +75,12 @@ size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int
       std::memcpy(side + 4 * b, &d, 4);
       std::memcpy(side + 4 * nb + 4 * b, &sum, 4);
     }
-    // Padding bytes are zeroed so rows are fully defined (hashable, comparable).
-    const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
-    std::memset(out + quant_row_bytes(at, cols), 0,
-                q8_0_side_offset(nb) - quant_row_bytes(at, cols));
-    std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+    clear_q8_0_working_padding(out, nb);
   } else if (at == gguf::TensorType::kF16) {
     const auto* h = reinterpret_cast<const uint16_t*>(out);
     float* wide = reinterpret_cast<float*>(out + f16_side_offset(cols));
     for (int64_t i = 0; i < cols; ++i) wide[i] = fp16_to_fp32(h[i]);
-    const size_t f16_bytes = static_cast<size_t>(cols) * 2;
-    std::memset(out + f16_bytes, 0, f16_side_offset(cols) - f16_bytes);
-    const size_t used = f16_side_offset(cols) + static_cast<size_t>(cols) * 4;
-    std::memset(out + used, 0, f16_working_row_bytes(cols) - used);
+    clear_f16_working_padding(out, cols);
   }
   return activation_row_bytes(weight_type, cols);
 }

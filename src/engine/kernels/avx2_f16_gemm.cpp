@@ -18,18 +18,13 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "engine/quant/blocks.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx2_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
@@ -159,11 +154,7 @@ void f16_gemm(const uint8_t* rows, int n_rows, int64_t n, const uint8_t* x, size
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/x86_target_end.inc"
 
 namespace hearth::engine {
 

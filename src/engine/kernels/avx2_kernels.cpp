@@ -16,19 +16,14 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "engine/quant/blocks.h"
 #include "engine/quant/scales.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx2_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
@@ -326,11 +321,7 @@ struct KQ6K {
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/x86_target_end.inc"
 
 // The table itself is built outside the target region: building it stores
 // function addresses only, and must not execute AVX instructions on a CPU

@@ -25,8 +25,6 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -34,12 +32,9 @@
 #include "engine/quant/blocks.h"
 #include "engine/quant/scales.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx2_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
@@ -76,25 +71,6 @@ constexpr int kTokenBlock = 32;
 // Row i of the 16 at dword i of a 64-byte group: rows 0..7 then 8..15.
 inline void put_dword(uint8_t* group, int row, int32_t v) {
   std::memcpy(group + 4 * row, &v, 4);
-}
-
-// r[i] = 8 dwords of row i -> r[k] = dword k of rows 0..7.
-inline void transpose8x8(__m256i r[8]) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int k = 0; k < 4; ++k) {
-    r[k] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x20);
-    r[k + 4] = _mm256_permute2x128_si256(u[k], u[k + 4], 0x31);
-  }
 }
 
 template <class F>
@@ -271,11 +247,7 @@ void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, 
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/x86_target_end.inc"
 
 namespace hearth::engine {
 

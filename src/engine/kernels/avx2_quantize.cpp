@@ -10,19 +10,14 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "engine/quant/blocks.h"
 #include "hearth/fp16.h"
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+// clang-format off
+#include "engine/kernels/avx2_target_begin.inc"
+// clang-format on
 
 namespace hearth::engine {
 namespace {
@@ -82,11 +77,7 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
     side_sum[b] =
         sum8(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
   }
-  // Padding bytes are zero, as in the reference.
-  const size_t block_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
-  std::memset(out + block_bytes, 0, q8_0_side_offset(nb) - block_bytes);
-  const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
-  std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+  clear_q8_0_working_padding(out, nb);  // as the reference
 }
 
 void quantize_f16_row(const float* x, int64_t n, uint8_t* out) {
@@ -102,20 +93,13 @@ void quantize_f16_row(const float* x, int64_t n, uint8_t* out) {
     h[i] = fp32_to_fp16(x[i]);
     wide[i] = fp16_to_fp32(h[i]);
   }
-  const size_t f16_bytes = static_cast<size_t>(n) * 2;
-  std::memset(out + f16_bytes, 0, f16_side_offset(n) - f16_bytes);
-  const size_t used = f16_side_offset(n) + static_cast<size_t>(n) * 4;
-  std::memset(out + used, 0, f16_working_row_bytes(n) - used);
+  clear_f16_working_padding(out, n);
 }
 
 }  // namespace
 }  // namespace hearth::engine
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "engine/kernels/x86_target_end.inc"
 
 namespace hearth::engine {
 

@@ -146,7 +146,7 @@ void f16_gemm(const uint8_t* rows, int n_rows, int64_t n, const uint8_t* x, size
 }  // namespace
 }  // namespace hearth::engine
 
-#include "engine/kernels/avx512_target_end.inc"
+#include "engine/kernels/x86_target_end.inc"
 
 namespace hearth::engine {
 

@@ -390,11 +390,7 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
     side_scale[b] = _cvtsh_ss(dh);
     side_sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
   }
-  // Padding bytes are zero, as in the reference.
-  const size_t block_bytes = static_cast<size_t>(nb) * sizeof(BlockQ8_0);
-  std::memset(out + block_bytes, 0, q8_0_side_offset(nb) - block_bytes);
-  const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
-  std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+  clear_q8_0_working_padding(out, nb);  // as the reference
 }
 
 // Two F16 weight rows x NT tokens: per row and token exactly dot_f16_512's lanes.
@@ -469,10 +465,7 @@ void quantize_f16_row(const float* x, int64_t n, uint8_t* out) {
     h[i] = fp32_to_fp16(x[i]);
     wide[i] = fp16_to_fp32(h[i]);
   }
-  const size_t f16_bytes = static_cast<size_t>(n) * 2;
-  std::memset(out + f16_bytes, 0, f16_side_offset(n) - f16_bytes);
-  const size_t used = f16_side_offset(n) + static_cast<size_t>(n) * 4;
-  std::memset(out + used, 0, f16_working_row_bytes(n) - used);
+  clear_f16_working_padding(out, n);
 }
 
 template <template <int> class K>
@@ -517,7 +510,7 @@ struct DotF16 {
 }  // namespace
 }  // namespace hearth::engine
 
-#include "engine/kernels/avx512_target_end.inc"
+#include "engine/kernels/x86_target_end.inc"
 
 namespace hearth::engine {
 namespace {

@@ -214,7 +214,7 @@ void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, 
 }  // namespace
 }  // namespace hearth::engine
 
-#include "engine/kernels/avx512_target_end.inc"
+#include "engine/kernels/x86_target_end.inc"
 
 namespace hearth::engine {
 

@@ -374,7 +374,7 @@ void multi(const void* w, const uint8_t* x, size_t stride, int nt, int64_t n, fl
 }  // namespace
 }  // namespace hearth::engine
 
-#include "engine/kernels/avx512_target_end.inc"
+#include "engine/kernels/x86_target_end.inc"
 
 // Installed outside the target region: storing function addresses executes no
 // AVX-512 instruction.

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "hearth/gguf.h"
 
@@ -40,6 +41,21 @@ inline constexpr size_t f16_side_offset(int64_t n) {
 }
 inline constexpr size_t f16_working_row_bytes(int64_t n) {
   return f16_side_offset(n) + static_cast<size_t>(n * 4 + 63) / 64 * 64;
+}
+
+// Zero the padding bytes of a working row (after the blocks / halves and after the
+// side arrays) so rows are fully defined: hashable, comparable byte for byte.
+inline void clear_q8_0_working_padding(uint8_t* out, int64_t nb) {
+  const size_t blocks = static_cast<size_t>(nb) * 34;
+  const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
+  std::memset(out + blocks, 0, q8_0_side_offset(nb) - blocks);
+  std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
+}
+inline void clear_f16_working_padding(uint8_t* out, int64_t n) {
+  const size_t halves = static_cast<size_t>(n) * 2;
+  const size_t used = f16_side_offset(n) + static_cast<size_t>(n) * 4;
+  std::memset(out + halves, 0, f16_side_offset(n) - halves);
+  std::memset(out + used, 0, f16_working_row_bytes(n) - used);
 }
 
 // One weight row (n elements of the weight type) . one activation row (n
