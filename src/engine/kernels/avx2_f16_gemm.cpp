@@ -80,18 +80,6 @@ void group_chunk(const uint16_t* w0, int64_t n, const float* const x[T], int64_t
   for (int q = 0; q < 4; ++q) tile_pass<R, T>(w, x, c0, c1, q, quarters[q]);
 }
 
-// f.operator()<n>() for a run-time n in 1..N (nothing for n outside it).
-template <int N, class F>
-inline void with_count(int n, F&& f) {
-  if constexpr (N > 0) {
-    if (n == N) {
-      f.template operator()<N>();
-    } else {
-      with_count<N - 1>(n, f);
-    }
-  }
-}
-
 // Tokens x0 .. x0 + T - 1 against rows [0, n_rows): y[t * y_stride + r].
 template <int T>
 void token_group(const uint16_t* w, int n_rows, int64_t n, const uint8_t* x0, size_t x_stride,
@@ -140,15 +128,10 @@ void token_group(const uint16_t* w, int n_rows, int64_t n, const uint8_t* x0, si
 void f16_gemm(const uint8_t* rows, int n_rows, int64_t n, const uint8_t* x, size_t x_stride, int nt,
               float* y, size_t y_stride) {
   const auto* w = reinterpret_cast<const uint16_t*>(rows);
-  int t = 0;
-  for (; t + kTileTokens <= nt; t += kTileTokens) {
-    token_group<kTileTokens>(w, n_rows, n, x + static_cast<size_t>(t) * x_stride, x_stride,
-                             y + static_cast<size_t>(t) * y_stride, y_stride);
-  }
-  const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
-  float* yt = y + static_cast<size_t>(t) * y_stride;
-  with_count<kTileTokens - 1>(
-      nt - t, [&]<int T>() { token_group<T>(w, n_rows, n, xt, x_stride, yt, y_stride); });
+  over_token_groups<kTileTokens>(nt, [&]<int T>(int t) {
+    token_group<T>(w, n_rows, n, x + static_cast<size_t>(t) * x_stride, x_stride,
+                   y + static_cast<size_t>(t) * y_stride, y_stride);
+  });
 }
 
 }  // namespace

@@ -84,11 +84,7 @@ void kpanel_pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8
   using L = Layout<F>;
   const int64_t nb = n / kQKK;
   const W* rows[16];
-  for (int i = 0; i < 16; ++i) {
-    rows[i] = i < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
-                                                      static_cast<size_t>(i) * row_stride)
-                         : nullptr;
-  }
+  panel_row_pointers(vw, row_stride, n_rows, rows);
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* out = panel + static_cast<size_t>(b) * L::kBytes;
     for (int r = 0; r < 16; ++r) {
@@ -229,13 +225,10 @@ void kpanel_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, 
     for (int t = 0; t < tn; ++t) std::fill(parked[t], parked[t] + 16, 0.0f);
     for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
       const int64_t b1 = std::min(nb, b0 + kChunkBlocks);
-      int t = 0;
-      for (; t + 2 <= tn; t += 2)
-        chunk_tokens<F, 2>(panel, b0, b1, xt + static_cast<size_t>(t) * x_stride, x_stride,
-                           parked + t);
-      if (t < tn)
-        chunk_tokens<F, 1>(panel, b0, b1, xt + static_cast<size_t>(t) * x_stride, x_stride,
-                           parked + t);
+      over_token_groups<2>(tn, [&]<int NT>(int t) {
+        chunk_tokens<F, NT>(panel, b0, b1, xt + static_cast<size_t>(t) * x_stride, x_stride,
+                            parked + t);
+      });
     }
     for (int t = 0; t < tn; ++t) {
       std::memcpy(y + static_cast<size_t>(t0 + t) * y_stride, parked[t],

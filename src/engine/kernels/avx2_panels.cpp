@@ -69,11 +69,7 @@ void pack(const void* vw, size_t row_stride, int n_rows, int64_t n, uint8_t* pan
   using W = typename Fmt::W;
   const int64_t nb = n / kQK32;
   const W* rows[16];
-  for (int i = 0; i < 16; ++i) {
-    rows[i] = i < n_rows ? reinterpret_cast<const W*>(static_cast<const uint8_t*>(vw) +
-                                                      static_cast<size_t>(i) * row_stride)
-                         : nullptr;
-  }
+  panel_row_pointers(vw, row_stride, n_rows, rows);
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* out = panel + static_cast<size_t>(b) * kBlockBytes;
     alignas(32) uint16_t d16[16];
@@ -227,15 +223,10 @@ void gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t 
     const uint8_t* xb = x + static_cast<size_t>(t0) * x_stride;
     float* yb = y + static_cast<size_t>(t0) * y_stride;
     for (int p = 0; p < 4; ++p) {
-      int t = 0;
-      for (; t + 2 <= tn; t += 2) {
-        phase_tokens<Fmt, 2>(panel, nb, p, xb + static_cast<size_t>(t) * x_stride, x_stride,
-                             yb + static_cast<size_t>(t) * y_stride, y_stride, parked + t, keep);
-      }
-      if (t < tn) {
-        phase_tokens<Fmt, 1>(panel, nb, p, xb + static_cast<size_t>(t) * x_stride, x_stride,
-                             yb + static_cast<size_t>(t) * y_stride, y_stride, parked + t, keep);
-      }
+      over_token_groups<2>(tn, [&]<int NT>(int t) {
+        phase_tokens<Fmt, NT>(panel, nb, p, xb + static_cast<size_t>(t) * x_stride, x_stride,
+                              yb + static_cast<size_t>(t) * y_stride, y_stride, parked + t, keep);
+      });
     }
   }
 }

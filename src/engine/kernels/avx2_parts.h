@@ -5,6 +5,7 @@
 #pragma once
 
 #include "engine/kernels/kernel_set.h"
+#include "engine/kernels/tile_dispatch.h"
 
 namespace hearth::engine {
 
