@@ -1,4 +1,5 @@
-// Kernel micro-benchmarks: matmul per weight type at TinyLlama-1.1B shapes,
+// Kernel micro-benchmarks: matmul per weight type at TinyLlama-1.1B shapes (the
+// 32000 x 2048 output head is larger than the caches: a decode from memory),
 // mat-vec (decode, 1 token) and mat-mat (prefill, 64 tokens), 1 and 2 threads.
 // Reports GFLOP/s (2 * rows * cols * tokens per matmul).
 //
@@ -66,7 +67,7 @@ void Register() {
   const TensorType types[] = {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K,
                               TensorType::kQ6_K, TensorType::kF16,  TensorType::kQ5_K,
                               TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kF32};
-  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}};
+  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {32000, 2048}};
   for (TensorType t : types) {
     for (const auto& s : shapes) {
       const std::string name = std::string("Matmul/") + quant_type_name(t) + "/" +

@@ -94,6 +94,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const VecDotFn dot = kernels.dot[type_id];
   const MultiDotFn multi = use_tiles ? kernels.multi[type_id] : nullptr;
   const MultiDot2Fn multi2 = use_tiles ? kernels.multi2[type_id] : nullptr;
+  const GroupDotFn group_dot = use_tiles ? kernels.group_dot[type_id] : nullptr;
 
   // 1. Activations in the partner format, one independent row per token.
   const uint8_t* xq;
@@ -194,7 +195,14 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
       }
       for (; t < n_tokens; ++t) {
         const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
-        for (int64_t r = r0; r < r1; ++r) {
+        int64_t r = r0;
+        if (group_dot != nullptr) {
+          for (; r + kRowGroup <= r1; r += kRowGroup) {
+            group_dot(w.data + static_cast<size_t>(r) * w_stride, w_stride, xt, cols,
+                      y + t * rows + r);
+          }
+        }
+        for (; r < r1; ++r) {
           y[t * rows + r] = dot(w.data + static_cast<size_t>(r) * w_stride, xt, cols);
         }
       }

@@ -54,8 +54,9 @@ class MatmulScratch {
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatmulScratch& scratch);
 
-// Same with an explicit kernel table, and the multi-token tile kernels switched
-// off when use_tiles is false (tests compare paths and tables with this).
+// Same with an explicit kernel table, and every path but the one-row dot (the
+// multi-token tiles, the panels, the row groups) switched off when use_tiles is
+// false (tests compare paths and tables with this).
 void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, const float* x,
                  int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
 

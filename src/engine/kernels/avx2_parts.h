@@ -17,5 +17,7 @@ void install_avx2_q8_panels(KernelSet* k);
 void install_avx2_kquant_panels(KernelSet* k);
 // The F16 prefill GEMM, weights read in place (avx2_f16_gemm.cpp).
 void install_avx2_f16_gemm(KernelSet* k);
+// The Q4_0 decode mat-vec over groups of 8 rows (avx2_row_group.cpp).
+void install_avx2_row_groups(KernelSet* k);
 
 }  // namespace hearth::engine

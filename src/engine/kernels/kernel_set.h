@@ -103,12 +103,23 @@ struct PanelKernels {
                int nt, float* y, size_t y_stride);
 };
 
+// Decode over row groups (optional, per weight type): kRowGroup consecutive weight
+// rows (row i at w + i * row_stride) against one activation row of n elements:
+// out[i] = dot(row i, x), bit for bit. The kernel regroups the rows' blocks in
+// registers (as a panel does, but nothing is stored), so each row's block sums
+// build up in its own lane and the per-block horizontal reductions of the one-row
+// dot go away.
+inline constexpr int kRowGroup = 8;
+using GroupDotFn = void (*)(const void* w, size_t row_stride, const uint8_t* x, int64_t n,
+                            float* out);
+
 struct KernelSet {
-  const char* isa;                 // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
-  VecDotFn dot[kTypeSlots];        // by weight type; nullptr = unsupported
-  MultiDotFn multi[kTypeSlots];    // by weight type; nullptr = loop over dot
-  MultiDot2Fn multi2[kTypeSlots];  // by weight type; nullptr = multi row by row
-  PanelKernels panel[kTypeSlots];  // by weight type; gemm == nullptr = no panel path
+  const char* isa;                   // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
+  VecDotFn dot[kTypeSlots];          // by weight type; nullptr = unsupported
+  MultiDotFn multi[kTypeSlots];      // by weight type; nullptr = loop over dot
+  MultiDot2Fn multi2[kTypeSlots];    // by weight type; nullptr = multi row by row
+  PanelKernels panel[kTypeSlots];    // by weight type; gemm == nullptr = no panel path
+  GroupDotFn group_dot[kTypeSlots];  // by weight type; nullptr = dot row by row
   // Optional: the Q8_0-partner activation row in the working format, byte for byte
   // what quantize_activation_row() writes (nullptr = use that reference).
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);

@@ -1,0 +1,143 @@
+// AVX2 decode mat-vec for Q4_0: kRowGroup (8) consecutive weight rows against one
+// Q8_0 activation row per call, straight from the GGUF layout.
+//
+// Why: the one-row dot (x86_dot32.inc) forms each block's integer sum across the 8
+// lanes of a register and then needs a horizontal reduction per block, plus a
+// 4-way gather of the block scales; on AVX2 that costs ~13 vector uops per block
+// and leaves decode compute-bound (one thread reads ~16 GB/s from L3). Here the
+// 16 quant bytes of a block of 8 rows are loaded and transposed in registers so
+// that one register holds the same 4-byte group of every row (the prefill panel's
+// arrangement, docs/engine-kernels.md, but never stored): the activation's 4 bytes
+// are broadcast and each row's block sum builds up in its own lane, with no
+// horizontal reduction, and the 8 rows' scales convert in one instruction.
+//
+// Same canonical order as the dot (bit for bit): the block sum is exact, then
+// acc[b % 4] = fma(dw * dx, float(isum), acc[b % 4]) in block order, the result is
+// (acc0 + acc1) + (acc2 + acc3); every step is lane-wise, one lane per row.
+//
+// Integer range: a stored quant is 0..15 (q + 8) and activations are clamped to
+// +-127, so a maddubs pair is at most 2 * 15 * 127 = 3810 in magnitude and all 8
+// groups of a block add up in int16 (<= 30480) before one madd widens them. The bias
+// comes off through the activation's block sum: isum = sum(q x) - 8 * sum(x).
+#include "engine/kernels/avx2_parts.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <cstddef>
+#include <cstring>
+
+#include "engine/quant/blocks.h"
+
+// clang-format off
+#include "engine/kernels/avx2_target_begin.inc"
+// clang-format on
+
+namespace hearth::engine {
+namespace {
+
+inline uint64_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline __m256i load_pair(const uint8_t* lo, const uint8_t* hi) {
+  return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(hi),
+                             reinterpret_cast<const __m128i*>(lo));
+}
+
+// The fp16 scales of 8 rows (row r's at p + r * s) as 8 floats. Assembled in
+// general registers: the vector shuffle ports are the busy ones here.
+inline __m256 scales8(const uint8_t* p, size_t s) {
+  const uint64_t lo =
+      load_u16(p) | load_u16(p + s) << 16 | load_u16(p + 2 * s) << 32 | load_u16(p + 3 * s) << 48;
+  const uint64_t hi = load_u16(p + 4 * s) | load_u16(p + 5 * s) << 16 | load_u16(p + 6 * s) << 32 |
+                      load_u16(p + 7 * s) << 48;
+  return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
+}
+
+// One Q4_0 block of 8 rows (row r's block at p + r * s) against one Q8_0 activation
+// block: the 8 exact integer sums sum(q x), one per lane (bias not yet removed).
+inline __m256i block_sums(const uint8_t* p, size_t s, const int8_t* xq) {
+  const uint8_t* q = p + offsetof(BlockQ4_0, qs);
+  // a_i: row i's 16 bytes in the low half, row i + 4's in the high half.
+  const __m256i a0 = load_pair(q, q + 4 * s);
+  const __m256i a1 = load_pair(q + s, q + 5 * s);
+  const __m256i a2 = load_pair(q + 2 * s, q + 6 * s);
+  const __m256i a3 = load_pair(q + 3 * s, q + 7 * s);
+  // 4x4 dword transpose in each half: v_m = dword m of rows 0..7, in row order.
+  const __m256i t0 = _mm256_unpacklo_epi32(a0, a1);
+  const __m256i t1 = _mm256_unpackhi_epi32(a0, a1);
+  const __m256i t2 = _mm256_unpacklo_epi32(a2, a3);
+  const __m256i t3 = _mm256_unpackhi_epi32(a2, a3);
+  const __m256i v[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                        _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+  // Byte j of dword m holds element 4m + j (low nibble) and 16 + 4m + j (high):
+  // activation dwords m and 4 + m.
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  __m256i sum = _mm256_setzero_si256();
+  for (int m = 0; m < 4; ++m) {
+    const __m256i lo = _mm256_and_si256(v[m], nib);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v[m], 4), nib);
+    sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq + 4 * m))));
+    sum = _mm256_add_epi16(sum,
+                           _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16 + 4 * m))));
+  }
+  return _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
+}
+
+// acc = fma(dw * dx, float(isum - 8 * sum(x)), acc) for block b of the 8 rows.
+inline __m256 fold_block(const uint8_t* w, size_t s, int64_t b, const BlockQ8_0* xb,
+                         const float* xd, const int32_t* xsum, __m256 acc) {
+  const uint8_t* p = w + static_cast<size_t>(b) * sizeof(BlockQ4_0);
+  __m256i isum = block_sums(p, s, xb[b].qs);
+  isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(xsum[b] * 8));
+  const __m256 dd = _mm256_mul_ps(scales8(p, s), _mm256_broadcast_ss(xd + b));
+  return _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(isum), acc);
+}
+
+void group_dot_q4_0(const void* vw, size_t s, const uint8_t* x, int64_t n, float* out) {
+  const auto* w = static_cast<const uint8_t*>(vw);
+  const int64_t nb = n / kQK32;
+  const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
+  const auto* xd = reinterpret_cast<const float*>(x + q8_0_side_offset(nb));
+  const auto* xsum = reinterpret_cast<const int32_t*>(x + q8_0_side_offset(nb) + 4 * nb);
+  // The next group's rows (contiguous in a tensor: 8 * s bytes) are fetched while
+  // this one is computed, the same fraction of them per block as this group reads.
+  const uint8_t* next = w + 8 * s;
+  const size_t next_per_block = 8 * s / static_cast<size_t>(nb);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    const uint8_t* ahead = next + static_cast<size_t>(b) * next_per_block;
+    for (size_t off = 0; off < 4 * next_per_block; off += 64)
+      _mm_prefetch(ahead + off, _MM_HINT_T0);
+    acc[0] = fold_block(w, s, b, xb, xd, xsum, acc[0]);
+    acc[1] = fold_block(w, s, b + 1, xb, xd, xsum, acc[1]);
+    acc[2] = fold_block(w, s, b + 2, xb, xd, xsum, acc[2]);
+    acc[3] = fold_block(w, s, b + 3, xb, xd, xsum, acc[3]);
+  }
+  for (; b < nb; ++b) acc[b & 3] = fold_block(w, s, b, xb, xd, xsum, acc[b & 3]);
+  _mm256_storeu_ps(out,
+                   _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+}  // namespace
+}  // namespace hearth::engine
+
+#include "engine/kernels/x86_target_end.inc"
+
+namespace hearth::engine {
+
+void install_avx2_row_groups(KernelSet* k) {
+  k->group_dot[static_cast<int>(gguf::TensorType::kQ4_0)] = group_dot_q4_0;
+}
+
+}  // namespace hearth::engine
+
+#endif  // x86

@@ -1,0 +1,90 @@
+// Every decode row-group kernel of every runnable kernel table against the scalar
+// dot, bit for bit: block counts that are not a multiple of the four phases, a row
+// stride wider than a row, the extreme integer sums the kernels' int16 bound is
+// stated for, and no write past the group's kRowGroup outputs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "engine/cpu_features.h"
+#include "engine/kernels/kernel_set.h"
+#include "engine/matmul.h"
+#include "engine/quant/quant.h"
+#include "quant_test_util.h"
+
+namespace hearth::engine {
+namespace {
+
+using gguf::TensorType;
+using testing::bits;
+using testing::gaussian;
+using testing::random_blocks;
+
+// kRowGroup rows of n elements, row_stride bytes apart (the gap filled with junk
+// that a kernel must not read as weights).
+std::vector<uint8_t> strided_rows(TensorType t, int64_t n, size_t row_stride, bool extreme,
+                                  uint32_t seed) {
+  const size_t row_bytes = quant_row_bytes(t, n);
+  std::vector<uint8_t> out(row_stride * kRowGroup, 0x5A);
+  for (int r = 0; r < kRowGroup; ++r) {
+    auto row = random_blocks(t, n, seed + static_cast<uint32_t>(r));
+    if (extreme) {
+      // Every quant at its largest stored value; scales stay as drawn.
+      const BlockGeometry g = block_geometry(t);
+      const size_t scale_bytes = t == TensorType::kQ4_0 ? 2 : 0;
+      for (size_t b = 0; b < row_bytes; b += g.block_bytes) {
+        std::memset(row.data() + b + scale_bytes, 0xFF, g.block_bytes - scale_bytes);
+      }
+    }
+    std::memcpy(out.data() + r * row_stride, row.data(), row_bytes);
+  }
+  return out;
+}
+
+// One test over every weight type (only some have row groups: a test per type would
+// mostly skip).
+TEST(RowGroupTest, EveryTablesRowGroupsMatchScalarDot) {
+  int checked = 0;
+  for (const TensorType t : testing::weight_types()) {
+    const int id = static_cast<int>(t);
+    const VecDotFn want_dot = scalar_kernels().dot[id];
+    for (const KernelSet* k : runnable_kernel_sets()) {
+      const GroupDotFn group = k->group_dot[id];
+      if (group == nullptr) continue;
+      for (int64_t n : {32, 96, 224, 2080}) {  // 1, 3, 7 and 65 blocks
+        const size_t row_bytes = quant_row_bytes(t, n);
+        for (size_t row_stride : {row_bytes, row_bytes + 36}) {
+          for (bool extreme : {false, true}) {
+            const auto w = strided_rows(t, n, row_stride, extreme, static_cast<uint32_t>(n));
+            // Extreme: every activation quantizes to +-127 (one sign per block).
+            auto xf = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n + 1), 3.0f);
+            if (extreme) {
+              for (int64_t i = 0; i < n; ++i) xf[i] = (i / 32) % 2 == 0 ? 5.0f : -5.0f;
+            }
+            std::vector<uint8_t> xq(activation_row_bytes(t, n));
+            quantize_activation_row(t, xf.data(), n, xq.data());
+
+            const float sentinel = -1234.5f;
+            std::vector<float> out(kRowGroup + 3, sentinel);
+            group(w.data(), row_stride, xq.data(), n, out.data());
+            for (int r = 0; r < kRowGroup; ++r) {
+              const float want = want_dot(w.data() + r * row_stride, xq.data(), n);
+              ASSERT_EQ(bits(out[r]), bits(want))
+                  << k->isa << " " << quant_type_name(t) << " n=" << n << " stride=" << row_stride
+                  << (extreme ? " extreme" : "") << " row " << r << ": " << out[r] << " vs "
+                  << want;
+            }
+            for (size_t i = kRowGroup; i < out.size(); ++i)
+              ASSERT_EQ(bits(out[i]), bits(sentinel)) << k->isa << " wrote past the group";
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no runnable kernel table has decode row groups";
+}
+
+}  // namespace
+}  // namespace hearth::engine
