@@ -129,6 +129,7 @@ struct BenchArgs {
   int32_t gen = 64;                                 // tgN steps
   int32_t gen_after = 512;                          // prompt before the tgN steps
   int reps = 3;                                     // median of
+  bool weights_in_place = false;                    // EngineOptions::weights_in_place
 };
 
 int run_bench(const BenchArgs& a) {
@@ -138,6 +139,7 @@ int run_bench(const BenchArgs& a) {
   o.n_threads = threads;
   o.n_seq_max = 1;
   o.n_ctx = 4096;
+  o.weights_in_place = a.weights_in_place;
   auto loaded = Engine::load(a.model, o);
   if (!loaded.ok()) {
     std::fprintf(stderr, "hearth bench engine: %s\n", loaded.status().to_string().c_str());
@@ -153,6 +155,7 @@ int run_bench(const BenchArgs& a) {
   out["quant"] = info.quant_name;
   out["threads"] = threads;
   out["weight_bytes"] = info.weight_bytes;
+  out["weights_placement"] = info.weights_placement;
   out["numerics_id"] = e.numerics_id();
   out["kernels"] = engine::kernel_isa();
   for (int32_t n : a.prompts) {
@@ -206,8 +209,9 @@ int run_bench(const BenchArgs& a) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s (%s), %d threads, kernels %s, numerics %s\n", info.name.c_str(),
-              info.quant_name.c_str(), threads, engine::kernel_isa(), e.numerics_id().c_str());
+  std::printf("model %s (%s), %d threads, kernels %s, weights: %s, numerics %s\n",
+              info.name.c_str(), info.quant_name.c_str(), threads, engine::kernel_isa(),
+              info.weights_placement.c_str(), e.numerics_id().c_str());
   for (int32_t n : a.prompts) {
     const std::string k = "pp" + std::to_string(n);
     if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k.c_str(), out[k].get<double>());
@@ -229,6 +233,8 @@ Registrar reg("bench_engine", [](CLI::App& root) {
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
   cmd->add_flag("--json", a->json, "JSON output");
+  cmd->add_flag("--weights-in-place", a->weights_in_place,
+                "read the weight matrices from the file mapping instead of a huge-page copy");
   cmd->add_option("--prompts", a->prompts, "prefill sizes to time (ppN)")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));

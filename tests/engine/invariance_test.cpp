@@ -184,6 +184,40 @@ INSTANTIATE_TEST_SUITE_P(Types, GenModelInvarianceTest,
                          ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"),
                          [](const auto& info) { return test_name(info.param); });
 
+// The matrices copied into huge-page memory (the default) or read in place from the
+// mapping: the same bytes, so the same bits. Tied output (the copy must serve as both
+// embedding table and output head) and Q4_0 (decode row groups) included.
+class WeightPlacementTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WeightPlacementTest, CopyAndInPlaceGiveTheSameBits) {
+  const std::string path = model_path(GetParam());
+  if (path.empty()) GTEST_SKIP() << "SKIPPED: " << GetParam() << " not found";
+  std::unique_ptr<Engine> engines[2];
+  for (bool in_place : {false, true}) {
+    EngineOptions o;
+    o.n_threads = 2;
+    o.n_ctx = 512;
+    o.n_seq_max = 4;
+    o.weights_in_place = in_place;
+    auto e = Engine::load(path, o);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    EXPECT_EQ(e.value()->info().weights_placement, in_place ? "file mapping" : "huge-page copy");
+    engines[in_place ? 1 : 0] = std::move(e).value();
+  }
+  const auto prompt = random_tokens(80, engines[0]->info().n_vocab, 5);
+  // Prefill in one batch, then token by token (the decode paths).
+  const RunResult copied = run(*engines[0], prompt, 1, false);
+  expect_same(copied, run(*engines[1], prompt, 1, false), "one token at a time");
+  expect_same(copied, run(*engines[1], prompt, prompt.size(), false), "one batch, in place");
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, WeightPlacementTest,
+                         ::testing::Values("small-llama-tied-f16.gguf", "small-llama-q4_0.gguf",
+                                           "small-llama-q4_k_m.gguf"),
+                         [](const auto& info) {
+                           return test_name(fs::path(info.param).stem().string());
+                         });
+
 TEST(KvTransferTest, PackUnpackIntoAnotherSeqContinuesIdentically) {
   const std::string path = model_path("small-llama-f32.gguf");
   if (path.empty()) GTEST_SKIP() << "SKIPPED: small-llama-f32.gguf not found";

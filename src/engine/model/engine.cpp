@@ -100,6 +100,15 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
 #endif
 
   impl->pool = std::make_unique<kb::ThreadPool>(options.n_threads);
+  impl->info.weights_placement = "file mapping";
+  if (!options.weights_in_place) {
+    // A failed allocation is not fatal: the matrices stay readable in the mapping.
+    Result<engine::WeightArena> arena = engine::copy_matrices_to_arena(impl->w, *impl->pool);
+    if (arena.ok()) {
+      impl->arena = std::move(*arena);
+      impl->info.weights_placement = "huge-page copy";
+    }
+  }
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
   impl->kv = std::make_unique<engine::KvStore>(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx,
                                                hp.kv_dim());

@@ -13,6 +13,7 @@
 #include "engine/model/hparams.h"
 #include "engine/model/kernels_bridge.h"
 #include "engine/model/kv_store.h"
+#include "engine/model/weight_arena.h"
 #include "engine/model/weights.h"
 #include "hearth/engine.h"
 #include "hearth/gguf.h"
@@ -41,6 +42,7 @@ struct Engine::Impl {
   gguf::GgufFile file;
   engine::Hparams hp;
   engine::ModelWeights w;
+  engine::WeightArena arena;  // the matrices' copies, unless weights_in_place
   ModelInfo info;
   EngineOptions opts;
   int n_threads = 1;

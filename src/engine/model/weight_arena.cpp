@@ -1,0 +1,145 @@
+#include "engine/model/weight_arena.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+namespace hearth::engine {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kTensorAlign = 64;
+// Copy granule handed to the pool: large enough to stream, small enough to share.
+constexpr size_t kCopyChunk = size_t{1} << 20;
+
+size_t round_up(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// The matrices matmul reads, each once (the tied output is token_embd itself).
+std::vector<kb::WeightView*> matrices_of(ModelWeights& w) {
+  std::vector<kb::WeightView*> out;
+  for (LayerWeights& l : w.layers) {
+    for (kb::WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      out.push_back(v);
+  }
+  out.push_back(w.tied ? &w.token_embd : &w.output);
+  return out;
+}
+
+// Drops this process's mapping of the whole pages inside [p, p + n) (a private,
+// read-only file mapping: they come back from the page cache if touched again).
+void release_mapped_pages(const uint8_t* p, size_t n) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) {
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory
+  }
+}
+
+}  // namespace
+
+WeightArena::~WeightArena() {
+  reset();
+}
+
+WeightArena::WeightArena(WeightArena&& other) noexcept
+    : data_(other.data_), map_(other.map_), map_size_(other.map_size_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.map_ = nullptr;
+  other.map_size_ = 0;
+  other.size_ = 0;
+}
+
+WeightArena& WeightArena::operator=(WeightArena&& other) noexcept {
+  if (this != &other) {
+    reset();
+    std::swap(data_, other.data_);
+    std::swap(map_, other.map_);
+    std::swap(map_size_, other.map_size_);
+    std::swap(size_, other.size_);
+  }
+  return *this;
+}
+
+void WeightArena::reset() {
+  if (map_ != nullptr) ::munmap(map_, map_size_);
+  data_ = nullptr;
+  map_ = nullptr;
+  map_size_ = 0;
+  size_ = 0;
+}
+
+Result<WeightArena> WeightArena::create(size_t bytes) {
+  if (bytes == 0) return InvalidArgument("WeightArena: size must be positive");
+  const size_t size = round_up(bytes, kHugePage);
+  // One extra huge page so the start can be aligned to 2 MiB (mmap only promises
+  // the base page size); the slack before and after is unmapped again.
+  const size_t map_size = size + kHugePage;
+  void* m = ::mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    return ResourceExhausted("cannot map " + std::to_string(size) +
+                             " bytes for the weight matrices: " + std::strerror(errno));
+  }
+  const auto base = reinterpret_cast<uintptr_t>(m);
+  const uintptr_t aligned = round_up(base, kHugePage);
+  if (aligned > base) ::munmap(m, aligned - base);
+  const uintptr_t tail = aligned + size;
+  if (base + map_size > tail) ::munmap(reinterpret_cast<void*>(tail), base + map_size - tail);
+  WeightArena a;
+  a.map_ = reinterpret_cast<void*>(aligned);
+  a.map_size_ = size;
+  a.data_ = reinterpret_cast<uint8_t*>(aligned);
+  a.size_ = size;
+  ::madvise(a.map_, size, MADV_HUGEPAGE);  // advisory: 4 KiB pages if THP is off
+  return a;
+}
+
+Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool) {
+  const std::vector<kb::WeightView*> views = matrices_of(w);
+  size_t total = 0;
+  for (const kb::WeightView* v : views)
+    total = round_up(total, kTensorAlign) + v->row_bytes() * v->rows;
+  HEARTH_ASSIGN_OR_RETURN(WeightArena arena, WeightArena::create(total));
+
+  struct Copy {
+    const uint8_t* from;
+    uint8_t* to;
+    size_t bytes;
+  };
+  std::vector<Copy> chunks;
+  size_t offset = 0;
+  for (const kb::WeightView* v : views) {
+    offset = round_up(offset, kTensorAlign);
+    const size_t bytes = v->row_bytes() * v->rows;
+    for (size_t c = 0; c < bytes; c += kCopyChunk) {
+      chunks.push_back({v->data + c, arena.data() + offset + c, std::min(kCopyChunk, bytes - c)});
+    }
+    offset += bytes;
+  }
+  pool.parallel_for_dynamic(static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const Copy& c = chunks[static_cast<size_t>(i)];
+      std::memcpy(c.to, c.from, c.bytes);
+    }
+  });
+
+  offset = 0;
+  for (kb::WeightView* v : views) {
+    offset = round_up(offset, kTensorAlign);
+    const size_t bytes = v->row_bytes() * v->rows;
+    release_mapped_pages(v->data, bytes);
+    v->data = arena.data() + offset;
+    offset += bytes;
+  }
+  if (w.tied) w.output = w.token_embd;
+  return arena;
+}
+
+}  // namespace hearth::engine

@@ -1,0 +1,55 @@
+// Where the weight matrices live while an engine runs.
+//
+// By default the matrices are copied out of the file mapping, once at load, into
+// one anonymous region that asks the kernel for transparent huge pages
+// (madvise(MADV_HUGEPAGE)); page-cache pages of a file are mapped 4 KiB at a time
+// here. Decode streams every matrix once per token, so with 4 KiB pages it takes a
+// TLB miss every 4 KiB and the hardware prefetchers stop at every page boundary;
+// with 2 MiB pages neither happens (measured in docs/engine.md: decode +15-20%).
+// The copy costs one pass over the weights at load, and the mapping's pages of
+// the copied tensors are released right after, so resident memory does not
+// double. EngineOptions::weights_in_place keeps the matrices in the mapping
+// (no copy; pages shared with every other process that maps the file).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/model/weights.h"
+#include "hearth/status.h"
+
+namespace hearth::engine {
+
+// An anonymous, private, read-write region of at least `bytes` bytes (rounded up
+// to whole 2 MiB), 2 MiB aligned, with huge pages requested. Unmapped on
+// destruction. Move-only.
+class WeightArena {
+ public:
+  WeightArena() = default;
+  ~WeightArena();
+  WeightArena(WeightArena&& other) noexcept;
+  WeightArena& operator=(WeightArena&& other) noexcept;
+  WeightArena(const WeightArena&) = delete;
+  WeightArena& operator=(const WeightArena&) = delete;
+
+  static Result<WeightArena> create(size_t bytes);
+
+  uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void reset();
+  uint8_t* data_ = nullptr;  // the 2 MiB-aligned start
+  void* map_ = nullptr;      // what mmap returned (larger, to align)
+  size_t map_size_ = 0;
+  size_t size_ = 0;
+};
+
+// Copies every weight matrix that matmul reads (the layers' projections and the
+// output head, not token_embd unless it is the tied output) into one new arena,
+// 64-byte aligned each, points `w`'s views at the copies and releases the file
+// mapping's pages of the copied tensors. The copy runs on `pool`.
+Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool);
+
+}  // namespace hearth::engine
