@@ -267,6 +267,28 @@ void with_k(int k, F&& f) {
   }
 }
 
+// In decode the KV rows come from memory (the weights streamed since the last token
+// evicted them), one head's slice of a row at a time, a stride apart: too sparse for
+// the hardware prefetcher, and a tile's few FMAs per row cannot hide the latency.
+// So while tile [p0, p0 + rows) is computed, ask for the K rows kPrefetchTiles tiles
+// ahead and for this tile's V rows (read by the P.V passes after the softmax).
+// (Always inlined: GCC sees a function of prefetches alone as free of side effects
+// and drops calls to it.)
+constexpr int32_t kPrefetchTiles = 2;
+[[gnu::always_inline]] inline void prefetch_kv_rows(const uint16_t* k0, const uint16_t* v0,
+                                                    size_t stride, int32_t p0, int32_t rows,
+                                                    int32_t n_max, int32_t head_dim) {
+  const size_t row_bytes = static_cast<size_t>(head_dim) * sizeof(uint16_t);
+  const int32_t ahead = p0 + kPrefetchTiles * rows;
+  for (int32_t i = 0; i < rows; ++i) {
+    const auto* v = reinterpret_cast<const char*>(v0 + static_cast<size_t>(p0 + i) * stride);
+    for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(v + b, 0, 2);
+    if (ahead + i >= n_max) continue;
+    const auto* k = reinterpret_cast<const char*>(k0 + static_cast<size_t>(ahead + i) * stride);
+    for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(k + b, 0, 3);
+  }
+}
+
 template <class V>
 void attend_tiled(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                   std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
@@ -285,6 +307,7 @@ void attend_tiled(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head
   int32_t first = 0;  // tokens are in increasing pos order: the active ones are a suffix
   for (int32_t p0 = 0; p0 < n_max; p0 += V::W) {
     while (tokens[static_cast<size_t>(first)].pos < p0) ++first;
+    prefetch_kv_rows(k0, v0, kvs, p0, std::min(V::W, n_max - p0), n_max, head_dim);
     k_tile<V>(k0 + static_cast<size_t>(p0) * kvs, kvs, std::min(V::W, n_max - p0), head_dim, kt);
     for (int32_t j0 = first * group; j0 < nq; j0 += kQueriesPerPass) {
       const int32_t m = std::min(kQueriesPerPass, nq - j0);
