@@ -85,41 +85,125 @@ size_t quantize_activation_row(gguf::TensorType weight_type, const float* x, int
   return activation_row_bytes(weight_type, cols);
 }
 
+namespace {
+
+// Activation rows in the partner format of a weight type: row t at data + t * stride.
+struct ActivationRows {
+  const uint8_t* data;
+  size_t stride;
+};
+
+// Each token's row converted on its own (no cross-row statistics), into `scratch`;
+// F32 partners are used as they are.
+ActivationRows convert_activations(const KernelSet& kernels, gguf::TensorType type, int64_t cols,
+                                   const float* x, int64_t n_tokens, ThreadPool& pool,
+                                   MatmulScratch& scratch) {
+  if (activation_type(type) == gguf::TensorType::kF32) {
+    return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
+  }
+  const size_t stride = activation_row_bytes(type, cols);
+  uint8_t* buf = scratch.reserve(stride * static_cast<size_t>(n_tokens));
+  const gguf::TensorType at = activation_type(type);
+  const auto fast = at == gguf::TensorType::kQ8_0  ? kernels.quantize_q8_0
+                    : at == gguf::TensorType::kF16 ? kernels.quantize_f16
+                                                   : nullptr;
+  pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      if (fast != nullptr) {
+        fast(x + t * cols, cols, buf + t * stride);
+      } else {
+        quantize_activation_row(type, x + t * cols, cols, buf + t * stride);
+      }
+    }
+  });
+  return {buf, stride};
+}
+
+// Rows of weights per cache block of the tile path (at least 8, at most 256).
+int64_t rows_per_block(const WeightView& w) {
+  return std::clamp<int64_t>(static_cast<int64_t>(kTileBlockBytes / w.row_bytes()), 8, 256);
+}
+
+// Dynamic grain of the tile path: about one cache block, but at least ~4 ranges per
+// thread so the faster thread can take over the tail.
+int64_t tile_grain(const WeightView& w, int64_t n_tasks, const ThreadPool& pool) {
+  return std::clamp<int64_t>(
+      std::min(rows_per_block(w) / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);
+}
+
+// The tile path (2c) for output-row tasks [task_begin, task_end) of w: the thread's
+// rows in cache blocks, groups of up to kMaxTileTokens tokens through the two-row or
+// one-row tiles, then a lone token by row groups (where the table has them) and dots.
+void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, ActivationRows xa,
+                int64_t n_tokens, float* y, int64_t task_begin, int64_t task_end) {
+  const int type_id = static_cast<int>(w.type);
+  const VecDotFn dot = kernels.dot[type_id];
+  const MultiDotFn multi = use_tiles ? kernels.multi[type_id] : nullptr;
+  const MultiDot2Fn multi2 = use_tiles ? kernels.multi2[type_id] : nullptr;
+  const GroupDotFn group_dot = use_tiles ? kernels.group_dot[type_id] : nullptr;
+  const size_t w_stride = w.row_bytes();
+  const int64_t cols = w.cols;
+  const int64_t rows = w.rows;
+  const int64_t block = rows_per_block(w);
+  const uint8_t* xq = xa.data;
+  const size_t x_stride = xa.stride;
+  const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
+  for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += block) {
+    const int64_t r1 = std::min(row_end_all, r0 + block);
+    int64_t t = 0;
+    if (multi != nullptr) {
+      for (; t + 1 < n_tokens; t += kMaxTileTokens) {
+        const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
+        const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
+        int64_t r = r0;
+        if (multi2 != nullptr) {
+          for (; r + 1 < r1; r += 2) {
+            float out0[kMaxTileTokens], out1[kMaxTileTokens];
+            const uint8_t* wr = w.data + static_cast<size_t>(r) * w_stride;
+            multi2(wr, wr + w_stride, xt, x_stride, nt, cols, out0, out1);
+            for (int i = 0; i < nt; ++i) {
+              y[(t + i) * rows + r] = out0[i];
+              y[(t + i) * rows + r + 1] = out1[i];
+            }
+          }
+        }
+        for (; r < r1; ++r) {
+          float out[kMaxTileTokens];
+          multi(w.data + static_cast<size_t>(r) * w_stride, xt, x_stride, nt, cols, out);
+          for (int i = 0; i < nt; ++i) y[(t + i) * rows + r] = out[i];
+        }
+      }
+    }
+    for (; t < n_tokens; ++t) {
+      const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
+      int64_t r = r0;
+      if (group_dot != nullptr) {
+        for (; r + kRowGroup <= r1; r += kRowGroup) {
+          group_dot(w.data + static_cast<size_t>(r) * w_stride, w_stride, xt, cols,
+                    y + t * rows + r);
+        }
+      }
+      for (; r < r1; ++r) {
+        y[t * rows + r] = dot(w.data + static_cast<size_t>(r) * w_stride, xt, cols);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, const float* x,
                  int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch) {
   if (n_tokens <= 0 || w.rows <= 0) return;
   const int type_id = static_cast<int>(w.type);
   assert(type_id < kTypeSlots && kernels.dot[type_id] != nullptr);
   assert(w.cols % block_geometry(w.type).block_size == 0);
-  const VecDotFn dot = kernels.dot[type_id];
-  const MultiDotFn multi = use_tiles ? kernels.multi[type_id] : nullptr;
-  const MultiDot2Fn multi2 = use_tiles ? kernels.multi2[type_id] : nullptr;
-  const GroupDotFn group_dot = use_tiles ? kernels.group_dot[type_id] : nullptr;
 
   // 1. Activations in the partner format, one independent row per token.
-  const uint8_t* xq;
-  size_t x_stride;
-  if (activation_type(w.type) == gguf::TensorType::kF32) {
-    xq = reinterpret_cast<const uint8_t*>(x);
-    x_stride = static_cast<size_t>(w.cols) * sizeof(float);
-  } else {
-    x_stride = activation_row_bytes(w.type, w.cols);
-    uint8_t* buf = scratch.reserve(x_stride * static_cast<size_t>(n_tokens));
-    const gguf::TensorType at = activation_type(w.type);
-    const auto fast = at == gguf::TensorType::kQ8_0  ? kernels.quantize_q8_0
-                      : at == gguf::TensorType::kF16 ? kernels.quantize_f16
-                                                     : nullptr;
-    pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        if (fast != nullptr) {
-          fast(x + t * w.cols, w.cols, buf + t * x_stride);
-        } else {
-          quantize_activation_row(w.type, x + t * w.cols, w.cols, buf + t * x_stride);
-        }
-      }
-    });
-    xq = buf;
-  }
+  const ActivationRows xa =
+      convert_activations(kernels, w.type, w.cols, x, n_tokens, pool, scratch);
+  const uint8_t* xq = xa.data;
+  const size_t x_stride = xa.stride;
 
   // 2. Output rows in tasks of kRowsPerTask; each output is one kernel call.
   const size_t w_stride = w.row_bytes();
@@ -127,12 +211,11 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
   const PanelKernels& pk = kernels.panel[type_id];
-  const int64_t rows_per_block =
-      std::clamp<int64_t>(static_cast<int64_t>(kTileBlockBytes / w_stride), 8, 256);
   if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && n_tokens >= kPanelMinTokens) {
     // 2a. Prefill, GEMM on the rows in place: blocks of whole tasks that stay in L2
     // while every token passes them.
-    const int64_t block_rows = std::max(kRowsPerTask, rows_per_block / kRowsPerTask * kRowsPerTask);
+    const int64_t block_rows =
+        std::max(kRowsPerTask, rows_per_block(w) / kRowsPerTask * kRowsPerTask);
     const int64_t n_blocks = (rows + block_rows - 1) / block_rows;
     pool.parallel_for_dynamic(n_blocks, 1, [&](int64_t block_begin, int64_t block_end) {
       for (int64_t b = block_begin; b < block_end; ++b) {
@@ -161,53 +244,46 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     });
     return;
   }
-  // 2c. Ranges of about one cache block, but at least ~4 per thread so the faster thread
-  // can take over the tail.
-  const int64_t grain = std::clamp<int64_t>(
-      std::min(rows_per_block / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);
-  pool.parallel_for_dynamic(n_tasks, grain, [&](int64_t task_begin, int64_t task_end) {
-    const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
-    for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += rows_per_block) {
-      const int64_t r1 = std::min(row_end_all, r0 + rows_per_block);
-      int64_t t = 0;
-      if (multi != nullptr) {
-        for (; t + 1 < n_tokens; t += kMaxTileTokens) {
-          const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
-          const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
-          int64_t r = r0;
-          if (multi2 != nullptr) {
-            for (; r + 1 < r1; r += 2) {
-              float out0[kMaxTileTokens], out1[kMaxTileTokens];
-              const uint8_t* wr = w.data + static_cast<size_t>(r) * w_stride;
-              multi2(wr, wr + w_stride, xt, x_stride, nt, cols, out0, out1);
-              for (int i = 0; i < nt; ++i) {
-                y[(t + i) * rows + r] = out0[i];
-                y[(t + i) * rows + r + 1] = out1[i];
-              }
-            }
-          }
-          for (; r < r1; ++r) {
-            float out[kMaxTileTokens];
-            multi(w.data + static_cast<size_t>(r) * w_stride, xt, x_stride, nt, cols, out);
-            for (int i = 0; i < nt; ++i) y[(t + i) * rows + r] = out[i];
-          }
-        }
-      }
-      for (; t < n_tokens; ++t) {
-        const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
-        int64_t r = r0;
-        if (group_dot != nullptr) {
-          for (; r + kRowGroup <= r1; r += kRowGroup) {
-            group_dot(w.data + static_cast<size_t>(r) * w_stride, w_stride, xt, cols,
-                      y + t * rows + r);
-          }
-        }
-        for (; r < r1; ++r) {
-          y[t * rows + r] = dot(w.data + static_cast<size_t>(r) * w_stride, xt, cols);
-        }
-      }
-    }
-  });
+  // 2c. The tile path.
+  pool.parallel_for_dynamic(
+      n_tasks, tile_grain(w, n_tasks, pool), [&](int64_t task_begin, int64_t task_end) {
+        tile_tasks(kernels, use_tiles, w, xa, n_tokens, y, task_begin, task_end);
+      });
+}
+
+void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch) {
+  if (parts.empty() || n_tokens <= 0) return;
+  const WeightView& w0 = *parts[0].w;
+  bool shared = parts.size() <= kMaxMatmulParts && n_tokens < kPanelMinTokens;
+  for (const MatmulPart& p : parts) {
+    shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0;
+  }
+  if (!shared) {  // prefill (panels amortize their own dispatch) or unlike matrices
+    for (const MatmulPart& p : parts) matmul(*p.w, x, n_tokens, p.y, pool, scratch);
+    return;
+  }
+  const KernelSet& kernels = active_kernels();
+  assert(kernels.dot[static_cast<int>(w0.type)] != nullptr);
+  const ActivationRows xa =
+      convert_activations(kernels, w0.type, w0.cols, x, n_tokens, pool, scratch);
+  // first[i]: part i's first task in the concatenated task range.
+  int64_t first[kMaxMatmulParts + 1] = {};
+  for (size_t i = 0; i < parts.size(); ++i) {
+    first[i + 1] = first[i] + (parts[i].w->rows + kRowsPerTask - 1) / kRowsPerTask;
+  }
+  const int64_t n_tasks = first[parts.size()];
+  pool.parallel_for_dynamic(n_tasks, tile_grain(w0, n_tasks, pool),
+                            [&](int64_t task_begin, int64_t task_end) {
+                              for (size_t i = 0; i < parts.size(); ++i) {
+                                const int64_t lo = std::max(task_begin, first[i]);
+                                const int64_t hi = std::min(task_end, first[i + 1]);
+                                if (lo < hi) {
+                                  tile_tasks(kernels, true, *parts[i].w, xa, n_tokens, parts[i].y,
+                                             lo - first[i], hi - first[i]);
+                                }
+                              }
+                            });
 }
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

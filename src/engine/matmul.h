@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "engine/kernels/kernel_set.h"
 #include "engine/thread_pool.h"
@@ -59,6 +60,20 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 // false (tests compare paths and tables with this).
 void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, const float* x,
                  int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
+
+// Several matrices that read the same activations (Q, K and V; gate and up).
+// For a few tokens (below the prefill panels' threshold) and matrices of one type and
+// width (at most kMaxMatmulParts), the activations are converted once and one pool
+// dispatch covers all their rows, so the small matrices' tails overlap instead of each
+// ending in a barrier; otherwise it is one matmul() per part. Each output is the same
+// kernel call either way: the bits are matmul()'s.
+struct MatmulPart {
+  const WeightView* w;
+  float* y;  // n_tokens x w->rows, as matmul() writes it
+};
+inline constexpr size_t kMaxMatmulParts = 4;
+void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_tokens,
+                 ThreadPool& pool, MatmulScratch& scratch);
 
 // Converts one f32 activation row of `cols` elements into the partner format of
 // weight type `weight_type` (activation_type()); returns the bytes written.

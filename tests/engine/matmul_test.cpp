@@ -95,6 +95,40 @@ TEST_P(MatmulTest, BitsIndependentOfBatchPositionThreadsAndPath) {
   }
 }
 
+// Matrices sharing one input, as Q/K/V and gate/up do: matmul_many gives each part
+// exactly matmul's bits, in one dispatch (few tokens) or part by part (prefill, or a
+// part of another width), with any thread count.
+TEST_P(MatmulTest, MatmulManyGivesEachPartsMatmulBits) {
+  const TensorType t = GetParam();
+  const int64_t cols = 512;
+  const Matrix a = make_weights(t, 70, cols, 7), b = make_weights(t, 16, cols, 8),
+               c = make_weights(t, 37, cols, 9), wide = make_weights(t, 20, 2 * cols, 10);
+  const auto x = gaussian(12 * 2 * cols, 11);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    MatmulScratch scratch;
+    for (int64_t n_tokens : {1, 3, 12}) {
+      for (bool unlike : {false, true}) {
+        std::vector<const Matrix*> ms = {&a, &b, unlike ? &wide : &c};
+        std::vector<std::vector<float>> got(ms.size());
+        std::vector<MatmulPart> parts;
+        for (size_t i = 0; i < ms.size(); ++i) {
+          got[i].assign(static_cast<size_t>(n_tokens * ms[i]->view.rows), -1.0f);
+          parts.push_back({&ms[i]->view, got[i].data()});
+        }
+        matmul_many(parts, x.data(), n_tokens, pool, scratch);
+        for (size_t i = 0; i < ms.size(); ++i) {
+          std::vector<float> want(got[i].size());
+          matmul(ms[i]->view, x.data(), n_tokens, want.data(), pool, scratch);
+          ASSERT_EQ(std::memcmp(got[i].data(), want.data(), want.size() * sizeof(float)), 0)
+              << quant_type_name(t) << " threads=" << threads << " n_tokens=" << n_tokens
+              << (unlike ? " (a part of another width)" : "") << " part " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(MatmulTest, ScalarTableGivesSameBitsAsActive) {
   const TensorType t = GetParam();
   const int64_t rows = 24, cols = 768, n_tokens = 9;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -65,6 +66,12 @@ struct Engine::Impl {
   }
   void matmul(const kb::WeightView& w, const float* x, int64_t n_tokens, float* y) {
     kb::matmul(w, x, n_tokens, y, pool_for(w.rows * w.cols * n_tokens), s.mm);
+  }
+  // Matrices sharing the input x (Q, K, V; gate, up): one dispatch in decode.
+  void matmul_many(std::initializer_list<kb::MatmulPart> parts, const float* x, int64_t n_tokens) {
+    int64_t macs = 0;
+    for (const kb::MatmulPart& p : parts) macs += p.w->rows * p.w->cols * n_tokens;
+    kb::matmul_many(std::span(parts.begin(), parts.size()), x, n_tokens, pool_for(macs), s.mm);
   }
   std::unique_ptr<engine::KvStore> kv;  // n_seq_max user sequences + 1 private (embed)
   ForwardScratch s;

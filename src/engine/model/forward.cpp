@@ -149,9 +149,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
     for_each_token(T, e, [&](int64_t t) {
       engine::rms_norm(x + t * e, L.attn_norm.data, e, hp.rms_eps, xn + t * e);
     });
-    matmul(L.wq, xn, T, s.q.data());
-    matmul(L.wk, xn, T, s.k.data());
-    matmul(L.wv, xn, T, s.v.data());
+    matmul_many({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, xn, T);
     // Element-wise stages run on the pool, one token per call: each token's values
     // are computed by the same operations whichever thread runs it.
     for_each_token(T, 4 * (qd + 2 * kvd), [&](int64_t t) {
@@ -180,8 +178,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
       engine::rms_norm(x + t * e, L.ffn_norm.data, e, hp.rms_eps, xn + t * e);
     });
-    matmul(L.w_gate, xn, T, s.gate.data());
-    matmul(L.w_up, xn, T, s.up.data());
+    matmul_many({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, xn, T);
     for_each_token(T, 16 * ff, [&](int64_t t) {
       engine::silu_mul(s.gate.data() + t * ff, s.up.data() + t * ff, ff);
     });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "engine/cpu_features.h"
 #include "engine/matmul.h"
@@ -12,6 +13,7 @@
 
 namespace hearth::engine::kb {
 
+using ::hearth::engine::MatmulPart;
 using ::hearth::engine::MatmulScratch;
 using ::hearth::engine::ThreadPool;
 using ::hearth::engine::WeightView;
@@ -25,6 +27,10 @@ inline void dequantize_row(gguf::TensorType t, const void* src, float* dst, int6
 inline void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
                    ThreadPool& pool, MatmulScratch& s) {
   ::hearth::engine::matmul(w, x, n_tokens, y, pool, s);
+}
+inline void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_tokens,
+                        ThreadPool& pool, MatmulScratch& s) {
+  ::hearth::engine::matmul_many(parts, x, n_tokens, pool, s);
 }
 inline const char* kernels_id() {
   return ::hearth::engine::numerics_id();
