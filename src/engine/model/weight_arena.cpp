@@ -103,9 +103,14 @@ Result<WeightArena> WeightArena::create(size_t bytes) {
 
 Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool) {
   const std::vector<kb::WeightView*> views = matrices_of(w);
+  // Each matrix's place in the arena and its size, computed once.
+  std::vector<size_t> offsets, sizes;
   size_t total = 0;
-  for (const kb::WeightView* v : views)
-    total = round_up(total, kTensorAlign) + v->row_bytes() * v->rows;
+  for (const kb::WeightView* v : views) {
+    offsets.push_back(round_up(total, kTensorAlign));
+    sizes.push_back(v->row_bytes() * static_cast<size_t>(v->rows));
+    total = offsets.back() + sizes.back();
+  }
   HEARTH_ASSIGN_OR_RETURN(WeightArena arena, WeightArena::create(total));
 
   struct Copy {
@@ -114,14 +119,11 @@ Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool
     size_t bytes;
   };
   std::vector<Copy> chunks;
-  size_t offset = 0;
-  for (const kb::WeightView* v : views) {
-    offset = round_up(offset, kTensorAlign);
-    const size_t bytes = v->row_bytes() * v->rows;
-    for (size_t c = 0; c < bytes; c += kCopyChunk) {
-      chunks.push_back({v->data + c, arena.data() + offset + c, std::min(kCopyChunk, bytes - c)});
+  for (size_t i = 0; i < views.size(); ++i) {
+    for (size_t c = 0; c < sizes[i]; c += kCopyChunk) {
+      chunks.push_back(
+          {views[i]->data + c, arena.data() + offsets[i] + c, std::min(kCopyChunk, sizes[i] - c)});
     }
-    offset += bytes;
   }
   pool.parallel_for_dynamic(static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -130,13 +132,9 @@ Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool
     }
   });
 
-  offset = 0;
-  for (kb::WeightView* v : views) {
-    offset = round_up(offset, kTensorAlign);
-    const size_t bytes = v->row_bytes() * v->rows;
-    release_mapped_pages(v->data, bytes);
-    v->data = arena.data() + offset;
-    offset += bytes;
+  for (size_t i = 0; i < views.size(); ++i) {
+    release_mapped_pages(views[i]->data, sizes[i]);
+    views[i]->data = arena.data() + offsets[i];
   }
   if (w.tied) w.output = w.token_embd;
   return arena;
