@@ -91,10 +91,12 @@ inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 //     w + i * row_stride, into `panel`; missing rows are packed as zeros.
 //   gemm: y[t * y_stride + i] = dot(row i, activation row t) for t < nt and
 //     i < n_rows, bit for bit what `dot` returns (same canonical order).
-// A format whose GEMM reads the weights in place (F16: rows are contiguous and
-// need no regrouping) sets bytes and pack to nullptr; its gemm then takes the
-// rows themselves as `panel`, any n_rows, and the caller hands it cache-sized
-// blocks of rows instead of panels.
+// A format whose GEMM takes the weight rows in place sets bytes and pack to
+// nullptr; its gemm then takes the rows themselves as `panel`, any n_rows, and the
+// caller hands it cache-sized blocks of rows instead of panels. (F16: the AVX-512
+// GEMM reads the rows as they lie; the AVX2 one regroups each block once into its
+// own per-thread buffer, amortized over all the tokens, as a packing format would
+// per panel.)
 inline constexpr int kPanelRows = 16;
 struct PanelKernels {
   size_t (*bytes)(int64_t n);
