@@ -1,7 +1,9 @@
 // Kernel micro-benchmarks: matmul per weight type at TinyLlama-1.1B shapes (the
 // 32000 x 2048 output head is larger than the caches: a decode from memory),
 // mat-vec (decode, 1 token) and mat-mat (prefill, 64 tokens; 512 on the square
-// shape, one thread), 1 and 2 threads.
+// shape, one thread), 1 and 2 threads. Q4_0 also as the weight arena stores it
+// (interleaved row groups, engine/row_group_layout.h) where the table has a kernel
+// for that, with a 4-token batch (several sequences decoding) as well.
 // Reports GFLOP/s (2 * rows * cols * tokens per matmul).
 //
 //   build/bench/hearth_microbench --benchmark_filter=Matmul
@@ -16,6 +18,7 @@
 #include "engine/cpu_features.h"
 #include "engine/matmul.h"
 #include "engine/quant/quant.h"
+#include "engine/row_group_layout.h"
 
 namespace hearth::engine {
 namespace {
@@ -39,11 +42,25 @@ std::vector<uint8_t> make_matrix(TensorType t, int64_t rows, int64_t cols) {
   return m;
 }
 
-void BM_Matmul(benchmark::State& state, TensorType t, int64_t rows, int64_t cols) {
+// The same matrix with its whole row groups interleaved.
+std::vector<uint8_t> interleave(TensorType t, int64_t rows, int64_t cols,
+                                const std::vector<uint8_t>& plain) {
+  std::vector<uint8_t> out = plain;
+  const size_t row_bytes = quant_row_bytes(t, cols);
+  const size_t group_bytes = row_bytes * kInterleavedRows;
+  for (int64_t g = 0; g < rows / kInterleavedRows; ++g)
+    interleave_row_group(t, plain.data() + g * group_bytes, row_bytes, cols,
+                         out.data() + g * group_bytes);
+  return out;
+}
+
+void BM_Matmul(benchmark::State& state, TensorType t, int64_t rows, int64_t cols,
+               bool interleaved) {
   const int64_t n_tokens = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  const auto m = make_matrix(t, rows, cols);
-  const WeightView w{t, rows, cols, m.data()};
+  auto m = make_matrix(t, rows, cols);
+  if (interleaved) m = interleave(t, rows, cols, m);
+  const WeightView w{t, rows, cols, m.data(), interleaved};
   std::vector<float> x(static_cast<size_t>(n_tokens * cols));
   std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -61,7 +78,8 @@ void BM_Matmul(benchmark::State& state, TensorType t, int64_t rows, int64_t cols
   state.counters["GB/s_weights"] = benchmark::Counter(static_cast<double>(m.size()),
                                                       benchmark::Counter::kIsIterationInvariantRate,
                                                       benchmark::Counter::kIs1000);
-  state.SetLabel(std::string(kernel_isa()) + " " + quant_type_name(t));
+  state.SetLabel(std::string(kernel_isa()) + " " + quant_type_name(t) +
+                 (interleaved ? " interleaved" : ""));
 }
 
 void Register() {
@@ -79,15 +97,29 @@ void Register() {
       // the pack of a prefill GEMM is amortized over that many tokens there.
       const std::vector<int64_t> tokens =
           s[0] == 2048 ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1, 64};
-      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1])
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1], false)
           ->ArgsProduct({tokens, {1}})
           ->ArgNames({"tokens", "threads"})
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1])
+      benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1], false)
           ->ArgsProduct({{1, 64}, {2}})
           ->ArgNames({"tokens", "threads"})
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+      if (has_interleaved_layout(t) &&
+          active_kernels().group_dot_interleaved[static_cast<int>(t)] != nullptr) {
+        const std::string iname = std::string("Matmul/") + quant_type_name(t) + "-interleaved/" +
+                                  std::to_string(s[0]) + "x" + std::to_string(s[1]);
+        benchmark::RegisterBenchmark(iname.c_str(), BM_Matmul, t, s[0], s[1], true)
+            ->ArgsProduct({{1, 4, 64}, {1}})
+            ->ArgNames({"tokens", "threads"})
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(iname.c_str(), BM_Matmul, t, s[0], s[1], true)
+            ->ArgsProduct({{1}, {2}})
+            ->ArgNames({"tokens", "threads"})
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+      }
     }
   }
 }

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "engine/quant/quant.h"
+#include "engine/row_group_layout.h"
 #include "hearth/fp16.h"
 
 namespace hearth::engine {
@@ -29,6 +30,40 @@ static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
 MatmulScratch& panel_scratch() {
   thread_local MatmulScratch scratch;
   return scratch;
+}
+// Each thread's buffer for rows regrouped out of an interleaved view, likewise.
+MatmulScratch& plain_scratch() {
+  thread_local MatmulScratch scratch;
+  return scratch;
+}
+
+// Rows [r0, r0 + n) of w as plain rows, row r0 + i at the result + i * row_bytes():
+// the view's own rows, or where they are stored interleaved a plain copy in
+// `scratch`. On an interleaved view r0 must start a group and r0 + n end one (or
+// be w.rows).
+const uint8_t* plain_rows(const WeightView& w, int64_t r0, int64_t n, MatmulScratch& scratch) {
+  const size_t s = w.row_bytes();
+  if (!w.interleaved) return w.data + static_cast<size_t>(r0) * s;
+  assert(r0 % kInterleavedRows == 0 && ((r0 + n) % kInterleavedRows == 0 || r0 + n == w.rows));
+  uint8_t* buf = scratch.reserve(static_cast<size_t>(n) * s);
+  const int64_t grouped_end = std::min(r0 + n, w.rows / kInterleavedRows * kInterleavedRows);
+  int64_t r = r0;
+  for (; r < grouped_end; r += kInterleavedRows) {
+    deinterleave_row_group(w.type, w.data + static_cast<size_t>(r) * s, w.cols,
+                           buf + static_cast<size_t>(r - r0) * s);
+  }
+  if (r < r0 + n) {
+    std::memcpy(buf + static_cast<size_t>(r - r0) * s, w.data + static_cast<size_t>(r) * s,
+                static_cast<size_t>(r0 + n - r) * s);
+  }
+  return buf;
+}
+
+// Row r of w, plain (regrouped into `scratch` if its group is interleaved).
+const uint8_t* plain_row(const WeightView& w, int64_t r, MatmulScratch& scratch) {
+  if (!w.interleaved || r >= w.rows / kInterleavedRows * kInterleavedRows) return w.row(r);
+  const int64_t g0 = r / kInterleavedRows * kInterleavedRows;
+  return plain_rows(w, g0, kInterleavedRows, scratch) + static_cast<size_t>(r - g0) * w.row_bytes();
 }
 
 }  // namespace
@@ -119,9 +154,11 @@ ActivationRows convert_activations(const KernelSet& kernels, gguf::TensorType ty
   return {buf, stride};
 }
 
-// Rows of weights per cache block of the tile path (at least 8, at most 256).
+// Rows of weights per cache block of the tile path: whole tasks (so whole row
+// groups), at least one, at most 256 rows.
 int64_t rows_per_block(const WeightView& w) {
-  return std::clamp<int64_t>(static_cast<int64_t>(kTileBlockBytes / w.row_bytes()), 8, 256);
+  const auto fit = static_cast<int64_t>(kTileBlockBytes / w.row_bytes());
+  return std::clamp<int64_t>(fit / kRowsPerTask * kRowsPerTask, kRowsPerTask, 256);
 }
 
 // Dynamic grain of the tile path: about one cache block, but at least ~4 ranges per
@@ -131,61 +168,85 @@ int64_t tile_grain(const WeightView& w, int64_t n_tasks, const ThreadPool& pool)
       std::min(rows_per_block(w) / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);
 }
 
-// The tile path (2c) for output-row tasks [task_begin, task_end) of w: the thread's
-// rows in cache blocks, groups of up to kMaxTileTokens tokens through the two-row or
-// one-row tiles, then a lone token by row groups (where the table has them) and dots.
-void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, ActivationRows xa,
-                int64_t n_tokens, float* y, int64_t task_begin, int64_t task_end) {
-  const int type_id = static_cast<int>(w.type);
+// The tile path (2c) over plain rows [r0, r1) of a matrix of `rows` rows, row r at
+// at + (r - r0) * w_stride: groups of up to kMaxTileTokens tokens through the
+// two-row or one-row tiles, then a lone token by row groups (where the table has
+// them) and dots.
+void tile_block(const KernelSet& kernels, bool use_tiles, gguf::TensorType type, int64_t cols,
+                size_t w_stride, const uint8_t* at, int64_t r0, int64_t r1, int64_t rows,
+                ActivationRows xa, int64_t n_tokens, float* y) {
+  const int type_id = static_cast<int>(type);
   const VecDotFn dot = kernels.dot[type_id];
   const MultiDotFn multi = use_tiles ? kernels.multi[type_id] : nullptr;
   const MultiDot2Fn multi2 = use_tiles ? kernels.multi2[type_id] : nullptr;
   const GroupDotFn group_dot = use_tiles ? kernels.group_dot[type_id] : nullptr;
-  const size_t w_stride = w.row_bytes();
-  const int64_t cols = w.cols;
-  const int64_t rows = w.rows;
-  const int64_t block = rows_per_block(w);
   const uint8_t* xq = xa.data;
   const size_t x_stride = xa.stride;
-  const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
-  for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += block) {
-    const int64_t r1 = std::min(row_end_all, r0 + block);
-    int64_t t = 0;
-    if (multi != nullptr) {
-      for (; t + 1 < n_tokens; t += kMaxTileTokens) {
-        const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
-        const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
-        int64_t r = r0;
-        if (multi2 != nullptr) {
-          for (; r + 1 < r1; r += 2) {
-            float out0[kMaxTileTokens], out1[kMaxTileTokens];
-            const uint8_t* wr = w.data + static_cast<size_t>(r) * w_stride;
-            multi2(wr, wr + w_stride, xt, x_stride, nt, cols, out0, out1);
-            for (int i = 0; i < nt; ++i) {
-              y[(t + i) * rows + r] = out0[i];
-              y[(t + i) * rows + r + 1] = out1[i];
-            }
-          }
-        }
-        for (; r < r1; ++r) {
-          float out[kMaxTileTokens];
-          multi(w.data + static_cast<size_t>(r) * w_stride, xt, x_stride, nt, cols, out);
-          for (int i = 0; i < nt; ++i) y[(t + i) * rows + r] = out[i];
-        }
-      }
-    }
-    for (; t < n_tokens; ++t) {
+  const auto row_at = [&](int64_t r) { return at + static_cast<size_t>(r - r0) * w_stride; };
+  int64_t t = 0;
+  if (multi != nullptr) {
+    for (; t + 1 < n_tokens; t += kMaxTileTokens) {
+      const int nt = static_cast<int>(std::min<int64_t>(kMaxTileTokens, n_tokens - t));
       const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
       int64_t r = r0;
-      if (group_dot != nullptr) {
-        for (; r + kRowGroup <= r1; r += kRowGroup) {
-          group_dot(w.data + static_cast<size_t>(r) * w_stride, w_stride, xt, cols,
-                    y + t * rows + r);
+      if (multi2 != nullptr) {
+        for (; r + 1 < r1; r += 2) {
+          float out0[kMaxTileTokens], out1[kMaxTileTokens];
+          multi2(row_at(r), row_at(r + 1), xt, x_stride, nt, cols, out0, out1);
+          for (int i = 0; i < nt; ++i) {
+            y[(t + i) * rows + r] = out0[i];
+            y[(t + i) * rows + r + 1] = out1[i];
+          }
         }
       }
       for (; r < r1; ++r) {
-        y[t * rows + r] = dot(w.data + static_cast<size_t>(r) * w_stride, xt, cols);
+        float out[kMaxTileTokens];
+        multi(row_at(r), xt, x_stride, nt, cols, out);
+        for (int i = 0; i < nt; ++i) y[(t + i) * rows + r] = out[i];
       }
+    }
+  }
+  for (; t < n_tokens; ++t) {
+    const uint8_t* xt = xq + static_cast<size_t>(t) * x_stride;
+    int64_t r = r0;
+    if (group_dot != nullptr) {
+      for (; r + kRowGroup <= r1; r += kRowGroup)
+        group_dot(row_at(r), w_stride, xt, cols, y + t * rows + r);
+    }
+    for (; r < r1; ++r) y[t * rows + r] = dot(row_at(r), xt, cols);
+  }
+}
+
+// The tile path (2c) for output-row tasks [task_begin, task_end) of w: the thread's
+// rows in cache blocks that every token passes. An interleaved view goes through
+// the table's interleaved row-group kernel, group by group with every token while
+// the group is in L1; without one (or with the tiles off) its rows are regrouped
+// into plain rows first.
+void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, ActivationRows xa,
+                int64_t n_tokens, float* y, int64_t task_begin, int64_t task_end) {
+  const int type_id = static_cast<int>(w.type);
+  const GroupDotFn interleaved_dot =
+      use_tiles && w.interleaved ? kernels.group_dot_interleaved[type_id] : nullptr;
+  const size_t w_stride = w.row_bytes();
+  const int64_t rows = w.rows;
+  const int64_t grouped_end = w.interleaved ? rows / kInterleavedRows * kInterleavedRows : 0;
+  const int64_t block = rows_per_block(w);
+  const int64_t row_end_all = std::min(rows, task_end * kRowsPerTask);
+  for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += block) {
+    const int64_t r1 = std::min(row_end_all, r0 + block);
+    int64_t r = r0;
+    if (interleaved_dot != nullptr) {
+      for (; r < std::min(r1, grouped_end); r += kInterleavedRows) {
+        const uint8_t* g = w.data + static_cast<size_t>(r) * w_stride;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          interleaved_dot(g, w_stride, xa.data + static_cast<size_t>(t) * xa.stride, w.cols,
+                          y + t * rows + r);
+        }
+      }
+    }
+    if (r < r1) {
+      tile_block(kernels, use_tiles, w.type, w.cols, w_stride,
+                 plain_rows(w, r, r1 - r, plain_scratch()), r, r1, rows, xa, n_tokens, y);
     }
   }
 }
@@ -214,14 +275,13 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && n_tokens >= kPanelMinTokens) {
     // 2a. Prefill, GEMM on the rows in place: blocks of whole tasks that stay in L2
     // while every token passes them.
-    const int64_t block_rows =
-        std::max(kRowsPerTask, rows_per_block(w) / kRowsPerTask * kRowsPerTask);
+    const int64_t block_rows = rows_per_block(w);
     const int64_t n_blocks = (rows + block_rows - 1) / block_rows;
     pool.parallel_for_dynamic(n_blocks, 1, [&](int64_t block_begin, int64_t block_end) {
       for (int64_t b = block_begin; b < block_end; ++b) {
         const int64_t r0 = b * block_rows;
         const int nr = static_cast<int>(std::min(block_rows, rows - r0));
-        pk.gemm(w.data + static_cast<size_t>(r0) * w_stride, nr, cols, xq, x_stride,
+        pk.gemm(plain_rows(w, r0, nr, plain_scratch()), nr, cols, xq, x_stride,
                 static_cast<int>(n_tokens), y + r0, static_cast<size_t>(rows));
       }
     });
@@ -237,7 +297,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
       for (int64_t task = task_begin; task < task_end; ++task) {
         const int64_t r0 = task * kRowsPerTask;
         const int nr = static_cast<int>(std::min<int64_t>(kRowsPerTask, rows - r0));
-        pk.pack(w.data + static_cast<size_t>(r0) * w_stride, w_stride, nr, cols, panel);
+        pk.pack(plain_rows(w, r0, nr, plain_scratch()), w_stride, nr, cols, panel);
         pk.gemm(panel, nr, cols, xq, x_stride, static_cast<int>(n_tokens), y + r0,
                 static_cast<size_t>(rows));
       }
@@ -293,12 +353,12 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 
 void dequantize_rows(const WeightView& w, int64_t first, int64_t count, float* out) {
   for (int64_t i = 0; i < count; ++i)
-    dequantize_row(w.type, w.row(first + i), out + i * w.cols, w.cols);
+    dequantize_row(w.type, plain_row(w, first + i, plain_scratch()), out + i * w.cols, w.cols);
 }
 
 void get_rows(const WeightView& w, const int32_t* ids, int64_t n_ids, float* out) {
   for (int64_t i = 0; i < n_ids; ++i)
-    dequantize_row(w.type, w.row(ids[i]), out + i * w.cols, w.cols);
+    dequantize_row(w.type, plain_row(w, ids[i], plain_scratch()), out + i * w.cols, w.cols);
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) {

@@ -23,11 +23,18 @@ namespace hearth::engine {
 
 // A row-major weight matrix: `rows` rows of `cols` elements of `type`, row r at
 // data + r * row_bytes(). Not owned.
+//
+// interleaved: rows [0, rows / kInterleavedRows * kInterleavedRows) are stored as interleaved
+// row groups instead (engine/row_group_layout.h; the weight arena sets it for
+// the types the active table has a kernel for), the rest as plain rows. Every
+// function here reads such a view with the same results as the plain one; row()
+// is then valid only for the plain tail.
 struct WeightView {
   gguf::TensorType type = gguf::TensorType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   const uint8_t* data = nullptr;
+  bool interleaved = false;
 
   size_t row_bytes() const;
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes(); }

@@ -11,6 +11,7 @@
 #include "engine/kernels/kernel_set.h"
 #include "engine/matmul.h"
 #include "engine/quant/quant.h"
+#include "engine/row_group_layout.h"
 #include "quant_test_util.h"
 
 namespace hearth::engine {
@@ -21,13 +22,13 @@ using testing::bits;
 using testing::gaussian;
 using testing::random_blocks;
 
-// kRowGroup rows of n elements, row_stride bytes apart (the gap filled with junk
+// n_rows rows of n elements, row_stride bytes apart (the gap filled with junk
 // that a kernel must not read as weights).
 std::vector<uint8_t> strided_rows(TensorType t, int64_t n, size_t row_stride, bool extreme,
-                                  uint32_t seed) {
+                                  uint32_t seed, int n_rows = kRowGroup) {
   const size_t row_bytes = quant_row_bytes(t, n);
-  std::vector<uint8_t> out(row_stride * kRowGroup, 0x5A);
-  for (int r = 0; r < kRowGroup; ++r) {
+  std::vector<uint8_t> out(row_stride * n_rows, 0x5A);
+  for (int r = 0; r < n_rows; ++r) {
     auto row = random_blocks(t, n, seed + static_cast<uint32_t>(r));
     if (extreme) {
       // Every quant at its largest stored value; scales stay as drawn.
@@ -84,6 +85,48 @@ TEST(RowGroupTest, EveryTablesRowGroupsMatchScalarDot) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no runnable kernel table has decode row groups";
+}
+
+// The interleaved-group kernels (the weight arena's layout) likewise, on the same
+// random and extreme blocks.
+TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
+  int checked = 0;
+  for (const TensorType t : testing::weight_types()) {
+    const int id = static_cast<int>(t);
+    const VecDotFn want_dot = scalar_kernels().dot[id];
+    for (const KernelSet* k : runnable_kernel_sets()) {
+      const GroupDotFn group = k->group_dot_interleaved[id];
+      if (group == nullptr) continue;
+      ASSERT_TRUE(has_interleaved_layout(t)) << k->isa << " " << quant_type_name(t);
+      for (int64_t n : {32, 96, 224, 2080}) {
+        const size_t row_bytes = quant_row_bytes(t, n);
+        for (bool extreme : {false, true}) {
+          const auto w = strided_rows(t, n, row_bytes, extreme, static_cast<uint32_t>(n + 5),
+                                      kInterleavedRows);
+          std::vector<uint8_t> grouped(w.size());
+          interleave_row_group(t, w.data(), row_bytes, n, grouped.data());
+          auto xf = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n + 6), 3.0f);
+          if (extreme) {
+            for (int64_t i = 0; i < n; ++i) xf[i] = (i / 32) % 2 == 0 ? -5.0f : 5.0f;
+          }
+          std::vector<uint8_t> xq(activation_row_bytes(t, n));
+          quantize_activation_row(t, xf.data(), n, xq.data());
+          const float sentinel = -1234.5f;
+          std::vector<float> out(kInterleavedRows + 3, sentinel);
+          group(grouped.data(), row_bytes, xq.data(), n, out.data());
+          for (int r = 0; r < kInterleavedRows; ++r) {
+            const float want = want_dot(w.data() + r * row_bytes, xq.data(), n);
+            ASSERT_EQ(bits(out[r]), bits(want)) << k->isa << " " << quant_type_name(t) << " n=" << n
+                                                << (extreme ? " extreme" : "") << " row " << r;
+          }
+          for (size_t i = kInterleavedRows; i < out.size(); ++i)
+            ASSERT_EQ(bits(out[i]), bits(sentinel)) << k->isa << " wrote past the group";
+          ++checked;
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no runnable kernel table has interleaved row groups";
 }
 
 }  // namespace

@@ -114,6 +114,10 @@ struct PanelKernels {
 inline constexpr int kRowGroup = 8;
 using GroupDotFn = void (*)(const void* w, size_t row_stride, const uint8_t* x, int64_t n,
                             float* out);
+// The same over one group of kInterleavedRows rows stored interleaved
+// (engine/row_group_layout.h): w is the group, row_stride the plain row's bytes;
+// out[i] = dot(plain row i, x) for i < kInterleavedRows, bit for bit.
+inline constexpr int kInterleavedRows = 16;
 
 struct KernelSet {
   const char* isa;                   // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
@@ -122,6 +126,8 @@ struct KernelSet {
   MultiDot2Fn multi2[kTypeSlots];    // by weight type; nullptr = multi row by row
   PanelKernels panel[kTypeSlots];    // by weight type; gemm == nullptr = no panel path
   GroupDotFn group_dot[kTypeSlots];  // by weight type; nullptr = dot row by row
+  // By weight type, for interleaved groups; nullptr = regroup into plain rows first.
+  GroupDotFn group_dot_interleaved[kTypeSlots];
   // Optional: the Q8_0-partner activation row in the working format, byte for byte
   // what quantize_activation_row() writes (nullptr = use that reference).
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);

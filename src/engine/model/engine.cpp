@@ -103,7 +103,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   impl->info.weights_placement = "file mapping";
   if (!options.weights_in_place) {
     // A failed allocation is not fatal: the matrices stay readable in the mapping.
-    Result<engine::WeightArena> arena = engine::copy_matrices_to_arena(impl->w, *impl->pool);
+    Result<engine::WeightArena> arena =
+        engine::copy_matrices_to_arena(impl->w, *impl->pool, engine::kb::active_kernels());
     if (arena.ok()) {
       impl->arena = std::move(*arena);
       impl->info.weights_placement = "huge-page copy";

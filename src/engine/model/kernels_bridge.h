@@ -13,6 +13,9 @@
 
 namespace hearth::engine::kb {
 
+using ::hearth::engine::active_kernels;
+using ::hearth::engine::KernelSet;
+using ::hearth::engine::kInterleavedRows;
 using ::hearth::engine::MatmulPart;
 using ::hearth::engine::MatmulScratch;
 using ::hearth::engine::ThreadPool;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "engine/row_group_layout.h"
+
 namespace hearth::engine {
 namespace {
 
@@ -101,40 +103,69 @@ Result<WeightArena> WeightArena::create(size_t bytes) {
   return a;
 }
 
-Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool) {
+Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,
+                                           const kb::KernelSet& kernels) {
   const std::vector<kb::WeightView*> views = matrices_of(w);
-  // Each matrix's place in the arena and its size, computed once.
+  // Each matrix's place in the arena, its size and whether it is interleaved.
   std::vector<size_t> offsets, sizes;
+  std::vector<bool> interleave;
   size_t total = 0;
   for (const kb::WeightView* v : views) {
     offsets.push_back(round_up(total, kTensorAlign));
     sizes.push_back(v->row_bytes() * static_cast<size_t>(v->rows));
     total = offsets.back() + sizes.back();
+    const int type_id = static_cast<int>(v->type);
+    interleave.push_back(!(w.tied && v == &w.token_embd) && has_interleaved_layout(v->type) &&
+                         kernels.group_dot_interleaved[type_id] != nullptr);
   }
   HEARTH_ASSIGN_OR_RETURN(WeightArena arena, WeightArena::create(total));
 
+  // A chunk is a byte range copied as it is, or whole row groups interleaved.
   struct Copy {
+    const kb::WeightView* view;
     const uint8_t* from;
     uint8_t* to;
     size_t bytes;
+    bool interleave;
   };
   std::vector<Copy> chunks;
   for (size_t i = 0; i < views.size(); ++i) {
-    for (size_t c = 0; c < sizes[i]; c += kCopyChunk) {
-      chunks.push_back(
-          {views[i]->data + c, arena.data() + offsets[i] + c, std::min(kCopyChunk, sizes[i] - c)});
+    const kb::WeightView& v = *views[i];
+    const size_t row_bytes = v.row_bytes();
+    size_t c = 0;
+    if (interleave[i]) {
+      const size_t group_bytes = row_bytes * kb::kInterleavedRows;
+      const size_t grouped = static_cast<size_t>(v.rows / kb::kInterleavedRows) * group_bytes;
+      const size_t step = std::max<size_t>(1, kCopyChunk / group_bytes) * group_bytes;
+      for (; c < grouped; c += step) {
+        chunks.push_back(
+            {&v, v.data + c, arena.data() + offsets[i] + c, std::min(step, grouped - c), true});
+      }
+    }
+    for (; c < sizes[i]; c += kCopyChunk) {
+      chunks.push_back({&v, v.data + c, arena.data() + offsets[i] + c,
+                        std::min(kCopyChunk, sizes[i] - c), false});
     }
   }
   pool.parallel_for_dynamic(static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const Copy& c = chunks[static_cast<size_t>(i)];
-      std::memcpy(c.to, c.from, c.bytes);
+      if (!c.interleave) {
+        std::memcpy(c.to, c.from, c.bytes);
+        continue;
+      }
+      const size_t row_bytes = c.view->row_bytes();
+      const size_t group_bytes = row_bytes * kb::kInterleavedRows;
+      for (size_t g = 0; g < c.bytes; g += group_bytes) {
+        interleave_row_group(c.view->type, c.from + g, row_bytes, c.view->cols, c.to + g);
+      }
     }
   });
 
   for (size_t i = 0; i < views.size(); ++i) {
     release_mapped_pages(views[i]->data, sizes[i]);
     views[i]->data = arena.data() + offsets[i];
+    views[i]->interleaved = interleave[i];
   }
   if (w.tied) w.output = w.token_embd;
   return arena;

@@ -9,7 +9,8 @@
 // The copy costs one pass over the weights at load, and the mapping's pages of
 // the copied tensors are released right after, so resident memory does not
 // double. EngineOptions::weights_in_place keeps the matrices in the mapping
-// (no copy; pages shared with every other process that maps the file).
+// (no copy; pages shared with every other process that maps the file, and no
+// interleaved row groups, see copy_matrices_to_arena).
 #pragma once
 
 #include <cstddef>
@@ -50,6 +51,12 @@ class WeightArena {
 // output head, not token_embd unless it is the tied output) into one new arena,
 // 64-byte aligned each, points `w`'s views at the copies and releases the file
 // mapping's pages of the copied tensors. The copy runs on `pool`.
-Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool);
+//
+// A matrix whose type `kernels` has an interleaved row-group kernel for is stored
+// interleaved (engine/row_group_layout.h; the view's `interleaved` is set): decode
+// then reads it with plain loads instead of regrouping 8 rows in registers. The
+// tied output stays plain: its rows are also the token embeddings.
+Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,
+                                           const kb::KernelSet& kernels);
 
 }  // namespace hearth::engine
