@@ -140,7 +140,9 @@ int run_bench(const BenchArgs& a) {
   o.n_seq_max = 1;
   o.n_ctx = 4096;
   o.weights_in_place = a.weights_in_place;
+  const auto load_start = Clock::now();
   auto loaded = Engine::load(a.model, o);
+  const double load_s = seconds_since(load_start);
   if (!loaded.ok()) {
     std::fprintf(stderr, "hearth bench engine: %s\n", loaded.status().to_string().c_str());
     return 1;
@@ -156,6 +158,7 @@ int run_bench(const BenchArgs& a) {
   out["threads"] = threads;
   out["weight_bytes"] = info.weight_bytes;
   out["weights_placement"] = info.weights_placement;
+  out["load_s"] = load_s;  // the file opened, checked and its matrices placed
   out["numerics_id"] = e.numerics_id();
   out["kernels"] = engine::kernel_isa();
   for (int32_t n : a.prompts) {
@@ -209,9 +212,10 @@ int run_bench(const BenchArgs& a) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("model %s (%s), %d threads, kernels %s, weights: %s, numerics %s\n",
-              info.name.c_str(), info.quant_name.c_str(), threads, engine::kernel_isa(),
-              info.weights_placement.c_str(), e.numerics_id().c_str());
+  std::printf(
+      "model %s (%s), %d threads, kernels %s, weights: %s (loaded in %.2f s), numerics %s\n",
+      info.name.c_str(), info.quant_name.c_str(), threads, engine::kernel_isa(),
+      info.weights_placement.c_str(), load_s, e.numerics_id().c_str());
   for (int32_t n : a.prompts) {
     const std::string k = "pp" + std::to_string(n);
     if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k.c_str(), out[k].get<double>());
