@@ -5,62 +5,91 @@
 
 #include "engine/kernels/kernel_set.h"
 #include "engine/quant/blocks.h"
-#include "engine/quant/quant.h"
 
 namespace hearth::engine {
 namespace {
 
-constexpr size_t kGroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_0);
-constexpr size_t kQuantOffset = offsetof(BlockQ4_0, qs);
-constexpr size_t kScalesBytes = kInterleavedRows * sizeof(uint16_t);
-constexpr int kQuantWords = sizeof(BlockQ4_0::qs) / 4;
-static_assert(kScalesBytes + kQuantWords * 4 * kInterleavedRows == kGroupBlockBytes);
+// A block field: `count` units of `unit` bytes at `offset` in the plain block. The
+// interleaved block holds the fields in order, and within a field unit u of rows
+// 0..15 side by side, unit by unit.
+struct Field {
+  size_t offset;
+  size_t unit;
+  size_t count;
+};
+struct Format {
+  size_t block_bytes;
+  int block_elems;
+  Field fields[4];
+  int n_fields;
+};
 
-// Offsets, inside one interleaved group block, of row r's scale and of its quant
-// word m (bytes [4m, 4m + 4) of its qs).
-size_t scale_at(int row) {
-  return static_cast<size_t>(row) * sizeof(uint16_t);
+Format format_of(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kQ4_0:
+      return {sizeof(BlockQ4_0), kQK32, {{0, 2, 1}, {offsetof(BlockQ4_0, qs), 4, 4}}, 2};
+    case gguf::TensorType::kQ4_K:
+      return {sizeof(BlockQ4_K),
+              kQKK,
+              {{offsetof(BlockQ4_K, d), 2, 1},
+               {offsetof(BlockQ4_K, dmin), 2, 1},
+               {offsetof(BlockQ4_K, scales), 1, 12},
+               {offsetof(BlockQ4_K, qs), 4, 32}},
+              4};
+    default:
+      return {0, 1, {}, 0};
+  }
 }
-size_t quant_word_at(int row, int word) {
-  return kScalesBytes + static_cast<size_t>(word) * 4 * kInterleavedRows +
-         static_cast<size_t>(row) * 4;
+
+// Calls move(plain byte offset in the row's block, interleaved byte offset in the
+// group's block, bytes) for every unit of every row of one block.
+template <class Move>
+void for_each_unit(const Format& f, Move&& move) {
+  size_t at = 0;
+  for (int i = 0; i < f.n_fields; ++i) {
+    const Field& field = f.fields[i];
+    for (size_t u = 0; u < field.count; ++u) {
+      for (int r = 0; r < kInterleavedRows; ++r) {
+        move(r, field.offset + u * field.unit, at, field.unit);
+        at += field.unit;
+      }
+    }
+  }
+  assert(at == f.block_bytes * kInterleavedRows);
 }
 
 }  // namespace
 
 bool has_interleaved_layout(gguf::TensorType type) {
-  return type == gguf::TensorType::kQ4_0;
+  return format_of(type).n_fields > 0;
 }
 
 void interleave_row_group(gguf::TensorType type, const uint8_t* rows, size_t row_stride,
                           int64_t cols, uint8_t* group) {
-  assert(has_interleaved_layout(type));
-  (void)type;
-  const int64_t nb = cols / kQK32;
-  for (int64_t b = 0; b < nb; ++b) {
-    uint8_t* out = group + static_cast<size_t>(b) * kGroupBlockBytes;
-    for (int r = 0; r < kInterleavedRows; ++r) {
-      const uint8_t* in = rows + r * row_stride + static_cast<size_t>(b) * sizeof(BlockQ4_0);
-      std::memcpy(out + scale_at(r), in, sizeof(uint16_t));
-      for (int m = 0; m < kQuantWords; ++m)
-        std::memcpy(out + quant_word_at(r, m), in + kQuantOffset + 4 * m, 4);
-    }
+  const Format f = format_of(type);
+  assert(f.n_fields > 0);
+  const size_t group_block = f.block_bytes * kInterleavedRows;
+  for (int64_t b = 0; b < cols / f.block_elems; ++b) {
+    const uint8_t* in = rows + static_cast<size_t>(b) * f.block_bytes;
+    uint8_t* out = group + static_cast<size_t>(b) * group_block;
+    for_each_unit(f, [&](int r, size_t plain, size_t grouped, size_t n) {
+      std::memcpy(out + grouped, in + r * row_stride + plain, n);
+    });
   }
 }
 
 void deinterleave_row_group(gguf::TensorType type, const uint8_t* group, int64_t cols,
                             uint8_t* rows) {
-  assert(has_interleaved_layout(type));
-  const size_t row_bytes = quant_row_bytes(type, cols);
-  const int64_t nb = cols / kQK32;
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* in = group + static_cast<size_t>(b) * kGroupBlockBytes;
-    for (int r = 0; r < kInterleavedRows; ++r) {
-      uint8_t* out = rows + r * row_bytes + static_cast<size_t>(b) * sizeof(BlockQ4_0);
-      std::memcpy(out, in + scale_at(r), sizeof(uint16_t));
-      for (int m = 0; m < kQuantWords; ++m)
-        std::memcpy(out + kQuantOffset + 4 * m, in + quant_word_at(r, m), 4);
-    }
+  const Format f = format_of(type);
+  assert(f.n_fields > 0);
+  const size_t row_bytes = f.block_bytes * static_cast<size_t>(cols / f.block_elems);
+  const size_t group_block = f.block_bytes * kInterleavedRows;
+  for (int64_t b = 0; b < cols / f.block_elems; ++b) {
+    const uint8_t* in = group + static_cast<size_t>(b) * group_block;
+    uint8_t* out = rows + static_cast<size_t>(b) * f.block_bytes;
+    for_each_unit(f, [&](int r, size_t plain, size_t grouped, size_t n) {
+      std::memcpy(out + r * row_bytes + plain, in + grouped, n);
+    });
   }
 }
 

@@ -31,9 +31,10 @@ std::vector<uint8_t> strided_rows(TensorType t, int64_t n, size_t row_stride, bo
   for (int r = 0; r < n_rows; ++r) {
     auto row = random_blocks(t, n, seed + static_cast<uint32_t>(r));
     if (extreme) {
-      // Every quant at its largest stored value; scales stay as drawn.
+      // Every quant at its largest stored value; the fp16 scales stay as drawn
+      // (Q4_K: its 6-bit sub-block scales and mins go to 63 as well).
       const BlockGeometry g = block_geometry(t);
-      const size_t scale_bytes = t == TensorType::kQ4_0 ? 2 : 0;
+      const size_t scale_bytes = t == TensorType::kQ4_0 ? 2 : t == TensorType::kQ4_K ? 4 : 0;
       for (size_t b = 0; b < row_bytes; b += g.block_bytes) {
         std::memset(row.data() + b + scale_bytes, 0xFF, g.block_bytes - scale_bytes);
       }
@@ -98,7 +99,8 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
       const GroupDotFn group = k->group_dot_interleaved[id];
       if (group == nullptr) continue;
       ASSERT_TRUE(has_interleaved_layout(t)) << k->isa << " " << quant_type_name(t);
-      for (int64_t n : {32, 96, 224, 2080}) {
+      for (int64_t blocks : {1, 3, 7, 65}) {
+        const int64_t n = blocks * block_geometry(t).block_size;
         const size_t row_bytes = quant_row_bytes(t, n);
         for (bool extreme : {false, true}) {
           const auto w = strided_rows(t, n, row_bytes, extreme, static_cast<uint32_t>(n + 5),
@@ -108,6 +110,9 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
           auto xf = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n + 6), 3.0f);
           if (extreme) {
             for (int64_t i = 0; i < n; ++i) xf[i] = (i / 32) % 2 == 0 ? -5.0f : 5.0f;
+            if (t == TensorType::kQ4_K) {  // one sign per super-block: the largest bsums
+              for (int64_t i = 0; i < n; ++i) xf[i] = (i / 256) % 2 == 0 ? 5.0f : -5.0f;
+            }
           }
           std::vector<uint8_t> xq(activation_row_bytes(t, n));
           quantize_activation_row(t, xf.data(), n, xq.data());

@@ -43,9 +43,37 @@ TwoLayouts make(TensorType t, int64_t rows, int64_t cols, uint32_t seed) {
   return m;
 }
 
-TEST(RowGroupLayoutTest, OnlyQ4_0HasOne) {
-  for (const TensorType t : testing::weight_types())
-    EXPECT_EQ(has_interleaved_layout(t), t == TensorType::kQ4_0) << quant_type_name(t);
+TEST(RowGroupLayoutTest, Q4_0AndQ4_KHaveOne) {
+  for (const TensorType t : testing::weight_types()) {
+    EXPECT_EQ(has_interleaved_layout(t), t == TensorType::kQ4_0 || t == TensorType::kQ4_K)
+        << quant_type_name(t);
+  }
+}
+
+// Q4_K: d, dmin, the 12 packed scale bytes and the 32 quant words, each unit of
+// the 16 rows side by side; and back.
+TEST(RowGroupLayoutTest, PlacesEveryQ4_KByteWhereTheLayoutSays) {
+  const int64_t cols = 512;  // 2 super-blocks
+  const TwoLayouts m = make(TensorType::kQ4_K, kInterleavedRows, cols, 2);
+  const size_t row_bytes = quant_row_bytes(TensorType::kQ4_K, cols);
+  const int R = kInterleavedRows;
+  for (int64_t b = 0; b < cols / kQKK; ++b) {
+    const uint8_t* gb = m.grouped.data() + b * R * sizeof(BlockQ4_K);
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = m.plain.data() + r * row_bytes + b * sizeof(BlockQ4_K);
+      EXPECT_EQ(0, std::memcmp(gb + 2 * r, block, 2)) << "d, row " << r;
+      EXPECT_EQ(0, std::memcmp(gb + 2 * R + 2 * r, block + 2, 2)) << "dmin, row " << r;
+      for (int k = 0; k < 12; ++k)
+        EXPECT_EQ(gb[4 * R + R * k + r], block[4 + k]) << "scale byte " << k << " row " << r;
+      for (int k = 0; k < 32; ++k) {
+        EXPECT_EQ(0, std::memcmp(gb + 16 * R + 4 * R * k + 4 * r, block + 16 + 4 * k, 4))
+            << "quant word " << k << " row " << r;
+      }
+    }
+  }
+  std::vector<uint8_t> back(m.plain.size(), 0);
+  deinterleave_row_group(TensorType::kQ4_K, m.grouped.data(), cols, back.data());
+  EXPECT_EQ(back, m.plain);
 }
 
 // Every byte where the header comment says: per block, the 16 scales in row order,
@@ -76,33 +104,37 @@ TEST(RowGroupLayoutTest, PlacesEveryByteWhereTheLayoutSays) {
 // tiles on and off, every token-count path (lone token, multi-token tiles, panels),
 // several thread counts, row counts with and without a plain tail.
 TEST(RowGroupLayoutTest, MatmulGivesThePlainViewsBitsOnEveryPath) {
-  const TensorType t = TensorType::kQ4_0;
-  for (const KernelSet* k : runnable_kernel_sets()) {
-    for (const int64_t rows : {8, 16, 37, 250}) {
-      for (const int64_t cols : {32, 2080}) {
-        const TwoLayouts m = make(t, rows, cols, static_cast<uint32_t>(rows + cols));
-        const int64_t max_tokens = 21;
-        const auto x = gaussian(static_cast<size_t>(max_tokens * cols), 3, 2.0f);
-        for (const int threads : {1, 3}) {
-          ThreadPool pool(threads);
-          MatmulScratch scratch;
-          for (const bool tiles : {true, false}) {
-            for (const int64_t n_tokens : {1, 2, 5, 8, 21}) {
-              std::vector<float> want(static_cast<size_t>(n_tokens * rows));
-              std::vector<float> got(want.size(), -1.0f);
-              matmul_with(*k, tiles, m.plain_view, x.data(), n_tokens, want.data(), pool, scratch);
-              matmul_with(*k, tiles, m.grouped_view, x.data(), n_tokens, got.data(), pool, scratch);
-              for (size_t i = 0; i < want.size(); ++i) {
-                ASSERT_EQ(bits(got[i]), bits(want[i]))
-                    << k->isa << " rows=" << rows << " cols=" << cols << " threads=" << threads
-                    << (tiles ? " tiles" : " dots") << " n_tokens=" << n_tokens << " index " << i;
+  for (const TensorType t : {TensorType::kQ4_0, TensorType::kQ4_K})
+    for (const KernelSet* k : runnable_kernel_sets()) {
+      for (const int64_t rows : {8, 16, 37, 250}) {
+        for (const int64_t blocks : {1, 9}) {
+          const int64_t cols = blocks * block_geometry(t).block_size;
+          const TwoLayouts m = make(t, rows, cols, static_cast<uint32_t>(rows + cols));
+          const int64_t max_tokens = 21;
+          const auto x = gaussian(static_cast<size_t>(max_tokens * cols), 3, 2.0f);
+          for (const int threads : {1, 3}) {
+            ThreadPool pool(threads);
+            MatmulScratch scratch;
+            for (const bool tiles : {true, false}) {
+              for (const int64_t n_tokens : {1, 2, 5, 8, 21}) {
+                std::vector<float> want(static_cast<size_t>(n_tokens * rows));
+                std::vector<float> got(want.size(), -1.0f);
+                matmul_with(*k, tiles, m.plain_view, x.data(), n_tokens, want.data(), pool,
+                            scratch);
+                matmul_with(*k, tiles, m.grouped_view, x.data(), n_tokens, got.data(), pool,
+                            scratch);
+                for (size_t i = 0; i < want.size(); ++i) {
+                  ASSERT_EQ(bits(got[i]), bits(want[i]))
+                      << k->isa << " " << quant_type_name(t) << " rows=" << rows << " cols=" << cols
+                      << " threads=" << threads << (tiles ? " tiles" : " dots")
+                      << " n_tokens=" << n_tokens << " index " << i;
+                }
               }
             }
           }
         }
       }
     }
-  }
 }
 
 TEST(RowGroupLayoutTest, MatmulManyAndRowReadsSeeThePlainRows) {

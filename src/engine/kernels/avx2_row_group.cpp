@@ -193,6 +193,106 @@ void group_dot_q4_0_interleaved(const void* vg, size_t /*row_stride*/, const uin
   store_tree(hi_acc, out + 8);
 }
 
+// Q4_K, one interleaved group of 16 rows (engine/row_group_layout.h): per
+// super-block (2304 bytes) the 16 rows' d (32 bytes), dmin (32), packed scale
+// byte k = 0..11 of the 16 rows (16 bytes each) and quant word k = 0..31 of the
+// 16 rows (64 bytes each: rows 0..7, then 8..15).
+//
+// The canonical order (dot_q4_k), lane-wise: per super-block the exact
+// isum = sum_j sc_j * sum(q x over sub-block j) and imin = sum_j m_j * bsum_j,
+// then acc = fma(d, isum, acc), acc = fma(-dmin, imin, acc), with d = xd * wd and
+// dmin = xd * wdmin. Sub-block sums build in int16 (8 maddubs pairs of at most
+// 2 * 15 * 127 each: <= 30480) and widen in one madd against the scale, which sits
+// in both int16 halves of its row's dword.
+struct Q4KScales {
+  __m128i sc[8], mn[8];  // sub-block j's 6-bit scale / min of rows 0..15, a byte each
+};
+inline void q4k_scales(const uint8_t* p, Q4KScales* s) {
+  __m128i b[12];
+  for (int k = 0; k < 12; ++k) b[k] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+  const __m128i low6 = _mm_set1_epi8(63), low4 = _mm_set1_epi8(0x0F), low2 = _mm_set1_epi8(3);
+  // Byte-wise (v >> 6) << 4 through 16-bit shifts: the masks drop what crosses bytes.
+  const auto top2 = [&](__m128i v) {
+    return _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(v, 6), low2), 4);
+  };
+  for (int j = 0; j < 4; ++j) {
+    s->sc[j] = _mm_and_si128(b[j], low6);
+    s->mn[j] = _mm_and_si128(b[j + 4], low6);
+    s->sc[j + 4] = _mm_or_si128(_mm_and_si128(b[j + 8], low4), top2(b[j]));
+    s->mn[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(b[j + 8], 4), low4), top2(b[j + 4]));
+  }
+}
+// Bytes 8h..8h+7 of v (rows 8h..8h+7) as int32 lanes.
+inline __m256i rows_half(__m128i v, int h) {
+  return _mm256_cvtepu8_epi32(h == 0 ? v : _mm_srli_si128(v, 8));
+}
+// The same with the value in both int16 halves (a madd multiplier).
+inline __m256i pair16(__m256i v) {
+  return _mm256_or_si256(v, _mm256_slli_epi32(v, 16));
+}
+
+void group_dot_q4_k_interleaved(const void* vg, size_t /*row_stride*/, const uint8_t* x, int64_t n,
+                                float* out) {
+  const auto* g = static_cast<const uint8_t*>(vg);
+  const auto* xb = reinterpret_cast<const BlockQ8_K*>(x);
+  const int64_t nb = n / kQKK;
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = g + static_cast<size_t>(b) * (kInterleavedRows * sizeof(BlockQ4_K));
+    const BlockQ8_K& xk = xb[b];
+    Q4KScales s;
+    q4k_scales(p + 64, &s);
+    const uint8_t* q = p + 256;
+    __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    __m256i imin[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (int c = 0; c < 4; ++c) {
+      // The super-block two ahead, a quarter per chunk (the group's blocks, and the
+      // next group, are one contiguous run).
+      const uint8_t* ahead = p + 2 * kInterleavedRows * sizeof(BlockQ4_K) + c * 576;
+      for (int off = 0; off < 576; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_T0);
+      // Sub-blocks 2c (low nibbles) and 2c + 1 (high nibbles), rows 0..7 / 8..15.
+      __m256i lo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      __m256i hi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+      for (int kk = 0; kk < 8; ++kk) {
+        const uint8_t* w = q + static_cast<size_t>(8 * c + kk) * 64;
+        const __m256i x_lo = _mm256_set1_epi32(load_i32(xk.qs + 64 * c + 4 * kk));
+        const __m256i x_hi = _mm256_set1_epi32(load_i32(xk.qs + 64 * c + 32 + 4 * kk));
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 32 * h));
+          lo[h] = _mm256_add_epi16(lo[h], _mm256_maddubs_epi16(_mm256_and_si256(v, nib), x_lo));
+          hi[h] = _mm256_add_epi16(
+              hi[h], _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), nib), x_hi));
+        }
+      }
+      for (int h = 0; h < 2; ++h) {
+        isum[h] =
+            _mm256_add_epi32(isum[h], _mm256_madd_epi16(lo[h], pair16(rows_half(s.sc[2 * c], h))));
+        isum[h] = _mm256_add_epi32(isum[h],
+                                   _mm256_madd_epi16(hi[h], pair16(rows_half(s.sc[2 * c + 1], h))));
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      // |bsum| <= 32 * 127 fits the low int16 of the dword; the min's high int16 is 0.
+      const __m256i bs = _mm256_set1_epi32(xk.bsums[2 * j] + xk.bsums[2 * j + 1]);
+      for (int h = 0; h < 2; ++h)
+        imin[h] = _mm256_add_epi32(imin[h], _mm256_madd_epi16(rows_half(s.mn[j], h), bs));
+    }
+    const __m256 xd = _mm256_set1_ps(xk.d);
+    for (int h = 0; h < 2; ++h) {
+      const __m256 d = _mm256_mul_ps(
+          xd, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h))));
+      const __m256 dmin = _mm256_mul_ps(
+          xd, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 + 16 * h))));
+      acc[h] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[h]), acc[h]);
+      acc[h] = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(imin[h]), acc[h]);
+    }
+  }
+  _mm256_storeu_ps(out, acc[0]);
+  _mm256_storeu_ps(out + 8, acc[1]);
+}
+
 }  // namespace
 }  // namespace hearth::engine
 
@@ -203,6 +303,7 @@ namespace hearth::engine {
 void install_avx2_row_groups(KernelSet* k) {
   k->group_dot[static_cast<int>(gguf::TensorType::kQ4_0)] = group_dot_q4_0;
   k->group_dot_interleaved[static_cast<int>(gguf::TensorType::kQ4_0)] = group_dot_q4_0_interleaved;
+  k->group_dot_interleaved[static_cast<int>(gguf::TensorType::kQ4_K)] = group_dot_q4_k_interleaved;
 }
 
 }  // namespace hearth::engine
