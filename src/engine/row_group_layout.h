@@ -1,24 +1,27 @@
 // Interleaved row groups: a load-time layout of a weight matrix for decode.
 //
-// Decode reads every weight once per token, and on AVX2 the Q4_0 row-group kernel
-// spends more of its work regrouping 8 rows' blocks in registers (loads of 16-byte
-// halves, 32-bit and 64-bit unpacks, the 8 scales gathered in general registers)
-// than on the dot products themselves. Done once when the weights are copied into
-// their arena, the regrouping leaves the kernel plain 32-byte loads, and with 16
-// rows per group each activation broadcast feeds two registers of rows: one
-// thread, 18-20 -> 35-37 GB/s from L3 (docs/engine.md, round z5).
+// Decode reads every weight once per token. Kernels that put one row per lane (so
+// each block's integer sum builds up without a horizontal reduction) must first
+// regroup the rows' blocks: on AVX2 that costs the Q4_0 row-group kernel more
+// than its dot products (16-byte half loads, unpacks, scales gathered one by
+// one). Done once when the weights are copied into their arena, the regrouping
+// leaves the kernels plain 32-byte loads, and with 16 rows per group each
+// activation broadcast feeds two registers of rows (docs/engine-kernels.md).
 //
-// Layout (Q4_0, the only type with one): rows [0, rows / kInterleavedRows *
-// kInterleavedRows) form groups of kInterleavedRows (16) consecutive rows; group g
-// takes exactly the bytes its rows took (16 * row_bytes, at data + g * 16 *
-// row_bytes), block by block: for block b, at b * 16 * sizeof(BlockQ4_0),
-//   - the 16 rows' fp16 scales, row order (32 bytes);
-//   - for m = 0..3, bytes [4m, 4m + 4) of the 16 rows' quants, row order (64 bytes).
-// One group is one contiguous stream, which the hardware prefetchers follow from
-// group to group. The rows after the last whole group stay as they are. The quants
-// and scales are unchanged bytes, so a kernel reading a group computes the same
-// bits as on the plain rows (matmul regroups the rows into plain form for the
-// paths that need it).
+// Layout (Q4_0 and Q4_K): rows [0, rows / kInterleavedRows * kInterleavedRows)
+// form groups of kInterleavedRows (16) consecutive rows; group g takes exactly the
+// bytes its rows took (16 * row_bytes, at data + g * 16 * row_bytes), block by
+// block (block b at b * 16 * block bytes). Within a block each field of the GGUF
+// block is stored unit by unit, the 16 rows' unit side by side:
+//   - Q4_0: d (2 bytes; 32 for the 16 rows), then quant word m = 0..3 (bytes
+//     [4m, 4m + 4) of qs; 64 bytes per word).
+//   - Q4_K: d, dmin (32 bytes each), packed scale byte k = 0..11 (16 bytes each),
+//     quant word k = 0..31 (64 bytes each).
+// A group is one contiguous stream, which the prefetchers follow from group to
+// group. The rows after the last whole group stay as they are. Nothing is
+// converted, only moved, so a kernel reading a group computes the same bits as on
+// the plain rows (matmul regroups the rows into plain form for the paths that
+// need it).
 #pragma once
 
 #include <cstddef>
