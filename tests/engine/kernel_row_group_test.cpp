@@ -44,13 +44,40 @@ std::vector<uint8_t> strided_rows(TensorType t, int64_t n, size_t row_stride, bo
   return out;
 }
 
+// A converted activation row of n elements; extreme: every value quantizes to
+// +-127, one sign per block (per super-block for the k-quants: the largest sums).
+std::vector<uint8_t> activation_row(TensorType t, int64_t n, bool extreme, uint32_t seed) {
+  auto xf = gaussian(static_cast<size_t>(n), seed, 3.0f);
+  if (extreme) {
+    const int64_t run = block_geometry(t).block_size;
+    for (int64_t i = 0; i < n; ++i) xf[i] = (i / run) % 2 == 0 ? 5.0f : -5.0f;
+  }
+  std::vector<uint8_t> xq(activation_row_bytes(t, n));
+  quantize_activation_row(t, xf.data(), n, xq.data());
+  return xq;
+}
+
+// out[r] for r < n_rows against the scalar dot of plain row r (row_stride apart);
+// out's entries past n_rows must still hold the sentinel.
+void expect_scalar_bits(const KernelSet& k, TensorType t, const uint8_t* rows, size_t row_stride,
+                        int n_rows, const std::vector<uint8_t>& xq, int64_t n,
+                        const std::vector<float>& out, float sentinel, const std::string& what) {
+  const VecDotFn want_dot = scalar_kernels().dot[static_cast<int>(t)];
+  for (int r = 0; r < n_rows; ++r) {
+    const float want = want_dot(rows + r * row_stride, xq.data(), n);
+    ASSERT_EQ(bits(out[r]), bits(want)) << k.isa << " " << quant_type_name(t) << " n=" << n << what
+                                        << " row " << r << ": " << out[r] << " vs " << want;
+  }
+  for (size_t i = static_cast<size_t>(n_rows); i < out.size(); ++i)
+    ASSERT_EQ(bits(out[i]), bits(sentinel)) << k.isa << " wrote past the group";
+}
+
 // One test over every weight type (only some have row groups: a test per type would
 // mostly skip).
 TEST(RowGroupTest, EveryTablesRowGroupsMatchScalarDot) {
   int checked = 0;
   for (const TensorType t : testing::weight_types()) {
     const int id = static_cast<int>(t);
-    const VecDotFn want_dot = scalar_kernels().dot[id];
     for (const KernelSet* k : runnable_kernel_sets()) {
       const GroupDotFn group = k->group_dot[id];
       if (group == nullptr) continue;
@@ -59,26 +86,14 @@ TEST(RowGroupTest, EveryTablesRowGroupsMatchScalarDot) {
         for (size_t row_stride : {row_bytes, row_bytes + 36}) {
           for (bool extreme : {false, true}) {
             const auto w = strided_rows(t, n, row_stride, extreme, static_cast<uint32_t>(n));
-            // Extreme: every activation quantizes to +-127 (one sign per block).
-            auto xf = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n + 1), 3.0f);
-            if (extreme) {
-              for (int64_t i = 0; i < n; ++i) xf[i] = (i / 32) % 2 == 0 ? 5.0f : -5.0f;
-            }
-            std::vector<uint8_t> xq(activation_row_bytes(t, n));
-            quantize_activation_row(t, xf.data(), n, xq.data());
-
+            const auto xq = activation_row(t, n, extreme, static_cast<uint32_t>(n + 1));
             const float sentinel = -1234.5f;
             std::vector<float> out(kRowGroup + 3, sentinel);
             group(w.data(), row_stride, xq.data(), n, out.data());
-            for (int r = 0; r < kRowGroup; ++r) {
-              const float want = want_dot(w.data() + r * row_stride, xq.data(), n);
-              ASSERT_EQ(bits(out[r]), bits(want))
-                  << k->isa << " " << quant_type_name(t) << " n=" << n << " stride=" << row_stride
-                  << (extreme ? " extreme" : "") << " row " << r << ": " << out[r] << " vs "
-                  << want;
-            }
-            for (size_t i = kRowGroup; i < out.size(); ++i)
-              ASSERT_EQ(bits(out[i]), bits(sentinel)) << k->isa << " wrote past the group";
+            expect_scalar_bits(
+                *k, t, w.data(), row_stride, kRowGroup, xq, n, out, sentinel,
+                " stride=" + std::to_string(row_stride) + (extreme ? " extreme" : ""));
+            if (HasFatalFailure()) return;
             ++checked;
           }
         }
@@ -94,7 +109,6 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
   int checked = 0;
   for (const TensorType t : testing::weight_types()) {
     const int id = static_cast<int>(t);
-    const VecDotFn want_dot = scalar_kernels().dot[id];
     for (const KernelSet* k : runnable_kernel_sets()) {
       const GroupDotFn group = k->group_dot_interleaved[id];
       if (group == nullptr) continue;
@@ -107,25 +121,13 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
                                       kInterleavedRows);
           std::vector<uint8_t> grouped(w.size());
           interleave_row_group(t, w.data(), row_bytes, n, grouped.data());
-          auto xf = gaussian(static_cast<size_t>(n), static_cast<uint32_t>(n + 6), 3.0f);
-          if (extreme) {
-            for (int64_t i = 0; i < n; ++i) xf[i] = (i / 32) % 2 == 0 ? -5.0f : 5.0f;
-            if (t == TensorType::kQ4_K) {  // one sign per super-block: the largest bsums
-              for (int64_t i = 0; i < n; ++i) xf[i] = (i / 256) % 2 == 0 ? 5.0f : -5.0f;
-            }
-          }
-          std::vector<uint8_t> xq(activation_row_bytes(t, n));
-          quantize_activation_row(t, xf.data(), n, xq.data());
+          const auto xq = activation_row(t, n, extreme, static_cast<uint32_t>(n + 6));
           const float sentinel = -1234.5f;
           std::vector<float> out(kInterleavedRows + 3, sentinel);
           group(grouped.data(), row_bytes, xq.data(), n, out.data());
-          for (int r = 0; r < kInterleavedRows; ++r) {
-            const float want = want_dot(w.data() + r * row_bytes, xq.data(), n);
-            ASSERT_EQ(bits(out[r]), bits(want)) << k->isa << " " << quant_type_name(t) << " n=" << n
-                                                << (extreme ? " extreme" : "") << " row " << r;
-          }
-          for (size_t i = kInterleavedRows; i < out.size(); ++i)
-            ASSERT_EQ(bits(out[i]), bits(sentinel)) << k->isa << " wrote past the group";
+          expect_scalar_bits(*k, t, w.data(), row_bytes, kInterleavedRows, xq, n, out, sentinel,
+                             extreme ? " interleaved, extreme" : " interleaved");
+          if (HasFatalFailure()) return;
           ++checked;
         }
       }
