@@ -38,15 +38,16 @@ MatmulScratch& plain_scratch() {
 }
 
 // Rows [r0, r0 + n) of w as plain rows, row r0 + i at the result + i * row_bytes():
-// the view's own rows, or where they are stored interleaved a plain copy in
-// `scratch`. On an interleaved view r0 must start a group and r0 + n end one (or
-// be w.rows).
+// the view's own rows where they are plain (all of them, or the tail past the
+// last group), else a plain copy in `scratch`. On an interleaved view r0 must start a group and r0
+// + n end one (or be w.rows).
 const uint8_t* plain_rows(const WeightView& w, int64_t r0, int64_t n, MatmulScratch& scratch) {
   const size_t s = w.row_bytes();
-  if (!w.interleaved) return w.data + static_cast<size_t>(r0) * s;
+  const int64_t grouped_end =
+      w.interleaved ? std::min(r0 + n, w.rows / kInterleavedRows * kInterleavedRows) : 0;
+  if (r0 >= grouped_end) return w.data + static_cast<size_t>(r0) * s;  // plain rows
   assert(r0 % kInterleavedRows == 0 && ((r0 + n) % kInterleavedRows == 0 || r0 + n == w.rows));
   uint8_t* buf = scratch.reserve(static_cast<size_t>(n) * s);
-  const int64_t grouped_end = std::min(r0 + n, w.rows / kInterleavedRows * kInterleavedRows);
   int64_t r = r0;
   for (; r < grouped_end; r += kInterleavedRows) {
     deinterleave_row_group(w.type, w.data + static_cast<size_t>(r) * s, w.cols,

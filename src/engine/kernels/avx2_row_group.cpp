@@ -64,25 +64,8 @@ inline __m256 scales8(const uint8_t* p, size_t s) {
   return _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(hi), static_cast<long long>(lo)));
 }
 
-// The 8 exact integer sums sum(q x) of one Q4_0 block of 8 rows (bias not yet
-// removed) against one Q8_0 activation block, from the block's quants regrouped:
-// v[m] holds bytes [4m, 4m + 4) of rows 0..7, in row order.
-inline __m256i group_block_sums(const __m256i v[4], const int8_t* xq) {
-  // Byte j of dword m holds element 4m + j (low nibble) and 16 + 4m + j (high):
-  // activation dwords m and 4 + m.
-  const __m256i nib = _mm256_set1_epi8(0x0F);
-  __m256i sum = _mm256_setzero_si256();
-  for (int m = 0; m < 4; ++m) {
-    const __m256i lo = _mm256_and_si256(v[m], nib);
-    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v[m], 4), nib);
-    sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq + 4 * m))));
-    sum = _mm256_add_epi16(sum,
-                           _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16 + 4 * m))));
-  }
-  return _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
-}
-
-// The same from the GGUF layout: row r's block at p + r * s.
+// One Q4_0 block of 8 rows (row r's block at p + r * s) against one Q8_0 activation
+// block: the 8 exact integer sums sum(q x), one per lane (bias not yet removed).
 inline __m256i block_sums(const uint8_t* p, size_t s, const int8_t* xq) {
   const uint8_t* q = p + offsetof(BlockQ4_0, qs);
   // a_i: row i's 16 bytes in the low half, row i + 4's in the high half.
@@ -97,7 +80,18 @@ inline __m256i block_sums(const uint8_t* p, size_t s, const int8_t* xq) {
   const __m256i t3 = _mm256_unpackhi_epi32(a2, a3);
   const __m256i v[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
                         _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
-  return group_block_sums(v, xq);
+  // Byte j of dword m holds element 4m + j (low nibble) and 16 + 4m + j (high):
+  // activation dwords m and 4 + m.
+  const __m256i nib = _mm256_set1_epi8(0x0F);
+  __m256i sum = _mm256_setzero_si256();
+  for (int m = 0; m < 4; ++m) {
+    const __m256i lo = _mm256_and_si256(v[m], nib);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v[m], 4), nib);
+    sum = _mm256_add_epi16(sum, _mm256_maddubs_epi16(lo, _mm256_set1_epi32(load_i32(xq + 4 * m))));
+    sum = _mm256_add_epi16(sum,
+                           _mm256_maddubs_epi16(hi, _mm256_set1_epi32(load_i32(xq + 16 + 4 * m))));
+  }
+  return _mm256_madd_epi16(sum, _mm256_set1_epi16(1));
 }
 
 // acc = fma(dw * dx, float(isum - 8 * sum(x)), acc) for block b, given the 8 rows'

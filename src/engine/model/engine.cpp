@@ -108,12 +108,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     if (arena.ok()) {
       impl->arena = std::move(*arena);
       impl->info.weights_placement = "huge-page copy";
-      bool interleaved = impl->w.output.interleaved;
-      for (const engine::LayerWeights& l : impl->w.layers) {
-        for (const kb::WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-          interleaved = interleaved || v->interleaved;
-      }
-      if (interleaved) impl->info.weights_placement += ", row groups interleaved";
+      if (impl->arena.interleaved_matrices() > 0)
+        impl->info.weights_placement += ", row groups interleaved";
     }
   }
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);

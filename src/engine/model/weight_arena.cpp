@@ -52,11 +52,16 @@ WeightArena::~WeightArena() {
 }
 
 WeightArena::WeightArena(WeightArena&& other) noexcept
-    : data_(other.data_), map_(other.map_), map_size_(other.map_size_), size_(other.size_) {
+    : data_(other.data_),
+      map_(other.map_),
+      map_size_(other.map_size_),
+      size_(other.size_),
+      interleaved_matrices_(other.interleaved_matrices_) {
   other.data_ = nullptr;
   other.map_ = nullptr;
   other.map_size_ = 0;
   other.size_ = 0;
+  other.interleaved_matrices_ = 0;
 }
 
 WeightArena& WeightArena::operator=(WeightArena&& other) noexcept {
@@ -66,6 +71,7 @@ WeightArena& WeightArena::operator=(WeightArena&& other) noexcept {
     std::swap(map_, other.map_);
     std::swap(map_size_, other.map_size_);
     std::swap(size_, other.size_);
+    std::swap(interleaved_matrices_, other.interleaved_matrices_);
   }
   return *this;
 }
@@ -76,6 +82,7 @@ void WeightArena::reset() {
   map_ = nullptr;
   map_size_ = 0;
   size_ = 0;
+  interleaved_matrices_ = 0;
 }
 
 Result<WeightArena> WeightArena::create(size_t bytes) {
@@ -166,6 +173,7 @@ Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool
     release_mapped_pages(views[i]->data, sizes[i]);
     views[i]->data = arena.data() + offsets[i];
     views[i]->interleaved = interleave[i];
+    arena.interleaved_matrices_ += interleave[i] ? 1 : 0;
   }
   if (w.tied) w.output = w.token_embd;
   return arena;

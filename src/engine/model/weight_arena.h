@@ -38,6 +38,8 @@ class WeightArena {
 
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // How many matrices copy_matrices_to_arena stored as interleaved row groups.
+  int interleaved_matrices() const { return interleaved_matrices_; }
 
  private:
   void reset();
@@ -45,6 +47,10 @@ class WeightArena {
   void* map_ = nullptr;      // what mmap returned (larger, to align)
   size_t map_size_ = 0;
   size_t size_ = 0;
+  int interleaved_matrices_ = 0;
+
+  friend Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,
+                                                    const kb::KernelSet& kernels);
 };
 
 // Copies every weight matrix that matmul reads (the layers' projections and the
