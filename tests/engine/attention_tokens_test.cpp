@@ -20,7 +20,7 @@ constexpr int32_t kCtx = 300;
 constexpr int32_t kKvHeads = 2;
 
 KvStore random_kv(int32_t head_dim, uint32_t seed) {
-  KvStore kv(1, 2, kCtx, kKvHeads * head_dim);
+  KvStore kv = KvStore::create(1, 2, kCtx, kKvHeads * head_dim).value();
   Lcg rng{seed};
   for (int32_t layer = 0; layer < 2; ++layer) {
     for (int32_t p = 0; p < kCtx; ++p) {

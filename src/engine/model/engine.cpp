@@ -113,8 +113,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     }
   }
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
-  impl->kv = std::make_unique<engine::KvStore>(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx,
-                                               hp.kv_dim());
+  HEARTH_ASSIGN_OR_RETURN(
+      engine::KvStore kv,
+      engine::KvStore::create(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx, hp.kv_dim()));
+  impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
   ForwardScratch& s = impl->s;
   const size_t B = static_cast<size_t>(impl->opts.n_batch);
   s.x.resize(B * hp.n_embd);

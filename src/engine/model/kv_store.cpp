@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <utility>
 
 namespace hearth::engine {
 namespace {
@@ -14,10 +16,13 @@ namespace {
 // VM) the kernel's first copies into fresh user pages are slow even after user code
 // wrote them: a 46 MB restore took 70-118 ms there without this pass, 2-61 ms with it,
 // against ~4 ms for a warm copy. Elsewhere it costs about one more memset at load.
-// Best effort: without /dev/zero nothing happens.
+// Without /dev/zero the pages are written (zeros) by user code instead.
 void warm_for_kernel_writes(void* p, size_t bytes) {
   const int fd = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) {
+    std::memset(p, 0, bytes);
+    return;
+  }
   auto* c = static_cast<char*>(p);
   for (size_t off = 0; off < bytes;) {
     const ssize_t r = ::read(fd, c + off, std::min<size_t>(bytes - off, size_t{1} << 20));
@@ -33,21 +38,35 @@ KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
     : n_seq_(n_seq), n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
   seq_elems_ =
       static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) * static_cast<size_t>(kv_dim);
-  blocks_.reserve(static_cast<size_t>(n_seq));
-  for (int32_t s = 0; s < n_seq; ++s) {
-    // Zero-filled, so every page is committed here, at load, and never on a request's
-    // path: a restore into a sequence's fresh pages would otherwise pay one page fault
-    // per 4 KiB (~34 ms for a 512-token TinyLlama row on the 2-core VM, against ~1 ms
-    // for the copy). llama.cpp likewise clears its whole KV buffer at init.
-    blocks_.push_back(std::make_unique<uint16_t[]>(seq_elems_));
-    warm_for_kernel_writes(blocks_.back().get(), seq_elems_ * sizeof(uint16_t));
-  }
   len_.assign(static_cast<size_t>(n_seq), 0);
+}
+
+Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim) {
+  if (n_seq < 1 || n_layer < 1 || n_ctx < 1 || kv_dim < 1) {
+    return InvalidArgument("KV store: n_seq, n_layer, n_ctx and kv_dim must be positive (got " +
+                           std::to_string(n_seq) + ", " + std::to_string(n_layer) + ", " +
+                           std::to_string(n_ctx) + ", " + std::to_string(kv_dim) + ")");
+  }
+  KvStore kv(n_seq, n_layer, n_ctx, kv_dim);
+  const size_t bytes = kv.seq_elems_ * sizeof(uint16_t);
+  kv.blocks_.reserve(static_cast<size_t>(n_seq));
+  for (int32_t s = 0; s < n_seq; ++s) {
+    HEARTH_ASSIGN_OR_RETURN(HugePageRegion block,
+                            HugePageRegion::create(bytes, "the KV cache of a sequence"));
+    // Fresh anonymous memory reads as zeros; writing it commits every page here, at
+    // load, and never on a request's path: a restore into a sequence's fresh pages
+    // would otherwise pay one page fault per page (~34 ms for a 512-token TinyLlama
+    // row on the 2-core VM with 4 KiB pages, against ~1 ms for the copy). llama.cpp
+    // likewise clears its whole KV buffer at init.
+    warm_for_kernel_writes(block.data(), bytes);
+    kv.blocks_.push_back(std::move(block));
+  }
+  return kv;
 }
 
 uint16_t* KvStore::row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
   const size_t run = static_cast<size_t>(n_ctx_) * static_cast<size_t>(kv_dim_);
-  return blocks_[static_cast<size_t>(seq)].get() +
+  return reinterpret_cast<uint16_t*>(blocks_[static_cast<size_t>(seq)].data()) +
          (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kind)) * run +
          static_cast<size_t>(pos) * static_cast<size_t>(kv_dim_);
 }

@@ -3,18 +3,25 @@
 // so the first n positions of one layer's K (or V) are one contiguous run, and
 // kv_pack is a plain copy of those runs. Blocks are allocated and committed once at
 // load (zero-filled), so neither steady state nor a restore ever allocates or faults.
+// They are huge-page regions: decode attention reads each KV head's slice of every
+// row (128 of 512 bytes for TinyLlama), and with 4 KiB pages that was a page walk
+// every 8 positions of every layer (docs/engine.md, Speed).
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
+
+#include "engine/model/huge_page_region.h"
+#include "hearth/status.h"
 
 namespace hearth::engine {
 
 class KvStore {
  public:
-  KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
+  // n_seq blocks of n_layer * 2 * n_ctx * kv_dim F16 values; an error when the memory
+  // cannot be mapped.
+  static Result<KvStore> create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
 
   int32_t n_seq() const { return n_seq_; }
   int32_t n_ctx() const { return n_ctx_; }
@@ -44,11 +51,12 @@ class KvStore {
   std::vector<std::span<uint8_t>> import_runs(int32_t seq, int32_t n);
 
  private:
+  KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
   uint16_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos);
 
   int32_t n_seq_, n_layer_, n_ctx_, kv_dim_;
   size_t seq_elems_;
-  std::vector<std::unique_ptr<uint16_t[]>> blocks_;
+  std::vector<HugePageRegion> blocks_;
   std::vector<int32_t> len_;
 };
 

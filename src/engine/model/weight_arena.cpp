@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -14,7 +13,6 @@
 namespace hearth::engine {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kTensorAlign = 64;
 // Copy granule handed to the pool: large enough to stream, small enough to share.
 constexpr size_t kCopyChunk = size_t{1} << 20;
@@ -47,66 +45,9 @@ void release_mapped_pages(const uint8_t* p, size_t n) {
 
 }  // namespace
 
-WeightArena::~WeightArena() {
-  reset();
-}
-
-WeightArena::WeightArena(WeightArena&& other) noexcept
-    : data_(other.data_),
-      map_(other.map_),
-      map_size_(other.map_size_),
-      size_(other.size_),
-      interleaved_matrices_(other.interleaved_matrices_) {
-  other.data_ = nullptr;
-  other.map_ = nullptr;
-  other.map_size_ = 0;
-  other.size_ = 0;
-  other.interleaved_matrices_ = 0;
-}
-
-WeightArena& WeightArena::operator=(WeightArena&& other) noexcept {
-  if (this != &other) {
-    reset();
-    std::swap(data_, other.data_);
-    std::swap(map_, other.map_);
-    std::swap(map_size_, other.map_size_);
-    std::swap(size_, other.size_);
-    std::swap(interleaved_matrices_, other.interleaved_matrices_);
-  }
-  return *this;
-}
-
-void WeightArena::reset() {
-  if (map_ != nullptr) ::munmap(map_, map_size_);
-  data_ = nullptr;
-  map_ = nullptr;
-  map_size_ = 0;
-  size_ = 0;
-  interleaved_matrices_ = 0;
-}
-
 Result<WeightArena> WeightArena::create(size_t bytes) {
-  if (bytes == 0) return InvalidArgument("WeightArena: size must be positive");
-  const size_t size = round_up(bytes, kHugePage);
-  // One extra huge page so the start can be aligned to 2 MiB (mmap only promises
-  // the base page size); the slack before and after is unmapped again.
-  const size_t map_size = size + kHugePage;
-  void* m = ::mmap(nullptr, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) {
-    return ResourceExhausted("cannot map " + std::to_string(size) +
-                             " bytes for the weight matrices: " + std::strerror(errno));
-  }
-  const auto base = reinterpret_cast<uintptr_t>(m);
-  const uintptr_t aligned = round_up(base, kHugePage);
-  if (aligned > base) ::munmap(m, aligned - base);
-  const uintptr_t tail = aligned + size;
-  if (base + map_size > tail) ::munmap(reinterpret_cast<void*>(tail), base + map_size - tail);
   WeightArena a;
-  a.map_ = reinterpret_cast<void*>(aligned);
-  a.map_size_ = size;
-  a.data_ = reinterpret_cast<uint8_t*>(aligned);
-  a.size_ = size;
-  ::madvise(a.map_, size, MADV_HUGEPAGE);  // advisory: 4 KiB pages if THP is off
+  HEARTH_ASSIGN_OR_RETURN(a.region_, HugePageRegion::create(bytes, "the weight matrices"));
   return a;
 }
 

@@ -17,36 +17,25 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/model/huge_page_region.h"
 #include "engine/model/weights.h"
 #include "hearth/status.h"
 
 namespace hearth::engine {
 
-// An anonymous, private, read-write region of at least `bytes` bytes (rounded up
-// to whole 2 MiB), 2 MiB aligned, with huge pages requested. Unmapped on
-// destruction. Move-only.
+// The weight matrices' region (a HugePageRegion): at least `bytes` bytes, rounded up
+// to whole 2 MiB, 2 MiB aligned. Move-only.
 class WeightArena {
  public:
-  WeightArena() = default;
-  ~WeightArena();
-  WeightArena(WeightArena&& other) noexcept;
-  WeightArena& operator=(WeightArena&& other) noexcept;
-  WeightArena(const WeightArena&) = delete;
-  WeightArena& operator=(const WeightArena&) = delete;
-
   static Result<WeightArena> create(size_t bytes);
 
-  uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
+  uint8_t* data() const { return region_.data(); }
+  size_t size() const { return region_.size(); }
   // How many matrices copy_matrices_to_arena stored as interleaved row groups.
   int interleaved_matrices() const { return interleaved_matrices_; }
 
  private:
-  void reset();
-  uint8_t* data_ = nullptr;  // the 2 MiB-aligned start
-  void* map_ = nullptr;      // what mmap returned (larger, to align)
-  size_t map_size_ = 0;
-  size_t size_ = 0;
+  HugePageRegion region_;
   int interleaved_matrices_ = 0;
 
   friend Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,

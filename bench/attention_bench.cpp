@@ -1,0 +1,85 @@
+// Decode attention micro-benchmark: one token attending at context N on every
+// layer and KV head of a TinyLlama-1.1B-shaped KV store (22 layers, 4 KV heads of
+// 64, 8 query heads per KV head), one thread, the engine's widest lanes that the
+// kernel table allows. "cold" evicts the caches between iterations (a 64 MiB read,
+// not timed), as the weights streamed by a decode step do; "warm" does not.
+// Reports the KV bytes read per second.
+//
+//   build/bench/hearth_microbench --benchmark_filter=Attention
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/model/attention.h"
+#include "engine/model/kv_store.h"
+#include "hearth/fp16.h"
+
+namespace hearth::engine {
+namespace {
+
+constexpr int32_t kLayers = 22, kKvHeads = 4, kHeadDim = 64, kGroup = 8, kCtx = 4096;
+
+void BM_DecodeAttention(benchmark::State& state, bool cold) {
+  const auto n_past = static_cast<int32_t>(state.range(0));
+  const int32_t kv_dim = kKvHeads * kHeadDim;
+  auto created = KvStore::create(1, kLayers, kCtx, kv_dim);
+  if (!created.ok()) {
+    state.SkipWithError(created.status().to_string().c_str());
+    return;
+  }
+  KvStore& kv = *created;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int32_t l = 0; l < kLayers; ++l) {
+    for (int32_t p = 0; p <= n_past; ++p) {
+      uint16_t* k = kv.k_row(0, l, p);
+      uint16_t* v = kv.v_row(0, l, p);
+      for (int32_t i = 0; i < kv_dim; ++i) {
+        k[i] = fp32_to_fp16(dist(rng));
+        v[i] = fp32_to_fp16(dist(rng));
+      }
+    }
+  }
+  kv.set_len(0, n_past + 1);
+  std::vector<float> q(static_cast<size_t>(kGroup * kHeadDim)), out(q.size());
+  for (auto& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  std::vector<float> scratch(attend_tokens_scratch_floats(1, kGroup, kCtx, kHeadDim));
+  const TokenQueries token{n_past, q.data(), out.data()};
+  std::vector<uint64_t> evict(cold ? (size_t{64} << 20) / 8 : 0, 1);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    if (cold) {
+      state.PauseTiming();
+      for (uint64_t x : evict) sink += x;
+      state.ResumeTiming();
+    }
+    for (int32_t l = 0; l < kLayers; ++l) {
+      for (int32_t h = 0; h < kKvHeads; ++h) {
+        attend_tokens(kv, 0, l, h, kGroup, {&token, 1}, kHeadDim, 0.125f, scratch.data());
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  benchmark::DoNotOptimize(sink);
+  const double kv_bytes = 2.0 * kLayers * (n_past + 1) * kv_dim * sizeof(uint16_t);
+  state.counters["GB/s_kv"] = benchmark::Counter(
+      kv_bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void Register() {
+  for (bool cold : {false, true}) {
+    const std::string name = std::string("Attention/decode/") + (cold ? "cold" : "warm");
+    benchmark::RegisterBenchmark(name.c_str(), BM_DecodeAttention, cold)
+        ->Arg(512)
+        ->Arg(2048)
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+const int registered = (Register(), 0);
+
+}  // namespace
+}  // namespace hearth::engine
