@@ -95,8 +95,9 @@ void Register() {
       // threads: wall time (CPU time would only count the calling thread).
       // A 512-token prefill chunk (the engine's batch) on the square shape only:
       // the pack of a prefill GEMM is amortized over that many tokens there.
+      // 4 tokens: several sequences decoding at once (against the interleaved form).
       const std::vector<int64_t> tokens =
-          s[0] == 2048 ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1, 64};
+          s[0] == 2048 ? std::vector<int64_t>{1, 4, 64, 512} : std::vector<int64_t>{1, 4, 64};
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1], false)
           ->ArgsProduct({tokens, {1}})
           ->ArgNames({"tokens", "threads"})

@@ -36,6 +36,14 @@ Format format_of(gguf::TensorType type) {
                {offsetof(BlockQ4_K, scales), 1, 12},
                {offsetof(BlockQ4_K, qs), 4, 32}},
               4};
+    case gguf::TensorType::kQ6_K:
+      return {sizeof(BlockQ6_K),
+              kQKK,
+              {{offsetof(BlockQ6_K, d), 2, 1},
+               {offsetof(BlockQ6_K, scales), 1, 16},
+               {offsetof(BlockQ6_K, ql), 4, 32},
+               {offsetof(BlockQ6_K, qh), 4, 16}},
+              4};
     default:
       return {0, 1, {}, 0};
   }

@@ -8,7 +8,7 @@
 // leaves the kernels plain 32-byte loads, and with 16 rows per group each
 // activation broadcast feeds two registers of rows (docs/engine-kernels.md).
 //
-// Layout (Q4_0 and Q4_K): rows [0, rows / kInterleavedRows * kInterleavedRows)
+// Layout (Q4_0, Q4_K and Q6_K): rows [0, rows / kInterleavedRows * kInterleavedRows)
 // form groups of kInterleavedRows (16) consecutive rows; group g takes exactly the
 // bytes its rows took (16 * row_bytes, at data + g * 16 * row_bytes), block by
 // block (block b at b * 16 * block bytes). Within a block each field of the GGUF
@@ -17,6 +17,8 @@
 //     [4m, 4m + 4) of qs; 64 bytes per word).
 //   - Q4_K: d, dmin (32 bytes each), packed scale byte k = 0..11 (16 bytes each),
 //     quant word k = 0..31 (64 bytes each).
+//   - Q6_K: d (32 bytes), scale j = 0..15 (16 bytes each), ql word k = 0..31 and
+//     then qh word k = 0..15 (64 bytes each).
 // A group is one contiguous stream, which the prefetchers follow from group to
 // group. The rows after the last whole group stay as they are. Nothing is
 // converted, only moved, so a kernel reading a group computes the same bits as on

@@ -10,6 +10,7 @@
 #include "engine/cpu_features.h"
 #include "engine/kernels/kernel_set.h"
 #include "engine/matmul.h"
+#include "engine/quant/blocks.h"
 #include "engine/quant/quant.h"
 #include "engine/row_group_layout.h"
 #include "quant_test_util.h"
@@ -33,9 +34,16 @@ std::vector<uint8_t> strided_rows(TensorType t, int64_t n, size_t row_stride, bo
     if (extreme) {
       // Every quant at its largest stored value; the fp16 scales stay as drawn
       // (Q4_K: its 6-bit sub-block scales and mins go to 63 as well).
+      // Q6_K: every 6-bit quant 63 and every sub-block scale -128 (its fp16 d last).
       const BlockGeometry g = block_geometry(t);
       const size_t scale_bytes = t == TensorType::kQ4_0 ? 2 : t == TensorType::kQ4_K ? 4 : 0;
       for (size_t b = 0; b < row_bytes; b += g.block_bytes) {
+        if (t == TensorType::kQ6_K) {
+          auto* blk = reinterpret_cast<BlockQ6_K*>(row.data() + b);
+          std::memset(blk->ql, 0xFF, sizeof(blk->ql) + sizeof(blk->qh));
+          std::memset(blk->scales, 0x80, sizeof(blk->scales));
+          continue;
+        }
         std::memset(row.data() + b + scale_bytes, 0xFF, g.block_bytes - scale_bytes);
       }
     }

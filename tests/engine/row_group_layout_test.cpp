@@ -43,11 +43,45 @@ TwoLayouts make(TensorType t, int64_t rows, int64_t cols, uint32_t seed) {
   return m;
 }
 
-TEST(RowGroupLayoutTest, Q4_0AndQ4_KHaveOne) {
+TEST(RowGroupLayoutTest, Q4_0Q4_KAndQ6_KHaveOne) {
   for (const TensorType t : testing::weight_types()) {
-    EXPECT_EQ(has_interleaved_layout(t), t == TensorType::kQ4_0 || t == TensorType::kQ4_K)
+    EXPECT_EQ(has_interleaved_layout(t),
+              t == TensorType::kQ4_0 || t == TensorType::kQ4_K || t == TensorType::kQ6_K)
         << quant_type_name(t);
   }
+}
+
+// Q6_K: d, the 16 scales, the 32 ql words and the 16 qh words, each unit of the 16
+// rows side by side; and back.
+TEST(RowGroupLayoutTest, PlacesEveryQ6_KByteWhereTheLayoutSays) {
+  const int64_t cols = 512;  // 2 super-blocks
+  const TwoLayouts m = make(TensorType::kQ6_K, kInterleavedRows, cols, 4);
+  const size_t row_bytes = quant_row_bytes(TensorType::kQ6_K, cols);
+  const int R = kInterleavedRows;
+  for (int64_t b = 0; b < cols / kQKK; ++b) {
+    const uint8_t* gb = m.grouped.data() + b * R * sizeof(BlockQ6_K);
+    for (int r = 0; r < R; ++r) {
+      const auto* block = reinterpret_cast<const BlockQ6_K*>(m.plain.data() + r * row_bytes +
+                                                             b * sizeof(BlockQ6_K));
+      EXPECT_EQ(0, std::memcmp(gb + 2 * r, &block->d, 2)) << "d, row " << r;
+      for (int j = 0; j < 16; ++j)
+        EXPECT_EQ(static_cast<int8_t>(gb[2 * R + R * j + r]), block->scales[j])
+            << "scale " << j << " row " << r;
+      const uint8_t* ql = gb + 2 * R + 16 * R;
+      for (int k = 0; k < 32; ++k) {
+        EXPECT_EQ(0, std::memcmp(ql + 4 * R * k + 4 * r, block->ql + 4 * k, 4))
+            << "ql word " << k << " row " << r;
+      }
+      const uint8_t* qh = ql + 32 * 4 * R;
+      for (int k = 0; k < 16; ++k) {
+        EXPECT_EQ(0, std::memcmp(qh + 4 * R * k + 4 * r, block->qh + 4 * k, 4))
+            << "qh word " << k << " row " << r;
+      }
+    }
+  }
+  std::vector<uint8_t> back(m.plain.size(), 0);
+  deinterleave_row_group(TensorType::kQ6_K, m.grouped.data(), cols, back.data());
+  EXPECT_EQ(back, m.plain);
 }
 
 // Q4_K: d, dmin, the 12 packed scale bytes and the 32 quant words, each unit of
@@ -104,7 +138,7 @@ TEST(RowGroupLayoutTest, PlacesEveryByteWhereTheLayoutSays) {
 // tiles on and off, every token-count path (lone token, multi-token tiles, panels),
 // several thread counts, row counts with and without a plain tail.
 TEST(RowGroupLayoutTest, MatmulGivesThePlainViewsBitsOnEveryPath) {
-  for (const TensorType t : {TensorType::kQ4_0, TensorType::kQ4_K})
+  for (const TensorType t : {TensorType::kQ4_0, TensorType::kQ4_K, TensorType::kQ6_K})
     for (const KernelSet* k : runnable_kernel_sets()) {
       for (const int64_t rows : {8, 16, 37, 250}) {
         for (const int64_t blocks : {1, 9}) {

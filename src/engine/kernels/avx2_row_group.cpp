@@ -1,6 +1,7 @@
 // AVX2 decode mat-vec for Q4_0: kRowGroup (8) consecutive weight rows against one
 // Q8_0 activation row per call, straight from the GGUF layout or from a group the
-// weight arena interleaved at load (engine/row_group_layout.h).
+// weight arena interleaved at load (engine/row_group_layout.h). Q4_K and Q6_K
+// from interleaved groups only (at the end of the file).
 //
 // Why: the one-row dot (x86_dot32.inc) forms each block's integer sum across the 8
 // lanes of a register and then needs a horizontal reduction per block, plus a
@@ -287,6 +288,108 @@ void group_dot_q4_k_interleaved(const void* vg, size_t /*row_stride*/, const uin
   _mm256_storeu_ps(out + 8, acc[1]);
 }
 
+// Q6_K, one interleaved group of 16 rows (engine/row_group_layout.h): per
+// super-block (3360 bytes) the 16 rows' d (32 bytes), scale j = 0..15 (16 bytes
+// each), ql word k = 0..31 and qh word k = 0..15 (64 bytes each: rows 0..7, then
+// 8..15).
+//
+// The canonical order (dot_q6_k), lane-wise: per super-block the exact
+// isum = sum_j sc_j * sum over sub-block j of (q - 32) x, then
+// acc = fma(xd * wd, float(isum), acc). Here the 6-bit q (0..63) goes into maddubs
+// as it is and the bias comes off through the activation's sub-block sums:
+// isum = sum_j sc_j * sum(q x) - 32 * sum_j sc_j * bsum_j, the same integer (at most
+// 16 * 128 * 16 * 63 * 127 in magnitude before the bias: no int32 overflow). A
+// maddubs pair is at most 2 * 63 * 127 = 16002, so two words of a sub-block add up
+// in int16 before a madd against the scale (in both int16 halves) widens them.
+//
+// Where the elements are, for half h = 0..1 and k = 0..7: ql word 16h + k holds
+// elements 128h + 4k + i (low nibbles) and 128h + 64 + 4k + i (high), ql word
+// 16h + 8 + k elements 128h + 32 + 4k + i and 128h + 96 + 4k + i, and qh word 8h + k
+// the top two bits of element 128h + 32g + 4k + i in its bits 2g, 2g + 1. That
+// element is in sub-block 8h + 2g + k / 4.
+
+// Rows 8 * half .. 8 * half + 7 of 16 int8 scales, each as the int16 pair (s, s).
+inline __m256i q6k_scale_pairs(const uint8_t* scales16, int half) {
+  const __m128i s =
+      _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales16 + 8 * half)));
+  return _mm256_set_m128i(_mm_unpackhi_epi16(s, s), _mm_unpacklo_epi16(s, s));
+}
+
+void group_dot_q6_k_interleaved(const void* vg, size_t /*row_stride*/, const uint8_t* x, int64_t n,
+                                float* out) {
+  constexpr size_t kGroupBlock = kInterleavedRows * sizeof(BlockQ6_K);
+  const auto* g = static_cast<const uint8_t*>(vg);
+  const auto* xb = reinterpret_cast<const BlockQ8_K*>(x);
+  const int64_t nb = n / kQKK;
+  const __m256i nib = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = g + static_cast<size_t>(b) * kGroupBlock;
+    const uint8_t* scales = p + 32;
+    const uint8_t* ql = scales + 16 * 16;
+    const uint8_t* qh = ql + 32 * 64;
+    const BlockQ8_K& xk = xb[b];
+    const uint8_t* ahead = p + 2 * kGroupBlock;  // the super-block two ahead, an eighth per pass
+    for (int half = 0; half < 2; ++half) {
+      __m256i isum = _mm256_setzero_si256(), bias = _mm256_setzero_si256();
+      for (int j = 0; j < 16; ++j) {
+        // |bsum| <= 16 * 127 sits in the low int16 of the dword; the high one is 0.
+        const __m256i bs = _mm256_set1_epi32(static_cast<uint16_t>(xk.bsums[j]));
+        bias =
+            _mm256_add_epi32(bias, _mm256_madd_epi16(q6k_scale_pairs(scales + 16 * j, half), bs));
+      }
+      for (int h = 0; h < 2; ++h) {
+        for (int kh = 0; kh < 2; ++kh) {
+          const int pass = 4 * half + 2 * h + kh;
+          for (int off = 0; off < 448; off += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(ahead + 448 * pass + off), _MM_HINT_T0);
+          __m256i s16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                            _mm256_setzero_si256()};
+          for (int kk = 0; kk < 4; ++kk) {
+            const int k = 4 * kh + kk;
+            const auto word = [&](const uint8_t* base, int index) {
+              return _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(base + 64 * index + 32 * half));
+            };
+            const __m256i a = word(ql, 16 * h + k), c = word(ql, 16 * h + 8 + k);
+            const __m256i bits = word(qh, 8 * h + k);
+            // Bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 (16-bit shifts: the
+            // mask drops what crosses a byte).
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(a, nib),
+                                _mm256_and_si256(_mm256_slli_epi16(bits, 4), top)),
+                _mm256_or_si256(_mm256_and_si256(c, nib),
+                                _mm256_and_si256(_mm256_slli_epi16(bits, 2), top)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nib),
+                                _mm256_and_si256(bits, top)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), nib),
+                                _mm256_and_si256(_mm256_srli_epi16(bits, 2), top))};
+            for (int gi = 0; gi < 4; ++gi) {
+              const __m256i xv = _mm256_set1_epi32(load_i32(xk.qs + 128 * h + 32 * gi + 4 * k));
+              s16[gi] = _mm256_add_epi16(s16[gi], _mm256_maddubs_epi16(q[gi], xv));
+            }
+            if (kk % 2 == 1) {  // two words per int16 sum
+              for (int gi = 0; gi < 4; ++gi) {
+                const int j = 8 * h + 2 * gi + kh;
+                isum = _mm256_add_epi32(
+                    isum, _mm256_madd_epi16(s16[gi], q6k_scale_pairs(scales + 16 * j, half)));
+                s16[gi] = _mm256_setzero_si256();
+              }
+            }
+          }
+        }
+      }
+      isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(bias, 5));
+      const __m256 d = _mm256_mul_ps(
+          _mm256_set1_ps(xk.d),
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * half))));
+      acc[half] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[half]);
+    }
+  }
+  _mm256_storeu_ps(out, acc[0]);
+  _mm256_storeu_ps(out + 8, acc[1]);
+}
+
 }  // namespace
 }  // namespace hearth::engine
 
@@ -298,6 +401,7 @@ void install_avx2_row_groups(KernelSet* k) {
   k->group_dot[static_cast<int>(gguf::TensorType::kQ4_0)] = group_dot_q4_0;
   k->group_dot_interleaved[static_cast<int>(gguf::TensorType::kQ4_0)] = group_dot_q4_0_interleaved;
   k->group_dot_interleaved[static_cast<int>(gguf::TensorType::kQ4_K)] = group_dot_q4_k_interleaved;
+  k->group_dot_interleaved[static_cast<int>(gguf::TensorType::kQ6_K)] = group_dot_q6_k_interleaved;
 }
 
 }  // namespace hearth::engine
