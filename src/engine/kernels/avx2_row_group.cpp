@@ -302,11 +302,13 @@ void group_dot_q4_k_interleaved(const void* vg, size_t /*row_stride*/, const uin
 // maddubs pair is at most 2 * 63 * 127 = 16002, so two words of a sub-block add up
 // in int16 before a madd against the scale (in both int16 halves) widens them.
 //
-// Where the elements are, for half h = 0..1 and k = 0..7: ql word 16h + k holds
+// Where the elements are, for h = 0..1 (the super-block's 128-element halves) and
+// k = 0..7: ql word 16h + k holds
 // elements 128h + 4k + i (low nibbles) and 128h + 64 + 4k + i (high), ql word
 // 16h + 8 + k elements 128h + 32 + 4k + i and 128h + 96 + 4k + i, and qh word 8h + k
 // the top two bits of element 128h + 32g + 4k + i in its bits 2g, 2g + 1. That
-// element is in sub-block 8h + 2g + k / 4.
+// element is in sub-block 8h + 2g + k / 4. The loop runs rows 0..7 (`half` 0: the
+// first 32 bytes of every 64-byte unit) and then rows 8..15, keeping one isum.
 
 // Rows 8 * half .. 8 * half + 7 of 16 int8 scales, each as the int16 pair (s, s).
 inline __m256i q6k_scale_pairs(const uint8_t* scales16, int half) {
