@@ -39,8 +39,8 @@ MatmulScratch& plain_scratch() {
 
 // Rows [r0, r0 + n) of w as plain rows, row r0 + i at the result + i * row_bytes():
 // the view's own rows where they are plain (all of them, or the tail past the
-// last group), else a plain copy in `scratch`. On an interleaved view r0 must start a group and r0
-// + n end one (or be w.rows).
+// last group), else a plain copy in `scratch`. On an interleaved view r0 must
+// start a group and r0 + n end one (or be w.rows).
 const uint8_t* plain_rows(const WeightView& w, int64_t r0, int64_t n, MatmulScratch& scratch) {
   const size_t s = w.row_bytes();
   const int64_t grouped_end =

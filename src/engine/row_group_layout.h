@@ -19,11 +19,10 @@
 //     quant word k = 0..31 (64 bytes each).
 //   - Q6_K: d (32 bytes), scale j = 0..15 (16 bytes each), ql word k = 0..31 and
 //     then qh word k = 0..15 (64 bytes each).
-// A group is one contiguous stream, which the prefetchers follow from group to
-// group. The rows after the last whole group stay as they are. Nothing is
-// converted, only moved, so a kernel reading a group computes the same bits as on
-// the plain rows (matmul regroups the rows into plain form for the paths that
-// need it).
+// A group is one contiguous stream (the Q4_K and Q6_K kernels, whose reads within
+// a block jump about, add a software prefetch ahead of it). The rows after the last whole group
+// stay as they are. Nothing is converted, only moved, so a kernel reading a group computes the same
+// bits as on the plain rows (matmul regroups the rows into plain form for the paths that need it).
 #pragma once
 
 #include <cstddef>

@@ -333,12 +333,15 @@ void group_dot_q6_k_interleaved(const void* vg, size_t /*row_stride*/, const uin
     const BlockQ8_K& xk = xb[b];
     const uint8_t* ahead = p + 2 * kGroupBlock;  // the super-block two ahead, an eighth per pass
     for (int half = 0; half < 2; ++half) {
+      // Sub-block j's scales of these 8 rows, for the bias here and both of the
+      // sub-block's int16 sums below.
+      __m256i sc[16];
       __m256i isum = _mm256_setzero_si256(), bias = _mm256_setzero_si256();
       for (int j = 0; j < 16; ++j) {
+        sc[j] = q6k_scale_pairs(scales + 16 * j, half);
         // |bsum| <= 16 * 127 sits in the low int16 of the dword; the high one is 0.
         const __m256i bs = _mm256_set1_epi32(static_cast<uint16_t>(xk.bsums[j]));
-        bias =
-            _mm256_add_epi32(bias, _mm256_madd_epi16(q6k_scale_pairs(scales + 16 * j, half), bs));
+        bias = _mm256_add_epi32(bias, _mm256_madd_epi16(sc[j], bs));
       }
       for (int h = 0; h < 2; ++h) {
         for (int kh = 0; kh < 2; ++kh) {
@@ -372,9 +375,7 @@ void group_dot_q6_k_interleaved(const void* vg, size_t /*row_stride*/, const uin
             }
             if (kk % 2 == 1) {  // two words per int16 sum
               for (int gi = 0; gi < 4; ++gi) {
-                const int j = 8 * h + 2 * gi + kh;
-                isum = _mm256_add_epi32(
-                    isum, _mm256_madd_epi16(s16[gi], q6k_scale_pairs(scales + 16 * j, half)));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(s16[gi], sc[8 * h + 2 * gi + kh]));
                 s16[gi] = _mm256_setzero_si256();
               }
             }
