@@ -12,7 +12,9 @@ function(hearth_find_dependencies)
   if(HEARTH_BUILD_TESTS)
     find_package(GTest REQUIRED)
     find_package(rapidcheck REQUIRED)
-    pkg_check_modules(SENTENCEPIECE IMPORTED_TARGET GLOBAL sentencepiece)
+    # libsentencepiece is the tokenizer cross-check's oracle: required, so the check can
+    # never silently drop out (scripts/install-deps.sh installs it).
+    pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET GLOBAL sentencepiece)
   endif()
   find_package(benchmark QUIET)  # targets are global: bench/ tests for benchmark::benchmark
 endfunction()
@@ -64,6 +66,8 @@ function(hearth_add_test_dir name)
   target_compile_definitions(test_${name} PRIVATE
     HEARTH_SHARED_DIR="${HEARTH_SHARED_DIR}"
     HEARTH_CLI_PATH="$<TARGET_FILE:hearth>")
-  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60
+  # PRE_TEST: tests are listed when ctest runs, so a case file dropped into
+  # ../shared/reference (globbed at run time) is picked up without a rebuild.
+  gtest_discover_tests(test_${name} DISCOVERY_TIMEOUT 60 DISCOVERY_MODE PRE_TEST
                        PROPERTIES LABELS ${name} TIMEOUT 900)
 endfunction()

@@ -207,7 +207,7 @@ int check_reference(const std::string& case_path, std::string model, int threads
       "summary max_abs_diff %.6g mean_abs_diff %.6g top1_violations %d steps %zu "
       "tokens_match %d\n",
       r->max_abs_diff, r->mean_abs_diff, r->top1_violations, c->steps.size(),
-      r->tokens_match ? 1 : 0);
+      r->prompt_tokens_match ? 1 : 0);
   if (!r->prompt_tokens_match) {
     std::fprintf(stderr, "hearth logits: tokenizing prompt_text does not give prompt_tokens\n");
   }

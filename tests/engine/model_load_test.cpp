@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "hearth/engine.h"
 #include "hearth/gguf.h"
@@ -24,15 +26,21 @@ std::string shared_model(const std::string& file) {
   return "";
 }
 
-// Copies stories260K with edits: `tensor_filter` may drop or reshape tensors,
-// `meta_edit` may change metadata. Returns the new file's path.
+// Copies `source` (stories260K unless told) with edits: `tensor_filter` may drop,
+// retype or reshape tensors, `meta_edit` may change metadata or add tensors, and the
+// metadata key `drop_key` is left out. Returns the new file's path.
 std::string write_variant(const std::string& name,
                           const std::function<bool(gguf::TensorInfo&)>& tensor_filter,
-                          const std::function<void(gguf::GgufWriter&)>& meta_edit) {
-  auto src = gguf::GgufFile::open(shared_model("stories260K.gguf"));
+                          const std::function<void(gguf::GgufWriter&)>& meta_edit,
+                          const std::string& source = "stories260K.gguf",
+                          const std::string& drop_key = "") {
+  auto src = gguf::GgufFile::open(shared_model(source));
   EXPECT_TRUE(src.ok());
   gguf::GgufWriter w;
-  for (const auto& [k, v] : src->metadata()) w.set(k, v);
+  for (const auto& [k, v] : src->metadata()) {
+    if (k == drop_key) continue;
+    w.set(k, v);
+  }
   meta_edit(w);
   for (gguf::TensorInfo t : src->tensors()) {
     const std::vector<uint8_t> data(t.data, t.data + t.n_bytes);
@@ -59,8 +67,10 @@ class ModelLoadTest : public ::testing::Test {
   }
   std::string variant(const std::string& name,
                       const std::function<bool(gguf::TensorInfo&)>& tensor_filter,
-                      const std::function<void(gguf::GgufWriter&)>& meta_edit) {
-    cleanup_.push_back(write_variant(name, tensor_filter, meta_edit));
+                      const std::function<void(gguf::GgufWriter&)>& meta_edit,
+                      const std::string& source = "stories260K.gguf",
+                      const std::string& drop_key = "") {
+    cleanup_.push_back(write_variant(name, tensor_filter, meta_edit, source, drop_key));
     return cleanup_.back();
   }
   std::vector<std::string> cleanup_;
@@ -165,6 +175,87 @@ TEST_F(ModelLoadTest, RopeScalingAndBaseFromMetadata) {
   auto y = Engine::load(bad, {});
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().message().find("yarn"), std::string::npos);
+}
+
+TEST_F(ModelLoadTest, UnsupportedTensorTypeIsNamed) {
+  // Same dims and bytes (64 x 172 four-byte elements), but I32 is no weight type.
+  const std::string p = variant(
+      "i32",
+      [](gguf::TensorInfo& t) {
+        if (t.name == "blk.3.ffn_up.weight") t.type = gguf::TensorType::kI32;
+        return true;
+      },
+      [](gguf::GgufWriter&) {});
+  auto e = Engine::load(p, {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(e.status().message().find("blk.3.ffn_up.weight"), std::string::npos)
+      << e.status().to_string();
+  EXPECT_NE(e.status().message().find("i32"), std::string::npos) << e.status().to_string();
+}
+
+TEST_F(ModelLoadTest, QuantNameFromDominantTypeWithoutFileType) {
+  if (shared_model("small-llama-q8_0.gguf").empty()) {
+    GTEST_SKIP() << "SKIPPED: small-llama-q8_0.gguf not found under " HEARTH_SHARED_DIR;
+  }
+  const std::string p = variant(
+      "no_file_type", [](gguf::TensorInfo&) { return true; }, [](gguf::GgufWriter&) {},
+      "small-llama-q8_0.gguf", "general.file_type");
+  auto e = Engine::load(p, {});
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_EQ((*e)->info().quant_name, "Q8_0");
+}
+
+// Greedy logits of a 12-token prompt at positions 0..11.
+std::vector<float> prompt_logits(const std::string& model) {
+  auto e = Engine::load(model, {});
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  if (!e.ok()) return {};
+  std::vector<BatchToken> batch;
+  for (int32_t i = 0; i < 12; ++i) batch.push_back({(i * 37 + 5) % 512, i, 0, true});
+  std::vector<float> logits;
+  EXPECT_TRUE((*e)->forward(batch, logits).ok());
+  return logits;
+}
+
+void add_rope_freqs(gguf::GgufWriter& w, float factor) {
+  const std::vector<float> f(4, factor);  // stories260K: n_rot 8
+  std::vector<uint8_t> bytes(f.size() * sizeof(float));
+  std::memcpy(bytes.data(), f.data(), bytes.size());
+  EXPECT_TRUE(w.add_tensor("rope_freqs.weight", {4}, gguf::TensorType::kF32, bytes).ok());
+}
+
+// Linear scaling by 4 and rope_freqs of 4 both divide every angle by 4 (exactly: a power
+// of two), so they must give the same bits, and both must differ from no scaling.
+TEST_F(ModelLoadTest, RopeScalingAndFrequencyFactorsReachTheForwardPass) {
+  const auto keep = [](gguf::TensorInfo&) { return true; };
+  const std::vector<float> plain = prompt_logits(shared_model("stories260K.gguf"));
+  const std::vector<float> linear = prompt_logits(variant("linear4", keep, [](gguf::GgufWriter& w) {
+    w.set_string("llama.rope.scaling.type", "linear");
+    w.set_f32("llama.rope.scaling.factor", 4.0f);
+  }));
+  const std::vector<float> freqs =
+      prompt_logits(variant("freqs4", keep, [](gguf::GgufWriter& w) { add_rope_freqs(w, 4.0f); }));
+  const std::vector<float> ones =
+      prompt_logits(variant("freqs1", keep, [](gguf::GgufWriter& w) { add_rope_freqs(w, 1.0f); }));
+  ASSERT_EQ(plain.size(), 12u * 512u);
+  ASSERT_EQ(linear.size(), plain.size());
+  EXPECT_NE(linear, plain) << "linear rope scaling did not change the logits";
+  EXPECT_EQ(freqs, linear) << "rope_freqs of 4 should equal linear scaling by 4";
+  EXPECT_EQ(ones, plain) << "rope_freqs of 1 should change nothing";
+}
+
+TEST_F(ModelLoadTest, RopeFreqsOfTheWrongLengthIsNamed) {
+  const std::string p = variant(
+      "freqs_bad", [](gguf::TensorInfo&) { return true; },
+      [](gguf::GgufWriter& w) {
+        const std::vector<uint8_t> bytes(3 * sizeof(float), 0);
+        EXPECT_TRUE(w.add_tensor("rope_freqs.weight", {3}, gguf::TensorType::kF32, bytes).ok());
+      });
+  auto e = Engine::load(p, {});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("rope_freqs.weight"), std::string::npos)
+      << e.status().to_string();
 }
 
 TEST_F(ModelLoadTest, NonexistentFileFails) {

@@ -66,9 +66,9 @@ TEST_P(ReferenceTest, AgreesWithLlamaCpp) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   std::printf(
       "reference %-36s max_abs_diff %.6f mean_abs_diff %.6f top1_violations %d "
-      "tokens_match %d\n",
+      "tokens_match %d argmax_matches %d\n",
       fs::path(path).filename().c_str(), r->max_abs_diff, r->mean_abs_diff, r->top1_violations,
-      r->tokens_match ? 1 : 0);
+      r->prompt_tokens_match ? 1 : 0, r->argmax_matches ? 1 : 0);
   EXPECT_LE(r->max_abs_diff, r->bounds.max_abs);
   EXPECT_LE(r->mean_abs_diff, r->bounds.mean_abs);
   EXPECT_EQ(r->top1_violations, 0);

@@ -1,6 +1,9 @@
 // `hearth run` end to end: the CLI generates text on the shared stories260K model and on a
-// gen-model tinyllama-1.1b Q4_K_M file (made once in build/test-models/, ~0.7 GB).
+// gen-model tinyllama-1.1b Q4_K_M file (made once in build/test-models/, ~0.7 GB), whose
+// shape `hearth inspect` must read back as the preset's.
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <string>
@@ -41,6 +44,40 @@ TEST(RunCli, GenModelTinyLlamaQ4KMProducesText) {
   const std::string model = testing::generated_model("tinyllama-1.1b", "q4_k_m", &why);
   ASSERT_FALSE(model.empty()) << why;
   expect_run_produces_text(model);
+}
+
+// The tinyllama-1.1b preset has the shape the foundation issue names, as `hearth inspect`
+// reads it back from the generated file.
+TEST(RunCli, GenModelTinyLlamaShapeAsInspected) {
+  if (!testing::cli_built()) GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
+  const std::string dir = testing::test_models_dir();
+  const bool cached = std::filesystem::exists(dir + "/tinyllama-1.1b-q4_k_m-s1.gguf");
+  if (!cached && testing::free_bytes(dir) < kMinFreeBytes) {
+    GTEST_SKIP() << "SKIPPED: less than 2 GiB free under " << dir
+                 << " for the gen-model tinyllama-1.1b file";
+  }
+  std::string why;
+  const std::string model = testing::generated_model("tinyllama-1.1b", "q4_k_m", &why);
+  ASSERT_FALSE(model.empty()) << why;
+  int rc = 0;
+  const std::string out =
+      testing::run_command(std::string(HEARTH_CLI_PATH) + " inspect --json '" + model + "'", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["architecture"], "llama");
+  EXPECT_EQ(j["tokenizer"]["vocab_size"], 32000);
+  const auto& hp = j["hyperparameters"];
+  EXPECT_EQ(hp["embedding_length"], 2048);
+  EXPECT_EQ(hp["block_count"], 22);
+  EXPECT_EQ(hp["attention.head_count"], 32);
+  EXPECT_EQ(hp["attention.head_count_kv"], 4);
+  EXPECT_EQ(hp["feed_forward_length"], 5632);
+  EXPECT_EQ(hp["context_length"], 2048);
+  EXPECT_EQ(hp["rope.freq_base"], 10000.0);
+  EXPECT_NEAR(hp["attention.layer_norm_rms_epsilon"].get<double>(), 1e-5, 1e-9);
+  EXPECT_EQ(j["file_type_name"], "MOSTLY_Q4_K_M");
+  EXPECT_EQ(j["tensor_count"], 3 + 22 * 9);
 }
 
 }  // namespace

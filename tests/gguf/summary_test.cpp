@@ -41,6 +41,11 @@ const Expected kTable[] = {
      50256, 50256},
     {"/models/vocab/ggml-vocab-deepseek-llm.gguf", "llama", 30, 4096, 32, 32, 102400, 0, 3970167,
      "gpt2", 100000, 100001},
+    {"/models/vocab/ggml-vocab-deepseek-coder.gguf", "llama", 32, 4096, 32, 32, 32256, 0, 1156067,
+     "gpt2", 32013, 32014},
+    {"/models/vocab/ggml-vocab-mpt.gguf", "mpt", 32, 4096, 32, 0, 50432, 0, 1771393, "gpt2", 0, 0},
+    {"/models/vocab/ggml-vocab-refact.gguf", "refact", 32, 2048, 32, 1, 49216, 0, 1720710, "gpt2",
+     0, 0},
     {"/models/vocab/ggml-vocab-falcon.gguf", "falcon", 32, 4544, 71, 1, 65024, 0, 2287728, "gpt2",
      11, 11},
     {"/models/vocab/ggml-vocab-starcoder.gguf", "starcoder2", 30, 3072, 24, 2, 49152, 0, 1719346,
@@ -99,6 +104,48 @@ TEST(Summary, MatchesPublishedTables) {
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "SKIPPED: shared models absent under " << testing::shared_dir();
+}
+
+// tokenizer.ggml.pre and the merge count of every vocab file, per PROVENANCE.md's table
+// (0 merges: the key is absent).
+TEST(Summary, VocabPreTokenizersAndMerges) {
+  struct Row {
+    const char* file;
+    const char* pre;
+    uint64_t merges;
+  };
+  const Row kRows[] = {
+      {"llama-spm", "default", 0},
+      {"phi-3", "default", 0},
+      {"gpt-2", "gpt-2", 50000},
+      {"deepseek-llm", "deepseek-llm", 99757},
+      {"deepseek-coder", "deepseek-coder", 31757},
+      {"falcon", "falcon", 64784},
+      {"mpt", "mpt", 50009},
+      {"refact", "refact", 48891},
+      {"starcoder", "starcoder", 48872},
+      {"bert-bge", "bert-bge", 0},
+  };
+  int checked = 0;
+  for (const Row& r : kRows) {
+    const std::string path = testing::shared_dir() + "/models/vocab/ggml-vocab-" + r.file + ".gguf";
+    if (!std::filesystem::exists(path)) continue;
+    SCOPED_TRACE(path);
+    auto f = GgufFile::open(path);
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    EXPECT_EQ(summarize(*f).tokenizer_pre, std::string(r.pre));
+    const Value* merges = f->find("tokenizer.ggml.merges");
+    if (r.merges == 0) {
+      EXPECT_EQ(merges, nullptr);
+    } else {
+      ASSERT_NE(merges, nullptr);
+      const std::vector<Value>* arr = merges->as_array();
+      ASSERT_NE(arr, nullptr);
+      EXPECT_EQ(arr->size(), r.merges);
+    }
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "SKIPPED: vocab files absent under " << testing::shared_dir();
 }
 
 TEST(Summary, FileTypesOfReferenceModels) {

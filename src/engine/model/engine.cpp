@@ -44,7 +44,9 @@ ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
   mi.rope_neox = hp.rope_neox;
   mi.tied_embeddings = w.tied;
   mi.file_type = hp.file_type;
-  mi.quant_name = engine::file_type_name(hp.file_type);
+  // Without general.file_type the dominant tensor type names the file (a quantized file
+  // must not be taken for F32 and held to the float bounds).
+  if (hp.has_file_type) mi.quant_name = engine::file_type_name(hp.file_type);
   if (mi.quant_name.empty()) {
     mi.quant_name = gguf::tensor_type_name(w.dominant_type);
     std::transform(mi.quant_name.begin(), mi.quant_name.end(), mi.quant_name.begin(),
@@ -236,7 +238,7 @@ std::string Engine::numerics_id() const {
   // Bumped whenever any arithmetic in forward.cpp, attention.cpp, rope.cpp or norm.cpp
   // changes; the kernels contribute their own id. Thread count and batch shape are
   // deliberately absent: they do not change the bits.
-  return std::string("hearth-engine-1;kv=f16;attn=f16q-f32acc-f16p;") + kb::kernels_id();
+  return std::string("hearth-engine-2;kv=f16;attn=f16q-f32acc-f16p;") + kb::kernels_id();
 }
 
 Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {

@@ -139,7 +139,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
   }
   // RoPE angles per token (shared by all layers and heads).
   for (int64_t t = 0; t < T; ++t) {
-    engine::rope_angles(chunk[t].pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale,
+    engine::rope_angles(chunk[t].pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, w.rope_freqs.data,
                         s.rope.data() + t * hp.n_rot);
   }
 

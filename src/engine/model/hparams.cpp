@@ -143,6 +143,7 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
   hp.rope_scaling_factor = factor;
   hp.rope_freq_scale = 1.0f / factor;
 
+  hp.has_file_type = f.find("general.file_type") != nullptr;
   auto ft = f.get_u64_or("general.file_type", 0);
   hp.file_type = ft.ok() ? static_cast<uint32_t>(*ft) : 0;
 

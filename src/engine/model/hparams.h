@@ -29,6 +29,7 @@ struct Hparams {
   bool rope_neox = false;
   bool has_qkv_bias = false;
   uint32_t file_type = 0;
+  bool has_file_type = false;  // general.file_type present; else the dominant tensor type names it
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }

@@ -131,7 +131,7 @@ Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& 
     }
     r.logits.push_back(mine);
     if (ours != ref.token) {
-      r.tokens_match = false;
+      r.argmax_matches = false;
       const double margin = ref.top5[0].second - ref.top5[1].second;
       if (margin > r.bounds.max_abs) ++r.top1_violations;
     }

@@ -51,7 +51,7 @@ struct ReferenceReport {
   double max_abs_diff = 0;
   double mean_abs_diff = 0;
   int32_t top1_violations = 0;       // steps with a clear llama.cpp top-1 that we miss
-  bool tokens_match = true;          // our argmax equals the reference token at every step
+  bool argmax_matches = true;        // our argmax equals the reference token at every step
   bool prompt_tokens_match = false;  // our tokenization of prompt_text equals prompt_tokens
   ReferenceBounds bounds{};
   bool pass = false;

@@ -4,11 +4,13 @@
 
 namespace hearth::engine {
 
-void rope_angles(int32_t pos, int32_t n_rot, float base, float freq_scale, float* cs) {
+void rope_angles(int32_t pos, int32_t n_rot, float base, float freq_scale,
+                 const float* freq_factors, float* cs) {
   const float theta_scale = std::pow(base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos);
   for (int32_t i0 = 0; i0 < n_rot; i0 += 2) {
-    const float t = freq_scale * theta;
+    const float base_theta = freq_factors ? theta / freq_factors[i0 / 2] : theta;
+    const float t = freq_scale * base_theta;
     cs[i0] = std::cos(t);
     cs[i0 + 1] = std::sin(t);
     theta *= theta_scale;

@@ -100,6 +100,9 @@ Result<ModelWeights> bind_weights(const gguf::GgufFile& f, const Hparams& hp) {
     w.output = w.token_embd;
     w.tied = true;
   }
+  if (f.tensor("rope_freqs.weight") != nullptr) {
+    HEARTH_RETURN_IF_ERROR(b.vector("rope_freqs.weight", hp.n_rot / 2, w.rope_freqs));
+  }
   w.layers.resize(static_cast<size_t>(hp.n_layer));
   for (int32_t i = 0; i < hp.n_layer; ++i) {
     LayerWeights& l = w.layers[static_cast<size_t>(i)];

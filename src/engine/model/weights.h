@@ -33,6 +33,9 @@ struct ModelWeights {
   VectorWeight output_norm;
   kb::WeightView output;  // token_embd when tied
   bool tied = false;
+  // Llama 3.1-style per-dimension rope frequency divisors (n_rot / 2 of them); data is
+  // null when the file has no rope_freqs.weight.
+  VectorWeight rope_freqs;
   std::vector<LayerWeights> layers;
   uint64_t n_params = 0;
   uint64_t n_bytes = 0;
