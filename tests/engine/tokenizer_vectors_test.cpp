@@ -92,8 +92,8 @@ TEST_P(GgufVocabVectors, AllLinesMatch) {
   EXPECT_EQ(count_mismatches(*tok, base, &diff), 0) << diff;
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVocabVectors,
-                         ::testing::ValuesIn(vocab_files_with_vectors()), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVocabVectors, ::testing::ValuesIn(vocab_files_with_vectors()),
+                         [](const auto& info) {
                            std::string name = info.param.empty() ? "none" : info.param;
                            for (char& c : name) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
