@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test asan bench format clean crash-test
+.PHONY: all deps build run test asan bench format clean crash-test fuzz
 
 all: build
 
@@ -35,8 +35,17 @@ bench: deps build
 crash-test: deps build
 	HEARTH_CRASH_KILLS=5000 $(BUILD)/tests/test_cache --gtest_filter='*CrashTest*'
 
+# libFuzzer on the GGUF reader for FUZZ_SECONDS (default 60), seeded with the small
+# shared .gguf files; crashes are written to build-fuzz/crashes/.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DHEARTH_BUILD_FUZZ=ON -DHEARTH_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j$(JOBS) --target gguf_fuzz
+	bash scripts/fuzz-gguf.sh build-fuzz/fuzz/gguf_fuzz $(FUZZ_SECONDS)
+
 format:
 	find include src tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz
