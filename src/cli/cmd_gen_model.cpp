@@ -21,6 +21,10 @@ Registrar reg("gen-model", [](CLI::App& root) {
   cmd->add_option("--out", opts->out, "Output .gguf path")->required();
   cmd->add_option("--vocab-from", opts->vocab_from,
                   "Copy every tokenizer.* key from this GGUF (vocab size follows it)");
+  cmd->add_option("--threads", opts->threads,
+                  "Worker threads (0: one per core); the output bytes do not depend on it")
+      ->check(CLI::Range(0u, 1024u))
+      ->capture_default_str();
   cmd->callback([opts] {
     Status st = generate_model(*opts);
     if (!st.ok()) {

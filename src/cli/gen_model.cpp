@@ -119,7 +119,7 @@ Status convert(TensorType type, const float* src, uint8_t* dst, int64_t n) {
 
 // Fills one tensor: chunks of rows, each from stream (seed, tensor index, chunk).
 Status fill_tensor(const PlannedTensor& t, size_t index, uint64_t seed, double stddev,
-                   std::span<uint8_t> dst) {
+                   unsigned max_threads, std::span<uint8_t> dst) {
   const uint64_t ne0 = t.dims[0];
   uint64_t rows = 1;
   for (size_t d = 1; d < t.dims.size(); ++d) rows *= t.dims[d];
@@ -153,7 +153,8 @@ Status fill_tensor(const PlannedTensor& t, size_t index, uint64_t seed, double s
       }
     }
   };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned hw =
+      max_threads > 0 ? max_threads : std::max(1u, std::thread::hardware_concurrency());
   const unsigned n_threads = static_cast<unsigned>(std::min<uint64_t>(hw, n_chunks));
   std::vector<std::thread> threads;
   for (unsigned i = 1; i < n_threads; ++i) threads.emplace_back(worker);
@@ -288,7 +289,7 @@ Status generate_model(const GenModelOptions& opts) {
   return writer.write_file_streaming(opts.out, [&](size_t index, std::span<uint8_t> dst) -> Status {
     const PlannedTensor& t = plan[index];
     if (dst.size() != tensor_bytes(t)) return Internal("tensor '" + t.name + "' size mismatch");
-    return fill_tensor(t, index, opts.seed, opts.stddev, dst);
+    return fill_tensor(t, index, opts.seed, opts.stddev, opts.threads, dst);
   });
 }
 

@@ -45,6 +45,7 @@ struct GenModelOptions {
   std::string out;
   std::optional<std::string> vocab_from;  // copy tokenizer.* from this GGUF
   double stddev = 0.02;
+  unsigned threads = 0;  // 0: one per core; the bytes do not depend on it
 };
 
 // One tensor of the generated model, in file order.

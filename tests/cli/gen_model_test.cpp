@@ -63,6 +63,18 @@ TEST_F(GenModelCli, SameArgumentsGiveIdenticalBytes) {
   EXPECT_NE(bytes_a, file_bytes(c));
 }
 
+// A quantized mix (Q4_K + Q6_K + F32 norms) is as deterministic, and the bytes do not
+// depend on how many threads fill the tensors.
+TEST_F(GenModelCli, QuantizedBytesDoNotDependOnThreads) {
+  const auto one = gen("--preset small --type q4_k_m --seed 3 --threads 1", "q1.gguf");
+  const auto three = gen("--preset small --type q4_k_m --seed 3 --threads 3", "q3.gguf");
+  const auto all = gen("--preset small --type q4_k_m --seed 3", "qn.gguf");
+  const auto bytes = file_bytes(one);
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(bytes, file_bytes(three));
+  EXPECT_EQ(bytes, file_bytes(all));
+}
+
 TEST_F(GenModelCli, TinyShapeAsInspected) {
   const auto path = gen("--preset tiny --type f32 --seed 1", "tiny.gguf");
   auto r = run_cli("inspect --json " + path);
