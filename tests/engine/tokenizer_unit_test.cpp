@@ -94,6 +94,31 @@ TEST(SpmTokenizer, MergesByScoreAndAddsDummyPrefix) {
   EXPECT_EQ(*back, "abc");
 }
 
+// add_bos / add_eos (tokenizer.ggml.add_{bos,eos}_token) act only with add_special.
+TEST(SpmTokenizer, AddBosAndAddEosFlags) {
+  const std::vector<std::string> pieces = {"▁a", "b"};
+  for (bool bos : {false, true}) {
+    for (bool eos : {false, true}) {
+      Vocab v = tiny_spm(pieces);
+      v.add_bos = bos;
+      v.add_eos = eos;
+      auto t = Tokenizer::create(std::move(v));
+      ASSERT_TRUE(t.ok());
+      EXPECT_EQ(t->add_bos(), bos);
+      EXPECT_EQ(t->add_eos(), eos);
+      auto plain = t->encode("ab", /*add_special=*/false, false);
+      auto special = t->encode("ab", /*add_special=*/true, false);
+      ASSERT_TRUE(plain.ok() && special.ok());
+      std::vector<int32_t> want;
+      if (bos) want.push_back(1);
+      want.insert(want.end(), plain->begin(), plain->end());
+      if (eos) want.push_back(2);
+      EXPECT_EQ(*special, want) << "add_bos " << bos << " add_eos " << eos;
+      EXPECT_EQ(std::count(plain->begin(), plain->end(), 2), 0);
+    }
+  }
+}
+
 TEST(SpmTokenizer, ByteFallbackForUnknownCharacters) {
   auto t = Tokenizer::create(tiny_spm({"▁", "x"}));
   ASSERT_TRUE(t.ok());
