@@ -32,33 +32,34 @@ TEST(RunCli, Stories260KProducesText) {
   expect_run_produces_text(model);
 }
 
-TEST(RunCli, GenModelTinyLlamaQ4KMProducesText) {
-  if (!testing::cli_built()) GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
-  const std::string dir = testing::test_models_dir();
-  const bool cached = std::filesystem::exists(dir + "/tinyllama-1.1b-q4_k_m-s1.gguf");
-  if (!cached && testing::free_bytes(dir) < kMinFreeBytes) {
-    GTEST_SKIP() << "SKIPPED: less than 2 GiB free under " << dir
-                 << " for the gen-model tinyllama-1.1b file";
+// The gen-model tinyllama-1.1b Q4_K_M file, generated once per build tree.
+class TinyLlamaQ4KM : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::cli_built()) {
+      GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
+    }
+    const std::string dir = testing::test_models_dir();
+    const bool cached = std::filesystem::exists(dir + "/tinyllama-1.1b-q4_k_m-s1.gguf");
+    if (!cached && testing::free_bytes(dir) < kMinFreeBytes) {
+      GTEST_SKIP() << "SKIPPED: less than 2 GiB free under " << dir
+                   << " for the gen-model tinyllama-1.1b file";
+    }
+    std::string why;
+    model_ = testing::generated_model("tinyllama-1.1b", "q4_k_m", &why);
+    ASSERT_FALSE(model_.empty()) << why;
   }
-  std::string why;
-  const std::string model = testing::generated_model("tinyllama-1.1b", "q4_k_m", &why);
-  ASSERT_FALSE(model.empty()) << why;
-  expect_run_produces_text(model);
+  std::string model_;
+};
+
+TEST_F(TinyLlamaQ4KM, RunProducesText) {
+  expect_run_produces_text(model_);
 }
 
 // The tinyllama-1.1b preset has the shape the foundation issue names, as `hearth inspect`
 // reads it back from the generated file.
-TEST(RunCli, GenModelTinyLlamaShapeAsInspected) {
-  if (!testing::cli_built()) GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
-  const std::string dir = testing::test_models_dir();
-  const bool cached = std::filesystem::exists(dir + "/tinyllama-1.1b-q4_k_m-s1.gguf");
-  if (!cached && testing::free_bytes(dir) < kMinFreeBytes) {
-    GTEST_SKIP() << "SKIPPED: less than 2 GiB free under " << dir
-                 << " for the gen-model tinyllama-1.1b file";
-  }
-  std::string why;
-  const std::string model = testing::generated_model("tinyllama-1.1b", "q4_k_m", &why);
-  ASSERT_FALSE(model.empty()) << why;
+TEST_F(TinyLlamaQ4KM, ShapeAsInspected) {
+  const std::string& model = model_;
   int rc = 0;
   const std::string out =
       testing::run_command(std::string(HEARTH_CLI_PATH) + " inspect --json '" + model + "'", &rc);
