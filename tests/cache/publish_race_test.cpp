@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -203,10 +204,10 @@ TEST(PublishRace, EvictionNeverUnlinksTheFileOfARowSavedAgain) {
   Result<CacheKey> saved = Internal("not run");
   Event done;
   std::thread writer;
-  bool armed = true;
+  std::atomic<bool> armed{true};
   f.io->before_unlink = [&](const std::string& p) {
     if (p != f.final_path || !armed) return;
-    armed = false;
+    armed = false;  // once: the hook runs on every thread that unlinks
     writer = std::thread([&] {
       saved = f.cache->save(Tier::kDisk, f.meta, f.payload);
       done.set();
