@@ -94,7 +94,7 @@ bool Cache::Impl::enabled(Tier t) const {
   return t == Tier::kRam ? cfg.ram_quota_bytes > 0 : file_tier(t) != nullptr;
 }
 
-RowPtr Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f) {
+std::shared_ptr<Row> Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f) {
   auto row = std::make_shared<Row>();
   row->key = f.info.key();
   row->tier = tier;
@@ -219,7 +219,7 @@ EvictResult Cache::Impl::evict(uint64_t target, uint32_t mask) {
     auto removed = meta.remove_rows(chosen);
     if (removed.empty()) break;
     for (const auto& r : removed) {
-      if (FileTier* ft = file_tier(r->tier)) ft->remove_quietly(r->location);
+      if (FileTier* ft = file_tier(r->tier)) remove_unclaimed(*ft, r->key, r->location);
       res.rows++;
       res.bytes += r->size;
       counters.add(Counter::kEvictions);
@@ -230,30 +230,48 @@ EvictResult Cache::Impl::evict(uint64_t target, uint32_t mask) {
 
 void Cache::Impl::drop_corrupt(const RowPtr& row, const Status& why) {
   (void)why;
-  if (meta.drop(row->key) == row) {
-    if (FileTier* ft = file_tier(row->tier)) ft->remove_quietly(row->location);
+  if (meta.drop(row->key, row)) {
+    if (FileTier* ft = file_tier(row->tier)) remove_unclaimed(*ft, row->key, row->location);
     counters.add(Counter::kCorruptFiles);
   }
+}
+
+void Cache::Impl::remove_unclaimed(FileTier& ft, const CacheKey& key, const std::string& path) {
+  // Once a row leaves the index a new writer may reserve the key and link (or
+  // adopt) a file at the same path; under the key's lock that writer is either
+  // not linked yet (unlinking is safe: it links afresh) or holds the path.
+  auto lock = ft.lock_key(key);
+  if (!meta.claims_path(key, ft.tier())) ft.remove_quietly(path);
+}
+
+Status Cache::Impl::adopt_file(FileTier& ft, const CacheKey& key, const std::string& path) {
+  HEARTH_RETURN_IF_ERROR(ft.verify(path, key));
+  HEARTH_ASSIGN_OR_RETURN(ScannedFile f, ft.read_meta(path));
+  if (!meta.insert_available(row_from_scan(ft.tier(), f))) {
+    return AlreadyExists("key already published or reserved");
+  }
+  return OkStatus();
 }
 
 Status Cache::Impl::rescan(Tier tier) {
   FileTier* ft = file_tier(tier);
   if (!ft) return OkStatus();
   HEARTH_RETURN_IF_ERROR(ft->ensure_dir());
-  auto scanned = ft->scan();
+  // Rows published after this point may have files the listing misses, so only
+  // rows already in the index before it count as vanished.
+  SnapshotPtr before = meta.snapshot();
+  auto scanned = ft->scan(nullptr, nullptr,
+                          [this](const CacheKey& k, uint64_t t) { return meta.check(k, t); });
   if (!scanned.ok()) return scanned.status();
-  // Reconcile: rows whose file vanished are dropped; new valid files join.
+  // Reconcile: rows whose file vanished are dropped; new valid files join
+  // (insert_available refuses keys a writer has reserved meanwhile).
   std::unordered_map<CacheKey, const ScannedFile*, DigestHash> on_disk;
   for (const auto& f : *scanned) on_disk[f.info.key()] = &f;
-  std::vector<RowPtr> gone;
-  for (const auto& [k, r] : meta.snapshot()->rows) {
-    if (r->tier == tier && !on_disk.count(k)) gone.push_back(r);
+  for (const auto& [k, r] : before->rows) {
+    if (r->tier == tier && !on_disk.count(k)) meta.drop(k, r);
   }
-  for (const auto& r : gone) meta.drop(r->key);
   for (const auto& f : *scanned) {
-    CacheKey k = f.info.key();
-    if (meta.find(k) || meta.reserved(k)) continue;
-    meta.insert_available(row_from_scan(tier, f));
+    if (!meta.find(f.info.key())) meta.insert_available(row_from_scan(tier, f));
   }
   ft->set_degraded(false);
   return OkStatus();
@@ -263,14 +281,23 @@ void Cache::Impl::sweep() {
   for (auto& [key, res] : meta.take_expired()) {
     FileTier* ft = file_tier(res.tier);
     if (res.stage == ReserveStage::kPostLink && ft) {
-      // The writer got as far as link(2): the file may be complete.
-      Status v = ft->verify(res.path, key);
-      auto m = v.ok() ? ft->read_meta(res.path) : Result<ScannedFile>(v);
-      if (m.ok() && meta.insert_available(row_from_scan(res.tier, *m))) {
+      // The writer got as far as check_reservation + link(2), which it does
+      // under the key's lock: holding the lock, the link is over (or never
+      // happens), so what is at the path now is final.
+      auto lock = ft->lock_key(key);
+      Status s = adopt_file(*ft, key, res.path);
+      if (s.ok()) {
         counters.add(Counter::kOrphansAdopted);
         continue;
       }
-      if (!m.ok()) ft->remove_quietly(res.path);
+      // Unlink only a file that is there and bad. Not there: the link failed
+      // and the writer cleaned up. Already registered or reserved anew: it
+      // belongs to that row or writer. An I/O error says nothing of the file.
+      ErrorCode c = s.code();
+      if (c != ErrorCode::kNotFound && c != ErrorCode::kIo && c != ErrorCode::kAlreadyExists &&
+          !meta.claims_path(key, res.tier)) {
+        ft->remove_quietly(res.path);
+      }
     }
     counters.add(Counter::kOrphansDropped);
   }
@@ -381,25 +408,41 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
       meta.cancel(key, *token);
       return fail(tmp.status());
     }
-    // Stage 3: is our reservation still the live one?
     std::string final = ft->final_path(key);
-    if (!meta.mark_post_link(key, *token, final)) {
-      ft->remove_quietly(*tmp);
-      return fail(Cancelled("reservation expired before publish"));
+    {
+      // Stages 3-4 under the key's lock, so the sweeper, eviction and scans
+      // never judge or unlink the final path while we link it.
+      auto lock = ft->lock_key(key);
+      // Stage 3: is our reservation still the live one?
+      if (!meta.mark_post_link(key, *token, final)) {
+        ft->remove_quietly(*tmp);
+        return fail(Cancelled("reservation expired before publish"));
+      }
+      // Stage 4: link(2) + directory fsync.
+      auto linked = ft->link_publish(*tmp, key, size);
+      if (!linked.ok()) {
+        meta.cancel(key, *token);
+        return fail(linked.status());
+      }
+      if (*linked == LinkOutcome::kAdoptedExisting) {
+        // The row is the adopted file, whose payload may differ from ours.
+        auto adopted = ft->read_meta(final);
+        if (!adopted.ok()) {
+          meta.cancel(key, *token);
+          return fail(adopted.status());
+        }
+        row = row_from_scan(tier, *adopted);
+        counters.add(Counter::kOrphansAdopted);
+      }
     }
-    // Stage 4: link(2) + directory fsync.
-    auto linked = ft->link_publish(*tmp, key, size);
-    if (!linked.ok()) {
-      meta.cancel(key, *token);
-      return fail(linked.status());
-    }
-    if (*linked == LinkOutcome::kAdoptedExisting) counters.add(Counter::kOrphansAdopted);
     row->location = final;
     // Stage 5: announce.
     if (!meta.publish(key, *token, row)) {
-      // The TTL sweeper reaped the reservation after our link(2). The file is
-      // durable and ours, so adopt it as the sweeper would have.
-      if (!meta.find(key) && !meta.insert_available(row)) {
+      // The TTL sweeper reaped the reservation after our link(2). Register
+      // what is at the path now, as the sweeper would, unless it (or a rescan)
+      // already did.
+      auto lock = ft->lock_key(key);
+      if (!meta.find(key) && !adopt_file(*ft, key, final).ok()) {
         return fail(Cancelled("reservation expired after link"));
       }
     }

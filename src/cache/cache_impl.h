@@ -53,7 +53,13 @@ struct Cache::Impl {
   EvictResult evict(uint64_t target, uint32_t tier_mask);
   // Removes the row from the index (even if pinned) and deletes its file.
   void drop_corrupt(const RowPtr& row, const Status& why);
-  RowPtr row_from_scan(Tier tier, const ScannedFile& f);
+  // Unlinks a file tier's final path for `key` unless a row or a post-link
+  // reservation of that tier owns it by now (takes the key's lock).
+  void remove_unclaimed(FileTier& ft, const CacheKey& key, const std::string& path);
+  // Verifies the file at `path` and registers it as the key's row. The caller
+  // holds the key's lock. kAlreadyExists when the key is published or reserved.
+  Status adopt_file(FileTier& ft, const CacheKey& key, const std::string& path);
+  std::shared_ptr<Row> row_from_scan(Tier tier, const ScannedFile& f);
   Status rescan(Tier tier);
   void sweep();
   ForceCheckResult force_check();

@@ -4,8 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <optional>
 
 #include "hearth/cache_crc32c.h"
 
@@ -38,6 +41,28 @@ Status write_full(CacheIo& io, int fd, const uint8_t* p, size_t n, uint64_t off,
     off += static_cast<uint64_t>(w);
   }
   return OkStatus();
+}
+
+// Owner of a temp file named <hex key>.kvc.<pid>.<token>.tmp (see write_tmp).
+struct TmpOwner {
+  CacheKey key;
+  long pid;
+  uint64_t token;
+};
+
+std::optional<TmpOwner> parse_tmp_name(const std::string& name) {
+  constexpr size_t kHex = 64;
+  const std::string_view mid = ".kvc.";
+  if (name.size() < kHex + mid.size() || name.compare(kHex, mid.size(), mid) != 0) {
+    return std::nullopt;
+  }
+  auto key = digest_from_hex(std::string_view(name).substr(0, kHex));
+  if (!key.ok()) return std::nullopt;
+  TmpOwner o{*key, 0, 0};
+  if (std::sscanf(name.c_str() + kHex + mid.size(), "%ld.%" SCNu64 ".tmp", &o.pid, &o.token) != 2) {
+    return std::nullopt;
+  }
+  return o;
 }
 
 }  // namespace
@@ -196,7 +221,8 @@ Status FileTier::verify(const std::string& path, const CacheKey& key) {
   return OkStatus();
 }
 
-Result<std::vector<ScannedFile>> FileTier::scan(uint64_t* removed_tmp, uint64_t* removed_bad) {
+Result<std::vector<ScannedFile>> FileTier::scan(uint64_t* removed_tmp, uint64_t* removed_bad,
+                                                const InFlight& in_flight) {
   std::vector<std::string> names;
   int r = io_->list_dir(dir_, &names);
   if (r < 0) return io_error("list", dir_, r);
@@ -204,6 +230,14 @@ Result<std::vector<ScannedFile>> FileTier::scan(uint64_t* removed_tmp, uint64_t*
   for (const auto& name : names) {
     std::string path = dir_ + "/" + name;
     if (ends_with(name, ".tmp")) {
+      // A temp file of a save still under way in this process is its writer's
+      // to remove; the lock waits out a writer inside stages 3-4.
+      auto owner = parse_tmp_name(name);
+      std::unique_lock<std::mutex> lock;
+      if (owner && in_flight && owner->pid == ::getpid()) {
+        lock = lock_key(owner->key);
+        if (in_flight(owner->key, owner->token)) continue;
+      }
       io_->unlink(path);
       if (removed_tmp) ++*removed_tmp;
       continue;
@@ -212,10 +246,23 @@ Result<std::vector<ScannedFile>> FileTier::scan(uint64_t* removed_tmp, uint64_t*
     auto key = digest_from_hex(std::string_view(name).substr(0, name.size() - 4));
     auto meta = read_meta(path);
     if (meta.status().code() == ErrorCode::kIo) return meta.status();
-    if (!key.ok() || !meta.ok() || meta->info.key() != *key) {
+    if (!key.ok()) {
       io_->unlink(path);
       if (removed_bad) ++*removed_bad;
       continue;
+    }
+    if (!meta.ok() || meta->info.key() != *key) {
+      // Judge again under the key's lock: a writer may have replaced the junk
+      // with its row (EEXIST replace) since the first read.
+      auto lock = lock_key(*key);
+      meta = read_meta(path);
+      if (meta.status().code() == ErrorCode::kIo) return meta.status();
+      if (meta.status().code() == ErrorCode::kNotFound) continue;
+      if (!meta.ok() || meta->info.key() != *key) {
+        io_->unlink(path);
+        if (removed_bad) ++*removed_bad;
+        continue;
+      }
     }
     out.push_back(std::move(meta).value());
   }

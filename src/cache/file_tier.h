@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,9 +60,23 @@ class FileTier {
   Status verify(const std::string& path, const CacheKey& key);
   // Start-up / recovery scan: removes *.tmp, parses every *.kvc (name must be
   // <hex key>.kvc and match the key replayed from its TLVs), removes invalid
-  // files. Error only when the directory cannot be listed.
+  // files. Error only when the directory cannot be listed. A temp file of this
+  // process for which `in_flight(key, token)` holds (under the key's lock) is a
+  // save still under way and is kept.
+  using InFlight = std::function<bool(const CacheKey& key, uint64_t token)>;
   Result<std::vector<ScannedFile>> scan(uint64_t* removed_tmp = nullptr,
-                                        uint64_t* removed_bad = nullptr);
+                                        uint64_t* removed_bad = nullptr,
+                                        const InFlight& in_flight = {});
+
+  // Serialises everything that creates, judges or unlinks one key's final path
+  // in this directory: a writer's check_reservation + link (stages 3-4), the
+  // sweeper's handling of an expired post-link reservation, eviction and
+  // corrupt-row removal, and a scan's removals. Without it a file judged
+  // missing or junk could be a writer's freshly linked row by the time it is
+  // unlinked. Striped by key; never hold two at once.
+  std::unique_lock<std::mutex> lock_key(const CacheKey& key) {
+    return std::unique_lock<std::mutex>(key_locks_[key[0] % kKeyLocks]);
+  }
   // Best-effort write of the persisted hit counter (header offset 12) and
   // last_used_time (offset 32). Neither is covered by the payload CRC.
   void write_hits(const std::string& path, uint32_t hits);
@@ -80,6 +96,8 @@ class FileTier {
   std::string dir_;
   std::shared_ptr<CacheIo> io_;
   std::atomic<bool> degraded_{false};
+  static constexpr size_t kKeyLocks = 64;
+  std::mutex key_locks_[kKeyLocks];
 };
 
 // Reads exactly n bytes at off (short reads retried; EOF is an error).

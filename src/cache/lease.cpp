@@ -44,7 +44,7 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
     if (why.code() == ErrorCode::kIo) {
       if (FileTier* ft = impl->file_tier(row->tier)) ft->set_degraded(true);
     }
-    impl->meta.drop(row->key);
+    impl->meta.drop(row->key, row);
   }
   return why;
 }

@@ -117,7 +117,7 @@ void MetaIndex::cancel(const CacheKey& key, uint64_t token) {
 bool MetaIndex::insert_available(RowPtr row) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (snapshot()->rows.count(row->key)) return false;
+    if (snapshot()->rows.count(row->key) || reservations_.count(row->key)) return false;
     auto s = copy_snapshot();
     add_row(*s, row);
     publish_snapshot(std::move(s));
@@ -146,11 +146,12 @@ std::vector<RowPtr> MetaIndex::remove_rows(const std::vector<RowPtr>& rows) {
   return removed;
 }
 
-RowPtr MetaIndex::drop(const CacheKey& key) {
+RowPtr MetaIndex::drop(const CacheKey& key, const RowPtr& expected) {
   std::lock_guard<std::mutex> lock(mu_);
   auto cur = snapshot();
   auto it = cur->rows.find(key);
   if (it == cur->rows.end()) return nullptr;
+  if (expected && it->second != expected) return nullptr;
   RowPtr r = it->second;
   r->pin.fetch_or(Row::kDead, std::memory_order_acq_rel);
   auto s = copy_snapshot();
@@ -187,6 +188,14 @@ RowPtr MetaIndex::wait_published(const CacheKey& key,
     if (!reservations_.count(key)) return nullptr;
     if (published_cv_.wait_until(lock, deadline) == std::cv_status::timeout) return find(key);
   }
+}
+
+bool MetaIndex::claims_path(const CacheKey& key, Tier tier) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (RowPtr r = find(key); r && r->tier == tier) return true;
+  auto it = reservations_.find(key);
+  return it != reservations_.end() && it->second.tier == tier &&
+         it->second.stage == ReserveStage::kPostLink;
 }
 
 bool MetaIndex::reserved(const CacheKey& key) const {

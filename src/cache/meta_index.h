@@ -66,14 +66,19 @@ class MetaIndex {
   // Reservation -> published row. false when the token is no longer live.
   bool publish(const CacheKey& key, uint64_t token, RowPtr row);
   void cancel(const CacheKey& key, uint64_t token);
-  // Inserts a row found by a scan or adopted as an orphan (no reservation).
-  // false if the key is already present.
+  // Inserts a row found by a scan or adopted as an orphan. false if the key is
+  // already published or reserved: a key is absent, reserved or published,
+  // never two of these, so a live writer always publishes onto an empty slot.
   bool insert_available(RowPtr row);
   // Removes rows for which try_kill succeeded; returns removed rows.
   std::vector<RowPtr> remove_rows(const std::vector<RowPtr>& rows);
   // Drops a row regardless of pins (corrupt file); readers holding it keep
-  // their copy alive but can no longer find it.
-  RowPtr drop(const CacheKey& key);
+  // their copy alive but can no longer find it. With `expected`, only when that
+  // very row is still the key's row (not a newer one published since).
+  RowPtr drop(const CacheKey& key, const RowPtr& expected = nullptr);
+  // Whether a published row of `tier`, or a post-link reservation in `tier`,
+  // owns the key's final path there: such a file must not be unlinked.
+  bool claims_path(const CacheKey& key, Tier tier) const;
 
   // Reservations whose TTL elapsed, removed from the table.
   std::vector<std::pair<CacheKey, Reservation>> take_expired();

@@ -1,7 +1,8 @@
-// `hearth bench cache [--json]`: save/load latency and throughput per tier for
-// 1, 16 and 64 MiB payloads, memcpy bandwidth measured in the same run (each
-// load is also reported as a fraction of it), and the two prefix lookups over
-// a 32k-token prompt with a populated index.
+// `hearth bench cache [--json] [--quick]`: save/load latency and throughput per
+// tier for 1, 16 and 64 MiB payloads, memcpy bandwidth measured in the same run
+// (each load is also reported as a fraction of it), and the two prefix lookups
+// over a 32k-token prompt with a populated index. --quick runs every case once
+// (same keys, noisier figures) for smoke tests.
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -115,7 +116,17 @@ TierResult bench_tier(Cache& cache, Tier tier, size_t bytes, uint32_t salt, int 
   return r;
 }
 
-int run_bench(bool json, std::string dir_base) {
+struct BenchOptions {
+  bool json = false;
+  // One save, load and lookup per case instead of the best of several: every
+  // figure is still produced, so scripts and tests see the full report.
+  bool quick = false;
+  std::string dir;
+};
+
+int run_bench(const BenchOptions& opt) {
+  const bool json = opt.json;
+  std::string dir_base = opt.dir;
   if (dir_base.empty()) dir_base = std::filesystem::temp_directory_path().string();
   std::string tag = std::to_string(::getpid());
   std::string disk_dir = dir_base + "/hearth-bench-cache-" + tag;
@@ -135,15 +146,15 @@ int run_bench(bool json, std::string dir_base) {
   Cache& cache = **opened;
 
   nlohmann::json out;
-  double mc = memcpy_gbps(64u << 20, 9);
+  double mc = memcpy_gbps(64u << 20, opt.quick ? 3 : 9);
   out["memcpy_gbps"] = mc;
   const std::pair<const char*, size_t> sizes[] = {
       {"1MiB", 1u << 20}, {"16MiB", 16u << 20}, {"64MiB", 64u << 20}};
   uint32_t salt = 1;
   for (Tier tier : {Tier::kRam, Tier::kRamFile, Tier::kDisk}) {
     for (const auto& [name, bytes] : sizes) {
-      int saves = bytes >= (64u << 20) ? 2 : 3;
-      TierResult r = bench_tier(cache, tier, bytes, salt++, saves, 9);
+      int saves = opt.quick ? 1 : bytes >= (64u << 20) ? 2 : 3;
+      TierResult r = bench_tier(cache, tier, bytes, salt++, saves, opt.quick ? 1 : 9);
       out["tiers"][tier_name(tier)][name] = {{"save_ms", r.save_ms},
                                              {"load_ms", r.load_ms},
                                              {"load_gbps", r.load_gbps},
@@ -153,13 +164,14 @@ int run_bench(bool json, std::string dir_base) {
   }
 
   // Prefix lookups over a 32k-token prompt. Populate the index with 256
-  // unrelated 4k-token rows, plus rows sharing the prompt's first 8192 tokens
-  // (stride-aligned) and first 30000 tokens (then diverging).
+  // unrelated 4k-token rows (16 in quick mode), plus rows sharing the prompt's
+  // first 8192 tokens (stride-aligned) and first 30000 tokens (then diverging).
   std::mt19937 rng(7);
   std::vector<Token> prompt(32768);
   for (auto& t : prompt) t = rng() % 150000;
   std::vector<uint8_t> tiny(64, 1);
-  for (int i = 0; i < 256; ++i) {
+  const int filler_rows = opt.quick ? 16 : 256;
+  for (int i = 0; i < filler_rows; ++i) {
     std::vector<Token> t(4096);
     for (auto& x : t) x = rng() % 150000;
     (void)cache.save(Tier::kRam, bench_meta(t), tiny);
@@ -171,7 +183,8 @@ int run_bench(bool json, std::string dir_base) {
 
   std::vector<double> walk_ms, radix_ms;
   size_t walk_hit = 0, radix_hit = 0;
-  for (int i = 0; i < 21; ++i) {
+  const int lookups = opt.quick ? 3 : 21;
+  for (int i = 0; i < lookups; ++i) {
     auto t = Clock::now();
     auto h = cache.lookup_longest_prefix(bench_ns(), prompt, 256, 256);
     walk_ms.push_back(ms_since(t));
@@ -216,11 +229,12 @@ int run_bench(bool json, std::string dir_base) {
 Registrar reg("bench_cache", [](CLI::App& root) {
   CLI::App* bench = bench_command(root);
   auto* cmd = bench->add_subcommand("cache", "KV cache save/load and lookup benchmark");
-  auto json = std::make_shared<bool>(false);
-  auto dir = std::make_shared<std::string>();
-  cmd->add_flag("--json", *json, "JSON output");
-  cmd->add_option("--dir", *dir, "Parent directory for the disk tier (default: $TMPDIR)");
-  cmd->callback([json, dir] { exit_code() = run_bench(*json, *dir); });
+  auto opt = std::make_shared<BenchOptions>();
+  cmd->add_flag("--json", opt->json, "JSON output");
+  cmd->add_flag("--quick", opt->quick,
+                "One run per case (every figure still reported, noisier): for smoke tests");
+  cmd->add_option("--dir", opt->dir, "Parent directory for the disk tier (default: $TMPDIR)");
+  cmd->callback([opt] { exit_code() = run_bench(*opt); });
 });
 
 }  // namespace

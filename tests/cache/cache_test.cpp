@@ -286,6 +286,28 @@ TEST(Publish, EexistAdoptsValidFile) {
   EXPECT_EQ(*cache->load(key), payload);
 }
 
+// An adopted file of the same key and size may hold other bytes than the
+// adopting writer's (another writer's KV for the same tokens): the published
+// row describes the file, so it loads as the file's payload, not as a miss.
+TEST(Publish, EexistAdoptedRowDescribesTheFile) {
+  TempDir d;
+  auto cache = open_cache(file_config(d));
+  FileTier& ft = *cache->internals().files[2];
+  auto meta = testing::make_meta(testing::seq_tokens(30));
+  auto theirs = testing::random_bytes(3000, 8);
+  auto ours = testing::random_bytes(3000, 9);
+  CacheKey key = make_key(meta.ns, meta.tokens);
+  auto prefix = *kvc_build_prefix(meta, theirs);
+  auto tmp = ft.write_tmp(key, 1, prefix, theirs);
+  ASSERT_TRUE(tmp.ok());
+  ASSERT_TRUE(ft.link_publish(*tmp, key, prefix.size() + theirs.size()).ok());
+  ASSERT_TRUE(cache->save(Tier::kDisk, meta, ours).ok());
+  EXPECT_EQ(testing::counter(*cache, Counter::kOrphansAdopted), 1u);
+  auto loaded = cache->load(key);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_EQ(*loaded, theirs);
+}
+
 TEST(Publish, EexistReplacesJunk) {
   TempDir d;
   auto cache = open_cache(file_config(d));

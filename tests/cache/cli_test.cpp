@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,9 +21,9 @@ struct RunResult {
   std::string out;
 };
 
-RunResult run(const std::string& args) {
+RunResult run(const std::string& args, bool with_stderr = true) {
   RunResult r;
-  std::string cmd = std::string(HEARTH_CLI_PATH) + " " + args + " 2>&1";
+  std::string cmd = std::string(HEARTH_CLI_PATH) + " " + args + (with_stderr ? " 2>&1" : "");
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -86,6 +88,47 @@ TEST_F(CacheCli, LsStatVerifyGcEvict) {
   EXPECT_EQ(gc_all.rc, 0);
   auto empty = run("cache stat --json --dir " + dir);
   EXPECT_NE(empty.out.find("\"rows\": 0"), std::string::npos) << empty.out;
+}
+
+// `hearth bench cache --json --quick` reports every figure issue 4 names, as a
+// number: memcpy bandwidth, save/load per tier and payload size (with the load
+// as a fraction of memcpy), and both 32k-token prefix lookups. Speeds are the
+// machine's business; only the report's shape is checked.
+TEST_F(CacheCli, BenchCacheJsonHasEveryFigure) {
+  auto help = run("bench cache --help");
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("--quick"), std::string::npos) << help.out;
+
+  testing::TempDir d;
+  auto bench = run("bench cache --json --quick --dir " + d.path(), /*with_stderr=*/false);
+  ASSERT_EQ(bench.rc, 0) << bench.out;
+  auto j = nlohmann::json::parse(bench.out, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << bench.out;
+  auto expect_number = [](const nlohmann::json& obj, const std::string& key,
+                          const std::string& where) {
+    ASSERT_TRUE(obj.is_object()) << where;
+    ASSERT_TRUE(obj.contains(key)) << where << "." << key << " missing";
+    EXPECT_TRUE(obj[key].is_number()) << where << "." << key << " = " << obj[key].dump();
+    EXPECT_GE(obj[key].get<double>(), 0.0) << where << "." << key;
+  };
+  for (const char* k : {"memcpy_gbps", "longest_prefix_32k_ms", "radix_lcp_32k_ms"}) {
+    expect_number(j, k, "");
+  }
+  ASSERT_TRUE(j.contains("tiers")) << bench.out;
+  for (const char* tier : {"ram", "ram_file", "disk"}) {
+    ASSERT_TRUE(j["tiers"].contains(tier)) << tier;
+    for (const char* size : {"1MiB", "16MiB", "64MiB"}) {
+      std::string where = std::string("tiers.") + tier + "." + size;
+      ASSERT_TRUE(j["tiers"][tier].contains(size)) << where;
+      for (const char* f : {"save_ms", "load_ms", "load_gbps", "load_vs_memcpy"}) {
+        expect_number(j["tiers"][tier][size], f, where);
+      }
+      // A failed save or load reports zeros: each case must have really run.
+      EXPECT_GT(j["tiers"][tier][size]["load_gbps"].get<double>(), 0.0) << where;
+    }
+  }
+  // The benchmark cleans up after itself.
+  EXPECT_TRUE(fs::is_empty(d.path())) << d.path();
 }
 
 }  // namespace
