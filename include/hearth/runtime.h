@@ -128,9 +128,10 @@ struct LoadedModelInfo {
   std::string ctx_params_hash_hex;
   std::chrono::system_clock::time_point loaded_at;
   uint64_t memory_estimate_bytes = 0;
-  int32_t active_requests = 0;
+  int32_t active_requests = 0;  // requests holding a sequence
   int32_t queued_requests = 0;
   int32_t restarts = 0;
+  uint64_t scheduler_steps = 0;  // Backend::step calls so far (one per tick with work)
 };
 
 // ---------------------------------------------------------------- requests
@@ -176,6 +177,10 @@ struct RequestStats {
   int64_t committed_tokens = 0;
   CacheDelta cache_delta;
   std::optional<std::string> stop_sequence;  // the stop sequence that ended it, if any
+  // Cancelled requests: Backend::step calls that started after the cancel was requested
+  // and before the sequence was freed. The scheduler checks cancel flags at the top of
+  // every tick, so this is 0 or 1 (the step already running). -1 when not cancelled.
+  int64_t steps_after_cancel = -1;
 };
 
 struct CompletionResult {
