@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "hearth/backend.h"
+#include "hearth/cache_scheduler.h"
 #include "hearth/status.h"
 
 namespace hearth::runtime {
@@ -100,6 +101,9 @@ struct CacheOptions {
   std::string disk_dir;              // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
   int32_t writer_threads = 2;        // async save workers
+  // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
+  // pressure.evict_tiers while used/total memory is above the high watermark.
+  cache::SchedulerConfig pressure;
   // Test hook: async saves wait this long before publishing (exercises resume waits).
   int32_t testing_publish_delay_ms = 0;
 };
