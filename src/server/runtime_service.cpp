@@ -183,6 +183,7 @@ class RuntimeService : public ServiceApi {
     out.prompt_tokens = st.prompt_tokens;
     out.cached_tokens = st.cache_delta.read;
     out.completion_tokens = st.completion_tokens;
+    out.steps_after_cancel = st.steps_after_cancel;
     out.finish_reason =
         cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
     return out;
@@ -263,6 +264,8 @@ class RuntimeService : public ServiceApi {
     d.id = info.id;
     d.path = info.model_path;
     d.context_length = info.context_size;
+    d.active_sequences = info.active_requests;
+    d.scheduler_steps = static_cast<int64_t>(info.scheduler_steps);
     d.created_unix =
         std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
     std::lock_guard<std::mutex> lock(mu_);
