@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares DEST for the Node tests: copies package.json, package-lock.json and the
 # test scripts there (ESM resolves packages from the script's own directory) and
-# installs the pinned SDKs with `npm ci` unless DEST already holds exactly this lock.
+# installs the pinned SDKs with `npm ci` unless DEST already holds exactly these.
 # Used by tests/server/serve_acceptance_test.cpp and scripts/load-test.sh.
 # Usage: setup.sh DEST        Exit status: non-zero when node/npm or the install fail.
 set -euo pipefail
@@ -16,7 +16,8 @@ cd "$dest"
 exec 9>.npm-lock
 flock 9
 cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs .
-if ! cmp -s package-lock.json node_modules/.hearth-lock 2>/dev/null; then
+# The stamp is both manifests: npm ci also checks that they agree with each other.
+if ! cat package.json package-lock.json | cmp -s - node_modules/.hearth-lock 2>/dev/null; then
   timeout 240 npm ci --prefer-offline --no-audit --no-fund --loglevel=error
-  cp package-lock.json node_modules/.hearth-lock
+  cat package.json package-lock.json >node_modules/.hearth-lock
 fi
