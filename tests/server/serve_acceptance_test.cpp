@@ -385,9 +385,10 @@ TEST(ServeAcceptance, DisconnectedStreamIsFreedWithinOneTick) {
       << "the sequence ran more than one step after its cancel\n"
       << m;
   // And from the client's side: the model stopped soon after the close, far from the
-  // ~900 steps the request asked for (the server notices at its next write or two).
+  // ~900 steps the request asked for. The server notices at its next write or two; the
+  // bound leaves a loaded machine ~1 s of HTTP-thread lag.
   const double steps_after_close = metric(m, steps) - steps_at_close;
-  EXPECT_LT(steps_after_close, 50) << m;
+  EXPECT_LT(steps_after_close, 200) << m;
   EXPECT_EQ(proc.stop(), 0);
   fs::remove_all(dir);
 }
