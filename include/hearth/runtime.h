@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "hearth/backend.h"
+#include "hearth/cache_scheduler.h"
 #include "hearth/status.h"
 
 namespace hearth::runtime {
@@ -100,6 +101,9 @@ struct CacheOptions {
   std::string disk_dir;              // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
   int32_t writer_threads = 2;        // async save workers
+  // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
+  // pressure.evict_tiers while used/total memory is above the high watermark.
+  cache::SchedulerConfig pressure;
   // Test hook: async saves wait this long before publishing (exercises resume waits).
   int32_t testing_publish_delay_ms = 0;
 };
@@ -128,9 +132,10 @@ struct LoadedModelInfo {
   std::string ctx_params_hash_hex;
   std::chrono::system_clock::time_point loaded_at;
   uint64_t memory_estimate_bytes = 0;
-  int32_t active_requests = 0;
+  int32_t active_requests = 0;  // requests holding a sequence
   int32_t queued_requests = 0;
   int32_t restarts = 0;
+  uint64_t scheduler_steps = 0;  // Backend::step calls so far (one per tick with work)
 };
 
 // ---------------------------------------------------------------- requests
@@ -176,6 +181,10 @@ struct RequestStats {
   int64_t committed_tokens = 0;
   CacheDelta cache_delta;
   std::optional<std::string> stop_sequence;  // the stop sequence that ended it, if any
+  // Cancelled requests: Backend::step calls that started after the cancel was requested
+  // and before the sequence was freed. The scheduler checks cancel flags at the top of
+  // every tick, so this is 0 or 1 (the step already running). -1 when not cancelled.
+  int64_t steps_after_cancel = -1;
 };
 
 struct CompletionResult {

@@ -73,6 +73,7 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.disk_dir = options.disk_dir;
   cfg.disk_quota_bytes = options.disk_bytes;
   cfg.writer_threads = static_cast<uint32_t>(std::max(1, options.writer_threads));
+  cfg.scheduler = options.pressure;  // validated by Cache::open (an error at start)
   // The runtime gates saves per model; the cache's own policy only sets lookup defaults.
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;

@@ -150,6 +150,7 @@ LoadedModelInfo ModelWorker::info() const {
   i.active_requests = active_;
   i.queued_requests = static_cast<int32_t>(queue_.size());
   i.restarts = restarts_;
+  i.scheduler_steps = steps_.load();
   return i;
 }
 
@@ -264,6 +265,7 @@ void ModelWorker::admit(RequestPtr r) {
     stats.prompt_tokens = static_cast<int64_t>(r->prompt.size());
     stats.finish_reason = FinishReason::kCancelled;
     stats.cancelled = true;
+    stats.steps_after_cancel = steps_after_cancel(*r);
     if (r->promise) {
       CompletionResult res;
       res.context_tokens = r->prompt;
@@ -448,6 +450,7 @@ void ModelWorker::tick() {
   }
   std::vector<std::vector<float>> logits;
   check(backend_->step(rows, &logits), "step");
+  steps_.fetch_add(1);
   size_t wanted = 0;
   for (const StepRow& row : rows) wanted += row.want_logits ? 1 : 0;
   if (logits.size() != wanted) throw WorkerFault("invariant: step returned wrong logits count");
@@ -511,11 +514,11 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
     return;
   }
   s.generated.push_back(t);
-  if (!call_sink(r.sink.on_token, t)) r.cancelled = true;
+  if (!call_sink(r.sink.on_token, t)) r.request_cancel(steps_);
   const std::string released = s.stop.push(s.text->push(t));
   if (!released.empty()) {
     s.reply += released;
-    if (!call_sink(r.sink.on_text, std::string_view(released))) r.cancelled = true;
+    if (!call_sink(r.sink.on_text, std::string_view(released))) r.request_cancel(steps_);
   }
   if (s.stop.matched()) {
     s.finishing = true;
@@ -602,6 +605,7 @@ void ModelWorker::finish(Slot& s) {
   st.cache_hit_kind = s.hit;
   st.finish_reason = s.reason;
   st.cancelled = s.reason == FinishReason::kCancelled;
+  if (st.cancelled) st.steps_after_cancel = steps_after_cancel(*r);
   st.finish_key = s.finish_key;
   st.committed_tokens = res.committed_tokens;
   st.cache_delta = s.delta;
@@ -624,6 +628,14 @@ void ModelWorker::finish(Slot& s) {
     call_sink(r->sink.on_done, st);
   }
   unregister_(r->id);
+}
+
+int64_t ModelWorker::steps_after_cancel(const Request& r) const {
+  const uint64_t at = r.cancel_step.load();
+  const uint64_t now = steps_.load();
+  // kNoStep: the canceller set the flag but had not recorded the count yet, so the
+  // worker saw the cancel before any further step.
+  return at == Request::kNoStep || at > now ? 0 : static_cast<int64_t>(now - at);
 }
 
 void ModelWorker::deliver_error(const RequestPtr& r, const Status& error) {

@@ -12,6 +12,7 @@
 // model is marked failed and refuses work. Other models and the cache are untouched.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -50,6 +51,8 @@ class ModelWorker {
   const ModelConfig& config() const { return config_; }
   const RowNamespace& row_namespace() const { return ns_; }
   LoadedModelInfo info() const;
+  // Backend::step calls so far; Runtime::cancel records it in the request.
+  const std::atomic<uint64_t>& steps() const { return steps_; }
   // Cache lookup for a new prompt (exact, resume, longest prefix), on the caller's thread.
   void lookup(Request& request);
 
@@ -76,6 +79,8 @@ class ModelWorker {
   void shutdown_saves();
   void publish_status();
   void check(const Status& status, const char* what);
+  // Steps since the request's cancel was requested (RequestStats::steps_after_cancel).
+  int64_t steps_after_cancel(const Request& request) const;
 
   const ModelConfig config_;
   const RowNamespace ns_;
@@ -96,6 +101,7 @@ class ModelWorker {
   int32_t consecutive_failures_ = 0;
   int32_t active_ = 0;
   ModelStatus status_ = ModelStatus::kIdle;
+  std::atomic<uint64_t> steps_{0};  // written by the worker thread only
 
   // Worker-thread state.
   std::vector<Slot> slots_;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <future>
 #include <memory>
 #include <optional>
@@ -30,6 +31,16 @@ struct Request {
   CacheHitKind restore_kind = CacheHitKind::kCold;
 
   std::atomic<bool> cancelled{false};
+  // The model's step count when the cancel was requested (kNoStep: not recorded). The
+  // flag is set first and the count read after, so a canceller that is preempted in
+  // between can only under-report, never blame the worker for its own delay.
+  static constexpr uint64_t kNoStep = UINT64_MAX;
+  std::atomic<uint64_t> cancel_step{kNoStep};
+  void request_cancel(const std::atomic<uint64_t>& steps) {
+    cancelled.store(true);
+    uint64_t expected = kNoStep;
+    cancel_step.compare_exchange_strong(expected, steps.load());
+  }
   std::chrono::steady_clock::time_point enqueued_at = std::chrono::steady_clock::now();
 };
 

@@ -232,7 +232,11 @@ void Runtime::cancel(RequestId request) {
     r = it->second.request.lock();
     w = it->second.worker.lock();
   }
-  if (r) r->cancelled = true;
+  if (r && w) {
+    r->request_cancel(w->steps());
+  } else if (r) {
+    r->cancelled = true;
+  }
   if (w) w->wake();
 }
 

@@ -11,12 +11,15 @@ namespace {
 using nlohmann::json;
 
 json model_json(const ModelDescription& m) {
-  return {{"id", m.id},
-          {"path", m.path},
-          {"context_length", m.context_length},
-          {"n_vocab", m.n_vocab},
-          {"embedding_dim", m.embedding_dim},
-          {"has_chat_template", !m.chat_template.empty()}};
+  json j = {{"id", m.id},
+            {"path", m.path},
+            {"context_length", m.context_length},
+            {"n_vocab", m.n_vocab},
+            {"embedding_dim", m.embedding_dim},
+            {"has_chat_template", !m.chat_template.empty()}};
+  if (m.active_sequences >= 0) j["active_sequences"] = m.active_sequences;
+  if (m.scheduler_steps >= 0) j["scheduler_steps"] = m.scheduler_steps;
+  return j;
 }
 
 std::optional<ApiError> optional_string(const json& body, const char* key, std::string& out) {

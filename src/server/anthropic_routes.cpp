@@ -34,8 +34,12 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   const std::string id = make_id("msg_");
 
   if (!tr.stream) {
-    GenerationOutcome out = run_generation(ctx, *plan, [](const std::string&) { return true; });
+    GenerationOutcome out = run_generation(ctx, *plan, watch_connection(req));
     ticket.reset();
+    if (out.client_gone) {
+      res.status = kClientClosedRequest;  // nobody reads the reply; the metrics do
+      return;
+    }
     if (!out.error.ok()) return reply_error(res, from_status(out.error), ErrorShape::kAnthropic);
     return reply_json(
         res, {{"id", id},

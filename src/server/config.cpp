@@ -286,10 +286,14 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     if (p.source != "noop" && p.source != "system") {
       return InvalidArgument("config: pressure.source: expected \"noop\" or \"system\"");
     }
-    if (p.high_watermark <= 0 || p.high_watermark > 1 || p.low_watermark < 0 ||
+    // The cache's scheduler needs a positive low watermark (it evicts down to it).
+    if (p.high_watermark <= 0 || p.high_watermark > 1 || p.low_watermark <= 0 ||
         p.low_watermark >= p.high_watermark) {
       return InvalidArgument(
-          "config: pressure.low_watermark/high_watermark: need 0 <= low < high <= 1");
+          "config: pressure.low_watermark/high_watermark: need 0 < low < high <= 1");
+    }
+    if (p.evict_tiers.empty()) {
+      return InvalidArgument("config: pressure.evict_tiers: must name at least one tier");
     }
   }
   return r.check_unknown();

@@ -195,6 +195,8 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
     out.finish_reason = "stop";
   }
   if (out.client_gone) ctx.metrics.client_disconnects.fetch_add(1);
+  if (out.stats.finish_reason == "cancelled")
+    ctx.metrics.record_cancel(out.stats.steps_after_cancel);
   const double total_s = (steady_now_ms() - start_ms) / 1000.0;
   const double decode_s = out.ttft_seconds >= 0 ? total_s - out.ttft_seconds : total_s;
   ctx.metrics.record_generation(plan.model.id, out.ttft_seconds, out.stats.prompt_tokens,

@@ -1,6 +1,12 @@
 #include "server/http_util.h"
 
+#include <dirent.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <random>
 
 namespace hearth::server {
@@ -102,11 +108,74 @@ void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
         };
         produce(write);
         ticket.reset();  // frees the slot before the socket is flushed and closed
-        ctx.metrics.record_request(endpoint, alive ? 200 : 499, (steady_now_ms() - start) / 1000.0);
+        ctx.metrics.record_request(endpoint, alive ? 200 : kClientClosedRequest,
+                                   (steady_now_ms() - start) / 1000.0);
         if (!alive) return false;
         sink.done();
         return true;
       });
+}
+
+}  // namespace hearth::server
+
+namespace hearth::server {
+namespace {
+
+// Formats an address the way httplib fills Request::remote_addr / local_addr.
+bool same_endpoint(const sockaddr_storage& ss, socklen_t len, const std::string& addr, int port) {
+  char host[NI_MAXHOST];
+  char serv[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr*>(&ss), len, host, sizeof(host), serv,
+                  sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+    return false;
+  }
+  return std::atoi(serv) == port && addr == host;
+}
+
+// This process's socket whose peer is req.remote_* and whose own end is req.local_*.
+// The address pair names one TCP connection, and the handler's thread keeps that
+// connection (so its descriptor) open while it runs: the answer cannot go stale.
+int connection_socket(const httplib::Request& req) {
+  if (req.remote_port <= 0 || req.local_port <= 0) return -1;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return -1;
+  int found = -1;
+  while (const dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    const long fd = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
+    sockaddr_storage peer{};
+    sockaddr_storage local{};
+    socklen_t peer_len = sizeof(peer);
+    socklen_t local_len = sizeof(local);
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+        getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &local_len) != 0) {
+      continue;  // not a connected socket
+    }
+    if (same_endpoint(peer, peer_len, req.remote_addr, req.remote_port) &&
+        same_endpoint(local, local_len, req.local_addr, req.local_port)) {
+      found = static_cast<int>(fd);
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
+// A client that closed (FIN: POLLRDHUP) or reset the connection. HTTP/1.1 clients do
+// not half-close while waiting for a reply, so a FIN means the reply has no reader.
+bool peer_gone(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+}  // namespace
+
+std::function<bool(const std::string&)> watch_connection(const httplib::Request& req) {
+  const int fd = connection_socket(req);
+  if (fd < 0) return [](const std::string&) { return true; };
+  return [fd](const std::string&) { return !peer_gone(fd); };
 }
 
 }  // namespace hearth::server

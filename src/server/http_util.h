@@ -54,4 +54,14 @@ using SseProducer = std::function<void(const std::function<bool(const std::strin
 void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
                std::shared_ptr<Admission::Ticket> ticket, SseProducer produce);
 
+// The emit function of a non-streaming generation: nothing is written until the end,
+// so it watches the connection instead and returns false (cancelling the generation)
+// once the client has closed or reset it. cpp-httplib 0.11 does not give handlers
+// their socket, so it is found once by the request's address pair; when it cannot be
+// found the generation simply runs to its end.
+std::function<bool(const std::string&)> watch_connection(const httplib::Request& req);
+
+// Status recorded for a request whose client left before the reply (nginx's 499).
+constexpr int kClientClosedRequest = 499;
+
 }  // namespace hearth::server

@@ -70,7 +70,15 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
 }
 
 Metrics::Metrics()
-    : ttft_(latency_buckets()), tokens_per_second_({1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}) {}
+    : ttft_(latency_buckets()),
+      tokens_per_second_({1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500}),
+      cancel_free_steps_({0, 1, 2, 4, 8, 16, 64}) {}
+
+void Metrics::record_cancel(int64_t steps_after_cancel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++cancelled_;
+  if (steps_after_cancel >= 0) cancel_free_steps_.observe(static_cast<double>(steps_after_cancel));
+}
 
 void Metrics::record_request(const std::string& endpoint, int status, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -126,6 +134,16 @@ std::string Metrics::render(ServiceApi& service) const {
     out += "hearth_cached_prompt_tokens_total " + std::to_string(cached_tokens_) + "\n";
     out += "# TYPE hearth_completion_tokens_total counter\n";
     out += "hearth_completion_tokens_total " + std::to_string(completion_tokens_) + "\n";
+    out +=
+        "# HELP hearth_cancelled_generations_total Generations cancelled (client gone, stop "
+        "string, shutdown).\n";
+    out += "# TYPE hearth_cancelled_generations_total counter\n";
+    out += "hearth_cancelled_generations_total " + std::to_string(cancelled_) + "\n";
+    out +=
+        "# HELP hearth_cancel_free_steps Scheduler steps between a cancel and its sequence "
+        "being freed.\n";
+    out += "# TYPE hearth_cancel_free_steps histogram\n";
+    cancel_free_steps_.render("hearth_cancel_free_steps", "", out);
   }
   out += "# HELP hearth_requests_in_flight Generations running now.\n";
   out += "# TYPE hearth_requests_in_flight gauge\n";
@@ -137,6 +155,23 @@ std::string Metrics::render(ServiceApi& service) const {
   out += "hearth_requests_rejected_busy_total " + std::to_string(rejected_busy.load()) + "\n";
   out += "# TYPE hearth_client_disconnects_total counter\n";
   out += "hearth_client_disconnects_total " + std::to_string(client_disconnects.load()) + "\n";
+
+  // Per-model scheduler state, when the service reports it.
+  const auto models = service.list_models();
+  out += "# HELP hearth_model_active_sequences Requests holding a sequence, per model.\n";
+  out += "# TYPE hearth_model_active_sequences gauge\n";
+  for (const auto& m : models) {
+    if (m.active_sequences < 0) continue;
+    out += "hearth_model_active_sequences{model=\"" + escape_label(m.id) + "\"} " +
+           std::to_string(m.active_sequences) + "\n";
+  }
+  out += "# HELP hearth_model_scheduler_steps_total Forward passes run, per model.\n";
+  out += "# TYPE hearth_model_scheduler_steps_total counter\n";
+  for (const auto& m : models) {
+    if (m.scheduler_steps < 0) continue;
+    out += "hearth_model_scheduler_steps_total{model=\"" + escape_label(m.id) + "\"} " +
+           std::to_string(m.scheduler_steps) + "\n";
+  }
 
   // KV cache operational counters (monotonic since start), one metric each.
   for (const auto& [name, value] : service.cache_counters()) {

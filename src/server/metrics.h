@@ -37,6 +37,8 @@ class Metrics {
   void record_generation(const std::string& model, double ttft_seconds, int64_t prompt_tokens,
                          int64_t cached_tokens, int64_t completion_tokens,
                          double generation_seconds);
+  // A generation cancelled by the client or a stop string; steps_after_cancel < 0 = unknown.
+  void record_cancel(int64_t steps_after_cancel);
 
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> queued{0};
@@ -52,6 +54,8 @@ class Metrics {
   std::map<std::string, Histogram> latency_;  // by endpoint
   Histogram ttft_;
   Histogram tokens_per_second_;
+  Histogram cancel_free_steps_;  // scheduler steps from a cancel to the sequence freed
+  uint64_t cancelled_ = 0;
   uint64_t prompt_tokens_ = 0;
   uint64_t cached_tokens_ = 0;
   uint64_t completion_tokens_ = 0;

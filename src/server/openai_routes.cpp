@@ -48,8 +48,12 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
   const std::string object = chat ? "chat.completion" : "text_completion";
 
   if (!tr.stream) {
-    GenerationOutcome out = run_generation(ctx, *plan, [](const std::string&) { return true; });
+    GenerationOutcome out = run_generation(ctx, *plan, watch_connection(req));
     ticket.reset();
+    if (out.client_gone) {
+      res.status = kClientClosedRequest;  // nobody reads the reply; the metrics do
+      return;
+    }
     if (!out.error.ok()) return reply_error(res, generation_error(out.error));
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", out.finish_reason}};
     if (chat) {

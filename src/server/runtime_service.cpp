@@ -183,6 +183,7 @@ class RuntimeService : public ServiceApi {
     out.prompt_tokens = st.prompt_tokens;
     out.cached_tokens = st.cache_delta.read;
     out.completion_tokens = st.completion_tokens;
+    out.steps_after_cancel = st.steps_after_cancel;
     out.finish_reason =
         cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
     return out;
@@ -263,6 +264,8 @@ class RuntimeService : public ServiceApi {
     d.id = info.id;
     d.path = info.model_path;
     d.context_length = info.context_size;
+    d.active_sequences = info.active_requests;
+    d.scheduler_steps = static_cast<int64_t>(info.scheduler_steps);
     d.created_unix =
         std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
     std::lock_guard<std::mutex> lock(mu_);
@@ -295,6 +298,21 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
       options.cache.disk_bytes = static_cast<uint64_t>(config.disk.quota_bytes);
   }
   options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
+  // [pressure]: the cache's memory-pressure scheduler (config.cpp validated the values).
+  const PressureConfig& p = config.pressure;
+  cache::SchedulerConfig& sched = options.cache.pressure;
+  sched.enabled = p.enabled;
+  sched.source = cache::pressure_source_from_name(p.source).value_or(cache::PressureSource::kNoop);
+  sched.interval_ms = static_cast<uint64_t>(p.interval_ms);
+  sched.high_watermark = p.high_watermark;
+  sched.low_watermark = p.low_watermark;
+  sched.min_evict_bytes = static_cast<uint64_t>(p.min_evict_bytes);
+  sched.evict_tiers.clear();
+  for (const std::string& t : p.evict_tiers) {
+    sched.evict_tiers.push_back(t == "disk"       ? cache::Tier::kDisk
+                                : t == "ram_file" ? cache::Tier::kRamFile
+                                                  : cache::Tier::kRam);
+  }
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
   auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache);
   for (const auto& m : config.models) {

@@ -26,6 +26,9 @@ struct ModelDescription {
   int64_t embedding_dim = 0;
   std::string chat_template;  // tokenizer.chat_template (Jinja text) or empty
   int64_t created_unix = 0;
+  // Scheduler state at the time of the call (-1: the service does not know).
+  int64_t active_sequences = -1;  // requests holding a sequence
+  int64_t scheduler_steps = -1;   // forward passes (ticks with work) since load
 };
 
 using ModelLoadOptions = ModelConfig;
@@ -54,6 +57,9 @@ struct GenerateStats {
   int64_t cached_tokens = 0;  // prompt tokens restored from the KV cache
   int64_t completion_tokens = 0;
   std::string finish_reason;  // "stop" (EOS) or "length"
+  // Cancelled generations: scheduler steps between the cancel and the sequence being
+  // freed (0 or 1 for the runtime); -1 when not cancelled or unknown.
+  int64_t steps_after_cancel = -1;
 };
 
 // Receives a generation as it happens. on_token returns false to cancel (client

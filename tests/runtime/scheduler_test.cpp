@@ -179,7 +179,12 @@ TEST(Scheduler, CancelDuringStreamingEndsWithinOneTickAndStillSaves) {
   EXPECT_TRUE(c.stats->cancelled);
   EXPECT_EQ(c.stats->finish_reason, FinishReason::kCancelled);
   EXPECT_LE(c.after_cancel.load(), 1);  // at most the token of the tick in flight
-  ASSERT_TRUE(c.stats->finish_key);     // the finish save still happened
+  // The runtime's own count: at most the step already running when cancel() came.
+  EXPECT_GE(c.stats->steps_after_cancel, 0);
+  EXPECT_LE(c.stats->steps_after_cancel, 1);
+  EXPECT_GE(rt->model_info("m")->scheduler_steps, 5u);
+  EXPECT_EQ(rt->model_info("m")->active_requests, 0);
+  ASSERT_TRUE(c.stats->finish_key);  // the finish save still happened
   wait_for_counter(*rt, "saves_finish", 1);
   rt->cancel(id);  // after the end: still fine
   rt->cancel(987654321);
@@ -344,6 +349,8 @@ TEST(Scheduler, CancelWhileQueuedEndsWithoutWaitingForASequence) {
   auto st = f2.get();
   EXPECT_TRUE(st.cancelled);
   EXPECT_EQ(st.completion_tokens, 0);
+  EXPECT_GE(st.steps_after_cancel, 0);  // left the queue before the next tick's step
+  EXPECT_LE(st.steps_after_cancel, 1);
   auto f1 = first_done.get_future();
   EXPECT_EQ(f1.wait_for(std::chrono::milliseconds(1)), std::future_status::timeout);  // still running
   rt->cancel(*a);

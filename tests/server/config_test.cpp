@@ -93,6 +93,11 @@ TEST(ServerConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of("[tiers.disk]\nquota = \"lots\"").find("tiers.disk.quota"), std::string::npos);
   EXPECT_NE(error_of("[tiers.disk]\nquota = 5").find("tiers.disk.dir"), std::string::npos);
   EXPECT_NE(error_of("[pressure]\nsource = \"gpu\"").find("pressure.source"), std::string::npos);
+  // The cache's scheduler evicts down to the low watermark: it must be positive.
+  EXPECT_NE(error_of("[pressure]\nlow_watermark = 0.0").find("pressure.low_watermark"),
+            std::string::npos);
+  EXPECT_NE(error_of("[pressure]\nevict_tiers = []").find("pressure.evict_tiers"),
+            std::string::npos);
   EXPECT_NE(error_of("[limits]\nmax_tokens = 0").find("limits.max_tokens"), std::string::npos);
   EXPECT_NE(error_of("[server\nport=1").find("line 1"), std::string::npos);
 }

@@ -1,5 +1,9 @@
 // The HTTP layer driven in-process against the deterministic FakeService.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -10,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protected_routes.h"
 #include "server/fake_service.h"
 #include "server/http_server.h"
 
@@ -314,32 +319,69 @@ TEST_F(HttpApiTest, AuthProtectsEverythingButHealth) {
   ServerConfig config;
   config.api_key = "sekrit";
   start(config);
-  EXPECT_EQ(client_->Get("/health")->status, 200);
-  const std::vector<std::pair<std::string, std::string>> endpoints = {
-      {"GET", "/v1/models"},
-      {"POST", "/v1/chat/completions"},
-      {"POST", "/v1/completions"},
-      {"POST", "/v1/embeddings"},
-      {"POST", "/v1/messages"},
-      {"GET", "/hearth/models"},
-      {"POST", "/hearth/models"},
-      {"POST", "/hearth/tokenize"},
-      {"GET", "/hearth/cache/counters"},
-      {"GET", "/hearth/cache/rows"},
-      {"POST", "/hearth/cache/gc"},
-      {"GET", "/metrics"}};
-  for (const auto& [method, path] : endpoints) {
-    for (const httplib::Headers& h :
-         {httplib::Headers{}, httplib::Headers{{"Authorization", "Bearer wrong"}},
-          httplib::Headers{{"x-api-key", "wrong"}}}) {
-      auto r = method == "GET" ? client_->Get(path.c_str(), h)
-                               : client_->Post(path.c_str(), h, "{}", "application/json");
-      ASSERT_TRUE(r) << path;
-      EXPECT_EQ(r->status, 401) << method << " " << path;
+  for (const httplib::Headers& h : testing::bad_credentials("sekrit")) {
+    auto health = client_->Get("/health", h);
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200) << "/health must stay open";
+  }
+  for (const testing::Route& route : testing::protected_routes()) {
+    for (const httplib::Headers& h : testing::bad_credentials("sekrit")) {
+      auto r = testing::send(*client_, route, h);
+      ASSERT_TRUE(r) << route.method << " " << route.path;
+      EXPECT_EQ(r->status, 401) << route.method << " " << route.path << " with "
+                                << (h.empty() ? "no key"
+                                              : h.begin()->first + ": " + h.begin()->second);
+      EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer") << route.path;
+    }
+    // The right key in either header form gets past auth (whatever the route answers).
+    for (const httplib::Headers& h : {httplib::Headers{{"Authorization", "Bearer sekrit"}},
+                                      httplib::Headers{{"x-api-key", "sekrit"}}}) {
+      auto r = testing::send(*client_, route, h);
+      ASSERT_TRUE(r) << route.path;
+      EXPECT_NE(r->status, 401) << route.method << " " << route.path << ": " << r->body;
     }
   }
   EXPECT_EQ(client_->Get("/v1/models", {{"Authorization", "Bearer sekrit"}})->status, 200);
-  EXPECT_EQ(client_->Get("/v1/models", {{"x-api-key", "sekrit"}})->status, 200);
+}
+
+// Non-streaming replies are written only at the end, so the server watches the socket:
+// a client that closes while waiting cancels the generation too.
+TEST_F(HttpApiTest, ClientDisconnectCancelsNonStreamingGeneration) {
+  fake_.set_token_delay_ms(20);  // 500 tokens would take 10 s
+  start();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string body = chat_body("wait for me", 500).dump();
+  const std::string request =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  for (int i = 0; i < 500 && fake_.active_generations() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(fake_.active_generations(), 1);
+  ::close(fd);  // the client gives up
+  const auto closed = std::chrono::steady_clock::now();
+  for (int i = 0; i < 300 && fake_.active_generations() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(fake_.active_generations(), 0) << "generation still running after the client left";
+  EXPECT_EQ(fake_.cancelled_generations(), 1);
+  // Noticed at the next generated fragment (20 ms apart), not at the end (10 s).
+  EXPECT_LT(std::chrono::steady_clock::now() - closed, std::chrono::milliseconds(1000));
+  auto metrics = client_->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("hearth_client_disconnects_total 1"), std::string::npos);
+  EXPECT_NE(metrics->body.find(
+                "hearth_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"499\"} 1"),
+            std::string::npos)
+      << metrics->body.substr(0, 600);
 }
 
 TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {

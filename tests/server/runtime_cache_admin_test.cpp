@@ -1,10 +1,12 @@
 // The cache admin endpoints over the real runtime (stub backend, in-process): rows, evict
-// by bytes with tier filters (validated), gc.
+// by bytes with tier filters (validated), gc; and the [pressure] configuration reaching
+// the cache's memory-pressure scheduler.
 #include <httplib.h>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +21,8 @@ using nlohmann::json;
 
 class RuntimeCacheAdminTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  // `tweak` adjusts the configuration before the service starts.
+  void start(const std::function<void(ServerConfig&)>& tweak = {}) {
     ServerConfig config;
     config.port = 0;
     config.backend = "stub";
@@ -29,6 +32,7 @@ class RuntimeCacheAdminTest : public ::testing::Test {
     m.n_seq_max = 1;
     m.policy = {{"min_tokens", 8}, {"cold_min_tokens", 8}, {"boundary_align_tokens", 16}};
     config.models.push_back(m);
+    if (tweak) tweak(config);
     auto service = make_runtime_service(config);
     ASSERT_TRUE(service.ok()) << service.status().to_string();
     service_ = std::move(service).value();
@@ -80,6 +84,7 @@ class RuntimeCacheAdminTest : public ::testing::Test {
 };
 
 TEST_F(RuntimeCacheAdminTest, RowsEvictAndGcOverTheRuntime) {
+  start();
   for (const char* prompt : {"the first prompt, long enough to be saved by the policy",
                              "a second and different prompt that is also long enough"}) {
     auto r = post("/v1/completions",
@@ -133,6 +138,49 @@ TEST_F(RuntimeCacheAdminTest, RowsEvictAndGcOverTheRuntime) {
   EXPECT_EQ(json::parse(gc->body)["removed"].get<size_t>(), after.size());
   EXPECT_TRUE(json::parse(client_->Get("/hearth/cache/rows")->body)["rows"].empty());
 }
+
+// [pressure] drives the cache's scheduler: with watermarks far below the machine's real
+// memory use (source "system"), every poll finds "pressure" and evicts the RAM rows.
+// The same run with the section disabled keeps them: the eviction is the scheduler's.
+class PressureConfigTest : public RuntimeCacheAdminTest,
+                           public ::testing::WithParamInterface<bool> {};
+
+TEST_P(PressureConfigTest, SchedulerEvictsOnlyWhenEnabled) {
+  const bool enabled = GetParam();
+  start([enabled](ServerConfig& c) {
+    c.pressure.enabled = enabled;
+    c.pressure.source = "system";
+    c.pressure.interval_ms = 10;
+    c.pressure.high_watermark = 0.0002;
+    c.pressure.low_watermark = 0.0001;
+    c.pressure.min_evict_bytes = 1;
+    c.pressure.evict_tiers = {"ram"};
+  });
+  auto r = post("/v1/completions", {{"model", "s"},
+                                    {"prompt", "a prompt long enough to be saved by the policy"},
+                                    {"max_tokens", 4},
+                                    {"temperature", 0}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json counters;
+  for (int i = 0; i < 100; ++i) {  // up to 1 s: dozens of scheduler intervals
+    counters = json::parse(client_->Get("/hearth/cache/counters")->body)["counters"];
+    if (counters.value("evictions", 0) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto rows = json::parse(client_->Get("/hearth/cache/rows")->body)["rows"];
+  ASSERT_GT(counters.value("saves_finish", 0) + counters.value("saves_cold", 0), 0)
+      << counters.dump();
+  if (enabled) {
+    EXPECT_GT(counters.value("evictions", 0), 0) << counters.dump();
+    EXPECT_TRUE(rows.empty()) << rows.dump();
+  } else {
+    EXPECT_EQ(counters.value("evictions", 0), 0) << counters.dump();
+    EXPECT_FALSE(rows.empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OnOff, PressureConfigTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace hearth::server

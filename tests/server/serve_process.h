@@ -69,7 +69,19 @@ class ServeProcess {
   // SIGTERM and wait (bounded); returns the exit code, or -1 on timeout (then SIGKILL).
   int stop(int timeout_ms = 20000) {
     if (pid_ <= 0) return exit_status_;
-    ::kill(pid_, SIGTERM);
+    signal(SIGTERM);
+    return wait(timeout_ms);
+  }
+
+  // Sends `sig` without waiting (a test that keeps talking to the stopping server).
+  void signal(int sig) {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+
+  // Waits (bounded) for the process to exit; returns the exit code, or -1 on timeout
+  // (then SIGKILL).
+  int wait(int timeout_ms = 20000) {
+    if (pid_ <= 0) return exit_status_;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < deadline) {
       int status = 0;
@@ -85,6 +97,7 @@ class ServeProcess {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int exit_status() const { return exit_status_; }
   std::string log() const {

@@ -3,8 +3,12 @@
 // Prints one line per check and exits non-zero on the first failure.
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { readFileSync } from 'node:fs';
 
 const [baseUrl, apiKey, model] = process.argv.slice(2);
+const version = (pkg) =>
+  JSON.parse(readFileSync(new URL(`./node_modules/${pkg}/package.json`, import.meta.url))).version;
+console.log(`node ${process.version}, openai ${version('openai')}, @anthropic-ai/sdk ${version('@anthropic-ai/sdk')}`);
 const openai = new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey, maxRetries: 0, timeout: 30000 });
 const anthropic = new Anthropic({ baseURL: baseUrl, apiKey, maxRetries: 0, timeout: 30000 });
 
