@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -38,6 +39,12 @@ class TinyLlamaQ4KM : public ::testing::Test {
   void SetUp() override {
     if (!testing::cli_built()) {
       GTEST_SKIP() << "SKIPPED: hearth binary not built at " HEARTH_CLI_PATH;
+    }
+    if (std::getenv("HEARTH_ASAN") != nullptr) {
+      // Quantizing 1.1B weights through the Debug, sanitized CLI takes hours; the
+      // optimized suite (make test) runs these two tests.
+      GTEST_SKIP() << "SKIPPED under HEARTH_ASAN: gen-model tinyllama-1.1b is impractical "
+                      "in the sanitized Debug build";
     }
     const std::string dir = testing::test_models_dir();
     const bool cached = std::filesystem::exists(dir + "/tinyllama-1.1b-q4_k_m-s1.gguf");
