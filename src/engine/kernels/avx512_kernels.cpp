@@ -204,6 +204,7 @@ void dot_f16_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, f
   }
   const int64_t full = n - n % 32;
   for (int64_t i = 0; i < full; i += 32) {
+    _mm_prefetch(reinterpret_cast<const char*>(w + i) + kF16PrefetchBytes, _MM_HINT_T0);
     const __m512 w0 = _mm512_cvtph_ps(load256(w + i));
     const __m512 w1 = _mm512_cvtph_ps(load256(w + i + 16));
     for (int t = 0; t < NT; ++t) {
