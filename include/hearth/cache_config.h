@@ -22,8 +22,9 @@ struct CacheConfig {
   std::string disk_dir;
   uint64_t disk_quota_bytes = 16ull << 30;
 
-  // Writer pool: `writer_threads` workers; at most `writer_queue_depth` async
-  // saves waiting. A save_async beyond that is dropped and counted.
+  // Each enabled tier has its own writer: `writer_threads` workers (and as many
+  // concurrent sync saves); at most `writer_queue_depth` async saves waiting. A
+  // save_async beyond that is dropped and counted.
   uint32_t writer_threads = 2;
   uint32_t writer_queue_depth = 4;
   // Sync saves (evict, shutdown) give up after this long.

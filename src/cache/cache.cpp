@@ -59,7 +59,7 @@ struct Timer {
 // Impl
 
 Cache::Impl::Impl(CacheConfig c)
-    : cfg(std::move(c)), slots(cfg.writer_threads), sched(cfg.scheduler) {
+    : cfg(std::move(c)), sched(cfg.scheduler) {
   io = cfg.io ? cfg.io : posix_io();
   if (!cfg.ram_file_dir.empty()) {
     files[1] = std::make_unique<FileTier>(Tier::kRamFile, cfg.ram_file_dir, io);
@@ -137,7 +137,11 @@ Status Cache::Impl::start() {
     if (!s.ok()) return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
                                     " scan failed: " + s.message());
   }
-  pool = std::make_unique<WriterPool>(cfg.writer_threads, cfg.writer_queue_depth);
+  for (int t = 0; t < kNumTiers; ++t) {
+    if (enabled(static_cast<Tier>(t))) {
+      writers[t] = std::make_unique<TierWriter>(cfg.writer_threads, cfg.writer_queue_depth);
+    }
+  }
   sweeper = std::thread([this] {
     std::unique_lock<std::mutex> lock(bg_mu);
     while (!bg_stop) {
@@ -174,10 +178,11 @@ Status Cache::Impl::start() {
 }
 
 void Cache::Impl::stop() {
-  if (pool) {
-    auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.evict_save_timeout_ms);
-    pool->stop(deadline, [this] { counters.add(Counter::kSavesDropped); });
+  // One deadline for all tiers: they drain side by side.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.evict_save_timeout_ms);
+  for (auto& w : writers) {
+    if (w) w->pool.stop(deadline, [this] { counters.add(Counter::kSavesDropped); });
   }
   {
     std::lock_guard<std::mutex> lock(bg_mu);
@@ -470,26 +475,30 @@ Result<CacheKey> Cache::save(Tier tier, const KvcBuildMeta& meta,
                              std::span<const uint8_t> payload) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(impl_->cfg.evict_save_timeout_ms);
-  if (!impl_->slots.acquire_until(deadline)) {
+  Impl::TierWriter* w = impl_->writer(tier);
+  if (w == nullptr) return impl_->do_save(tier, meta, payload);  // reports the disabled tier
+  if (!w->slots.acquire_until(deadline)) {
     impl_->counters.add(Counter::kSaveErrors);
-    return DeadlineExceeded("save: no writer slot within evict_save_timeout_ms");
+    return DeadlineExceeded(std::string("save: no ") + tier_name(tier) +
+                            " writer slot within evict_save_timeout_ms");
   }
-  SlotGuard slot(&impl_->slots);
+  SlotGuard slot(&w->slots);
   return impl_->do_save(tier, meta, payload);
 }
 
 bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payload) {
   Impl* impl = impl_.get();
-  if (!impl->enabled(tier) || !impl->pool) {
+  Impl::TierWriter* w = impl->writer(tier);
+  if (w == nullptr) {
     impl->counters.add(Counter::kSavesDropped);
     return false;
   }
-  auto job = [impl, tier, m = std::move(meta), p = std::move(payload)]() mutable {
-    impl->slots.acquire_until(std::chrono::steady_clock::time_point::max());
-    SlotGuard slot(&impl->slots);
+  auto job = [impl, w, tier, m = std::move(meta), p = std::move(payload)]() mutable {
+    w->slots.acquire_until(std::chrono::steady_clock::time_point::max());
+    SlotGuard slot(&w->slots);
     (void)impl->do_save(tier, m, p, &p);
   };
-  if (!impl->pool->submit(std::move(job))) {
+  if (!w->pool.submit(std::move(job))) {
     impl->counters.add(Counter::kSavesDropped);
     return false;
   }
@@ -497,7 +506,9 @@ bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payloa
 }
 
 void Cache::wait_idle() {
-  if (impl_->pool) impl_->pool->wait_idle();
+  for (auto& w : impl_->writers) {
+    if (w) w->pool.wait_idle();
+  }
 }
 
 std::optional<RowInfo> Cache::lookup_exact(const CacheKey& key, HitKind kind) {

@@ -24,8 +24,17 @@ struct Cache::Impl {
   MetaIndex meta;
   std::shared_ptr<CacheIo> io;
   std::unique_ptr<FileTier> files[kNumTiers];  // [kRam] stays null
-  SaveSlots slots;
-  std::unique_ptr<WriterPool> pool;
+  // Each enabled tier's own writer: the slots its saves (sync and async) hold and the
+  // worker threads behind its bounded queue. A slow disk then never holds up, or
+  // crowds out, the saves of another tier; null for a disabled tier.
+  struct TierWriter {
+    TierWriter(uint32_t threads, uint32_t queue_depth)
+        : slots(threads), pool(threads, queue_depth) {}
+    SaveSlots slots;
+    WriterPool pool;
+  };
+  std::unique_ptr<TierWriter> writers[kNumTiers];
+  TierWriter* writer(Tier t) const { return writers[static_cast<int>(t)].get(); }
 
   // Background sweeper (TTL reaping, degraded-tier rescans) and scheduler.
   std::mutex bg_mu;
