@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "cache/cache_impl.h"
+#include "forwarding_io.h"
 #include "test_util.h"
 
 namespace hearth::cache {
@@ -29,9 +30,8 @@ using testing::TempDir;
 
 enum class Op { kOpen, kWrite, kRead, kFdatasync, kFsync, kLink, kUnlink };
 
-class FaultyIo final : public CacheIo {
+class FaultyIo final : public testing::ForwardingIo {
  public:
-  std::shared_ptr<CacheIo> real = posix_io();
   std::atomic<int> fail_op{-1};
   std::atomic<int> fail_errno{EIO};
   std::atomic<bool> short_writes{false};
@@ -42,7 +42,6 @@ class FaultyIo final : public CacheIo {
     if (hit(Op::kOpen)) return -fail_errno;
     return real->open(p, flags, mode);
   }
-  int close(int fd) override { return real->close(fd); }
   ssize_t pwrite(int fd, const void* b, size_t n, uint64_t off) override {
     if (hit(Op::kWrite)) return -fail_errno;
     if (short_writes && n > 1) n = n / 2;  // legal short write: must be retried
@@ -54,17 +53,11 @@ class FaultyIo final : public CacheIo {
   }
   int fdatasync(int fd) override { return hit(Op::kFdatasync) ? -fail_errno : real->fdatasync(fd); }
   int fsync(int fd) override { return hit(Op::kFsync) ? -fail_errno : real->fsync(fd); }
-  int fstat_size(int fd, uint64_t* s) override { return real->fstat_size(fd, s); }
   int link(const std::string& a, const std::string& b) override {
     return hit(Op::kLink) ? -fail_errno : real->link(a, b);
   }
-  int rename(const std::string& a, const std::string& b) override { return real->rename(a, b); }
   int unlink(const std::string& p) override {
     return hit(Op::kUnlink) ? -fail_errno : real->unlink(p);
-  }
-  int mkdir(const std::string& p, mode_t m) override { return real->mkdir(p, m); }
-  int list_dir(const std::string& p, std::vector<std::string>* n) override {
-    return real->list_dir(p, n);
   }
 };
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cache/cache_impl.h"
+#include "forwarding_io.h"
 #include "test_util.h"
 
 namespace hearth::cache {
@@ -45,41 +46,25 @@ class Event {
 };
 
 // Real system calls with hooks run before link, unlink and fdatasync.
-class HookedIo final : public CacheIo {
+class HookedIo final : public testing::ForwardingIo {
  public:
-  std::shared_ptr<CacheIo> real = posix_io();
   std::function<void(const std::string&)> before_link, after_link;  // gets the new name
   std::function<void(const std::string&)> before_unlink;
   std::function<void()> before_fdatasync;
 
-  int open(const std::string& p, int f, mode_t m) override { return real->open(p, f, m); }
-  int close(int fd) override { return real->close(fd); }
-  ssize_t pwrite(int fd, const void* b, size_t n, uint64_t off) override {
-    return real->pwrite(fd, b, n, off);
-  }
-  ssize_t pread(int fd, void* b, size_t n, uint64_t off) override {
-    return real->pread(fd, b, n, off);
-  }
   int fdatasync(int fd) override {
     if (before_fdatasync) before_fdatasync();
     return real->fdatasync(fd);
   }
-  int fsync(int fd) override { return real->fsync(fd); }
-  int fstat_size(int fd, uint64_t* s) override { return real->fstat_size(fd, s); }
   int link(const std::string& a, const std::string& b) override {
     if (before_link) before_link(b);
     int r = real->link(a, b);
     if (after_link) after_link(b);
     return r;
   }
-  int rename(const std::string& a, const std::string& b) override { return real->rename(a, b); }
   int unlink(const std::string& p) override {
     if (before_unlink) before_unlink(p);
     return real->unlink(p);
-  }
-  int mkdir(const std::string& p, mode_t m) override { return real->mkdir(p, m); }
-  int list_dir(const std::string& p, std::vector<std::string>* n) override {
-    return real->list_dir(p, n);
   }
 };
 

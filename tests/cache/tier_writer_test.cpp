@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cache/cache_impl.h"
+#include "forwarding_io.h"
 #include "test_util.h"
 
 namespace hearth::cache {
@@ -16,11 +17,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Real system calls, except that link(2) into the disk tier waits until released.
-class StuckLinkIo final : public CacheIo {
+// Real system calls, except that every link(2) (only the disk tier links) waits until
+// released.
+class StuckLinkIo final : public testing::ForwardingIo {
  public:
-  std::shared_ptr<CacheIo> real = posix_io();
-
   void release() {
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -33,17 +33,6 @@ class StuckLinkIo final : public CacheIo {
     return linking_;
   }
 
-  int open(const std::string& p, int f, mode_t m) override { return real->open(p, f, m); }
-  int close(int fd) override { return real->close(fd); }
-  ssize_t pwrite(int fd, const void* b, size_t n, uint64_t off) override {
-    return real->pwrite(fd, b, n, off);
-  }
-  ssize_t pread(int fd, void* b, size_t n, uint64_t off) override {
-    return real->pread(fd, b, n, off);
-  }
-  int fdatasync(int fd) override { return real->fdatasync(fd); }
-  int fsync(int fd) override { return real->fsync(fd); }
-  int fstat_size(int fd, uint64_t* s) override { return real->fstat_size(fd, s); }
   int link(const std::string& a, const std::string& b) override {
     {
       std::unique_lock<std::mutex> l(mu_);
@@ -51,12 +40,6 @@ class StuckLinkIo final : public CacheIo {
       cv_.wait_for(l, 20s, [&] { return released_; });
     }
     return real->link(a, b);
-  }
-  int rename(const std::string& a, const std::string& b) override { return real->rename(a, b); }
-  int unlink(const std::string& p) override { return real->unlink(p); }
-  int mkdir(const std::string& p, mode_t m) override { return real->mkdir(p, m); }
-  int list_dir(const std::string& p, std::vector<std::string>* n) override {
-    return real->list_dir(p, n);
   }
 
  private:
