@@ -158,20 +158,20 @@ std::string Metrics::render(ServiceApi& service) const {
 
   // Per-model scheduler state, when the service reports it.
   const auto models = service.list_models();
-  out += "# HELP hearth_model_active_sequences Requests holding a sequence, per model.\n";
-  out += "# TYPE hearth_model_active_sequences gauge\n";
-  for (const auto& m : models) {
-    if (m.active_sequences < 0) continue;
-    out += "hearth_model_active_sequences{model=\"" + escape_label(m.id) + "\"} " +
-           std::to_string(m.active_sequences) + "\n";
-  }
-  out += "# HELP hearth_model_scheduler_steps_total Forward passes run, per model.\n";
-  out += "# TYPE hearth_model_scheduler_steps_total counter\n";
-  for (const auto& m : models) {
-    if (m.scheduler_steps < 0) continue;
-    out += "hearth_model_scheduler_steps_total{model=\"" + escape_label(m.id) + "\"} " +
-           std::to_string(m.scheduler_steps) + "\n";
-  }
+  const auto per_model = [&](const char* name, const char* type, const char* help,
+                             int64_t ModelDescription::*field) {
+    out += std::string("# HELP ") + name + " " + help + "\n";
+    out += std::string("# TYPE ") + name + " " + type + "\n";
+    for (const auto& m : models) {
+      if (m.*field < 0) continue;  // the service does not know
+      out += std::string(name) + "{model=\"" + escape_label(m.id) + "\"} " +
+             std::to_string(m.*field) + "\n";
+    }
+  };
+  per_model("hearth_model_active_sequences", "gauge", "Requests holding a sequence, per model.",
+            &ModelDescription::active_sequences);
+  per_model("hearth_model_scheduler_steps_total", "counter", "Forward passes run, per model.",
+            &ModelDescription::scheduler_steps);
 
   // KV cache operational counters (monotonic since start), one metric each.
   for (const auto& [name, value] : service.cache_counters()) {

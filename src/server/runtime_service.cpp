@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hearth/cache_types.h"
 #include "hearth/gguf.h"
 #include "hearth/log.h"
 #include "hearth/runtime.h"
@@ -309,9 +310,7 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
   sched.min_evict_bytes = static_cast<uint64_t>(p.min_evict_bytes);
   sched.evict_tiers.clear();
   for (const std::string& t : p.evict_tiers) {
-    sched.evict_tiers.push_back(t == "disk"       ? cache::Tier::kDisk
-                                : t == "ram_file" ? cache::Tier::kRamFile
-                                                  : cache::Tier::kRam);
+    sched.evict_tiers.push_back(cache::tier_from_name(t).value_or(cache::Tier::kRam));
   }
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
   auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache);
