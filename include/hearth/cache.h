@@ -100,7 +100,8 @@ class Lease {
 
 class Cache {
  public:
-  // Validates cfg, creates tier directories (0700), scans file tiers (removes
+  // Validates cfg, claims tier directories (a missing one is created 0700 and marked; an
+  // existing one must be empty or marked; the marker is locked), scans file tiers (removes
   // *.tmp, registers valid rows with their persisted hit counts, deletes
   // invalid files), starts the writer pool, sweeper and pressure scheduler.
   static Result<std::unique_ptr<Cache>> open(CacheConfig cfg);

@@ -2,14 +2,20 @@
 //
 //   [0..47]   header, 48 bytes:
 //               u8[3] "KVC", u8 version=1, u8 quant_bits, u8 save_reason (0..5),
-//               u8[2] reserved, u32 cached_token_count, u32 hit_count,
+//               u8 flags (bit 0: meta_crc32c present; required), u8 reserved,
+//               u32 cached_token_count, u32 hit_count,
 //               u32 context_size, u8[4] reserved, u64 creation_time (unix s),
 //               u64 last_used_time (unix s), u64 payload_byte_count
 //   [48..71]  trailer, 24 bytes: u64 payload_offset, u64 payload_length,
-//               u32 payload_crc32c, u32 reserved
+//               u32 payload_crc32c, u32 meta_crc32c
 //   [72..]    prompt section: u32 length + UTF-8 bytes (observability only)
 //   [..]      TLV section: u32 length + records (u8 tag, u32 length, value)
 //   [..end]   payload: opaque bytes (the runtime's packed KV state)
+//
+// meta_crc32c covers every byte before the payload (header, trailer, prompt, TLVs:
+// tokens, namespace, the stored logits) except the three fields that change in place
+// (hit_count, last_used_time, meta_crc32c itself, each counted as zeros). A restore
+// trusts nothing a checksum does not cover: a row whose flags lack bit 0 is refused.
 //
 // TLV tags 0x01..0x09 are those of the reference design; 0x0A carries the
 // last-position logits the runtime needs to resume sampling without a forward
@@ -31,6 +37,9 @@ inline constexpr size_t kKvcHeaderSize = 48;
 inline constexpr size_t kKvcTrailerSize = 24;
 inline constexpr uint8_t kKvcVersion = 1;
 inline constexpr size_t kKvcHitCountOffset = 12;  // u32 hit_count inside the header
+inline constexpr size_t kKvcLastUsedOffset = 32;  // u64 last_used_time inside the header
+inline constexpr size_t kKvcMetaCrcOffset = 68;   // u32 meta_crc32c inside the trailer
+inline constexpr uint8_t kKvcFlagMetaCrc = 0x01;  // header byte 6
 
 enum KvcTag : uint8_t {
   kTagFingerprint = 0x01,       // 32 bytes
@@ -114,6 +123,10 @@ inline Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> whole_file) {
 // Full validation: parse_meta, payload CRC32C, and key replay from the TLVs
 // against `expected`. On success the payload is bytes[payload_offset..].
 Result<KvcInfo> kvc_parse(std::span<const uint8_t> whole_file, const CacheKey& expected);
+
+// CRC32C of a row's prefix (the bytes before the payload) with the in-place fields
+// zeroed: what meta_crc32c holds.
+uint32_t kvc_meta_crc(std::span<const uint8_t> prefix);
 
 // Reads the 48+24 fixed bytes and returns the total prefix length they imply
 // (payload_offset), so a file reader knows how much to read for parse_meta.

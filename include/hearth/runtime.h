@@ -117,6 +117,14 @@ struct RuntimeOptions {
 enum class ModelStatus { kIdle, kPrefilling, kGenerating, kRestarting, kFailed };
 const char* model_status_name(ModelStatus status);  // "idle", "prefilling", ...
 
+// Model ids are 1-128 characters of A-Z a-z 0-9 . _ : / - with no empty, "." or ".."
+// segment between slashes ("org/model-7b:q4"). They reach URLs, metrics labels and
+// logs; load_model refuses any other id (InvalidArgument).
+inline constexpr size_t kMaxModelIdLength = 128;
+Status check_model_id(std::string_view id);
+// A valid id made from arbitrary text (e.g. a file name): other characters become '_'.
+std::string model_id_from(std::string_view text);
+
 struct LoadedModelInfo {
   std::string id;
   ModelStatus status = ModelStatus::kIdle;  // dominant phase of in-flight requests

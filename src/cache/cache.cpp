@@ -132,7 +132,7 @@ Status Cache::Impl::start() {
   for (int t = 1; t < kNumTiers; ++t) {
     FileTier* ft = files[t].get();
     if (!ft) continue;
-    HEARTH_RETURN_IF_ERROR(ft->ensure_dir());
+    HEARTH_RETURN_IF_ERROR(ft->claim_dir());
     Status s = rescan(static_cast<Tier>(t));
     if (!s.ok()) return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
                                     " scan failed: " + s.message());
@@ -261,7 +261,7 @@ Status Cache::Impl::adopt_file(FileTier& ft, const CacheKey& key, const std::str
 Status Cache::Impl::rescan(Tier tier) {
   FileTier* ft = file_tier(tier);
   if (!ft) return OkStatus();
-  HEARTH_RETURN_IF_ERROR(ft->ensure_dir());
+  HEARTH_RETURN_IF_ERROR(ft->claim_dir());
   // Rows published after this point may have files the listing misses, so only
   // rows already in the index before it count as vanished.
   SnapshotPtr before = meta.snapshot();

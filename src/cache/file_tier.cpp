@@ -1,8 +1,10 @@
 #include "cache/file_tier.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -89,21 +91,60 @@ std::string FileTier::final_path(const CacheKey& key) const {
   return dir_ + "/" + to_hex(key) + ".kvc";
 }
 
-Status FileTier::io_error(const char* what, const std::string& path, int neg_errno) {
-  set_degraded(true);
+FileTier::~FileTier() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
+
+Status FileTier::io_error(const char* what, const std::string& path, int neg_errno, Path which) {
+  if (which == Path::kWrite) {
+    set_writes_degraded();
+  } else {
+    set_degraded(true);
+  }
   return IoError(std::string(what) + " " + path + ": " + std::strerror(-neg_errno));
 }
 
-Status FileTier::ensure_dir() {
-  // mkdir -p, each component 0700 when created by us.
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir_.find('/', pos + 1);
-    cur = dir_.substr(0, pos);
-    if (cur.empty()) continue;
-    int r = io_->mkdir(cur, 0700);
-    if (r < 0 && r != -EEXIST) return IoError("mkdir " + cur + ": " + std::strerror(-r));
+Status FileTier::claim_dir() {
+  std::vector<std::string> names;
+  const int listed = io_->list_dir(dir_, &names);
+  if (listed == -ENOENT) {
+    // mkdir -p: components we create are 0700; existing parents are left alone.
+    names.clear();
+    size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = dir_.find('/', pos + 1);
+      const std::string cur = dir_.substr(0, pos);
+      if (cur.empty()) continue;
+      const int r = io_->mkdir(cur, 0700);
+      if (r < 0 && r != -EEXIST) return IoError("mkdir " + cur + ": " + std::strerror(-r));
+    }
+  } else if (listed < 0) {
+    return IoError("cannot list cache directory " + dir_ + ": " + std::strerror(-listed));
+  }
+  if (lock_fd_ >= 0) return OkStatus();  // claimed at open; a rescan only re-creates it
+  const std::string marker = dir_ + "/" + kMarkerName;
+  const bool marked = std::find(names.begin(), names.end(), kMarkerName) != names.end();
+  if (!marked && !names.empty()) {
+    return InvalidArgument("cache directory " + dir_ + " is not empty and holds no " +
+                           kMarkerName + " marker: hearth uses only an empty directory or one "
+                           "it created (it would delete files it did not write)");
+  }
+  const int fd = ::open(marker.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return IoError("cannot open " + marker + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      return Unavailable("cache directory " + dir_ + " is in use by another hearth process (" +
+                         marker + " is locked)");
+    }
+    return IoError("cannot lock " + marker + ": " + std::strerror(err));
+  }
+  lock_fd_ = fd;
+  const std::string note = "hearth KV cache directory (tier " + std::string(tier_name(tier_)) +
+                           "); locked by pid " + std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) == 0) {
+    (void)!::pwrite(fd, note.data(), note.size(), 0);
   }
   return OkStatus();
 }
@@ -114,7 +155,7 @@ Result<std::string> FileTier::write_tmp(const CacheKey& key, uint64_t token,
   std::string tmp = final_path(key) + "." + std::to_string(::getpid()) + "." +
                     std::to_string(token) + ".tmp";
   int fd = io_->open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return io_error("open", tmp, fd);
+  if (fd < 0) return io_error("open", tmp, fd, Path::kWrite);
   FdGuard guard{io_.get(), fd};
   Status s = write_full(*io_, fd, prefix.data(), prefix.size(), 0, tmp);
   if (s.ok()) s = write_full(*io_, fd, payload.data(), payload.size(), prefix.size(), tmp);
@@ -123,7 +164,7 @@ Result<std::string> FileTier::write_tmp(const CacheKey& key, uint64_t token,
     if (r < 0) s = IoError("fdatasync " + tmp + ": " + std::strerror(-r));
   }
   if (!s.ok()) {
-    set_degraded(true);
+    set_writes_degraded();  // a full disk: saves wait for a rescan, rows stay readable
     io_->unlink(tmp);
     return s;
   }
@@ -132,10 +173,10 @@ Result<std::string> FileTier::write_tmp(const CacheKey& key, uint64_t token,
 
 Status FileTier::fsync_dir() {
   int fd = io_->open(dir_, O_RDONLY | O_DIRECTORY, 0);
-  if (fd < 0) return io_error("open dir", dir_, fd);
+  if (fd < 0) return io_error("open dir", dir_, fd, Path::kWrite);
   FdGuard guard{io_.get(), fd};
   int r = io_->fsync(fd);
-  if (r < 0) return io_error("fsync dir", dir_, r);
+  if (r < 0) return io_error("fsync dir", dir_, r, Path::kWrite);
   return OkStatus();
 }
 
@@ -158,7 +199,7 @@ Result<LinkOutcome> FileTier::link_publish(const std::string& tmp, const CacheKe
       int u = io_->unlink(final);
       if (u < 0 && u != -ENOENT) {
         io_->unlink(tmp);
-        return io_error("unlink", final, u);
+        return io_error("unlink", final, u, Path::kWrite);
       }
       r = io_->link(tmp, final);
       outcome = LinkOutcome::kReplacedExisting;
@@ -166,7 +207,7 @@ Result<LinkOutcome> FileTier::link_publish(const std::string& tmp, const CacheKe
   }
   if (outcome != LinkOutcome::kAdoptedExisting && r < 0) {
     io_->unlink(tmp);
-    return io_error("link", final, r);
+    return io_error("link", final, r, Path::kWrite);
   }
   Status s = fsync_dir();
   io_->unlink(tmp);

@@ -1,8 +1,15 @@
 // A directory of .kvc files: the ram_file tier (on tmpfs) and the disk tier.
 // Implements the file-system half of the publish protocol (write_tmp + fdatasync,
 // link with EEXIST adopt-or-replace, directory fsync), start-up scans, reads.
-// All I/O goes through CacheIo so tests can inject faults. A write-path or read
-// I/O failure marks the tier degraded; the owner rescans it to recover.
+// All I/O goes through CacheIo so tests can inject faults. A read I/O failure marks
+// the tier degraded (reads and saves refused); a write-path failure (a full disk)
+// refuses saves only, so rows already on disk keep hitting. The owner rescans the
+// tier to recover.
+//
+// The directory is hearth's only when it says so: claim_dir() creates a missing one
+// (0700) with a marker file, accepts an existing one only when it is empty or holds
+// the marker, never changes its mode, and holds an exclusive lock on the marker for
+// the tier's life, so a second process cannot share it.
 #pragma once
 
 #include <atomic>
@@ -40,8 +47,12 @@ class FileTier {
   CacheIo& io() { return *io_; }
   std::string final_path(const CacheKey& key) const;
 
-  // mkdir -p (0700) of the directory.
-  Status ensure_dir();
+  // Name of the marker and lock file inside a tier directory.
+  static constexpr const char* kMarkerName = "HEARTH-CACHE";
+  ~FileTier();
+  // mkdir -p (0700) of a missing directory, the marker check and the lock (see the
+  // file comment). Idempotent: later calls only re-create a directory that vanished.
+  Status claim_dir();
 
   // Stage 2: write prefix || payload to a writer-unique temp file next to the
   // final path (O_CREAT|O_EXCL, 0600) and fdatasync it. Returns its path.
@@ -81,21 +92,37 @@ class FileTier {
   // last_used_time (offset 32). Neither is covered by the payload CRC.
   void write_hits(const std::string& path, uint32_t hits);
 
-  bool degraded() const { return degraded_.load(std::memory_order_acquire); }
+  // Reads or writes failing (either).
+  bool degraded() const { return reads_degraded() || writes_degraded(); }
+  bool reads_degraded() const { return read_degraded_.load(std::memory_order_acquire); }
+  bool writes_degraded() const { return write_degraded_.load(std::memory_order_acquire); }
+  // Both: the device failed a read (a rescan clears it with false).
   void set_degraded(bool d) {
-    bool was = degraded_.exchange(d, std::memory_order_acq_rel);
+    const bool was = degraded();
+    read_degraded_.store(d, std::memory_order_release);
+    write_degraded_.store(d, std::memory_order_release);
     if (d && !was && counters) counters->add(Counter::kTierDegraded);
+  }
+  // Saves only: a write failed (ENOSPC, EIO on write); published rows stay readable.
+  void set_writes_degraded() {
+    const bool was = degraded();
+    write_degraded_.store(true, std::memory_order_release);
+    if (!was && counters) counters->add(Counter::kTierDegraded);
   }
   Counters* counters = nullptr;  // tier_degraded is bumped on each transition
 
  private:
   Status fsync_dir();
-  Status io_error(const char* what, const std::string& path, int neg_errno);
+  enum class Path { kRead, kWrite };
+  Status io_error(const char* what, const std::string& path, int neg_errno,
+                  Path which = Path::kRead);
 
   Tier tier_;
   std::string dir_;
   std::shared_ptr<CacheIo> io_;
-  std::atomic<bool> degraded_{false};
+  std::atomic<bool> read_degraded_{false};
+  std::atomic<bool> write_degraded_{false};
+  int lock_fd_ = -1;  // the marker file, flock(LOCK_EX) while the tier lives
   static constexpr size_t kKeyLocks = 64;
   std::mutex key_locks_[kKeyLocks];
 };

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 
@@ -48,6 +49,28 @@ struct Reader {
 };
 
 }  // namespace
+
+uint32_t kvc_meta_crc(std::span<const uint8_t> prefix) {
+  // The fields a reader may rewrite in place (hit_count, last_used_time) and the
+  // checksum itself count as zeros: every other byte before the payload is covered.
+  struct Hole {
+    size_t at, len;
+  };
+  static constexpr Hole kHoles[] = {
+      {kKvcHitCountOffset, 4}, {kKvcLastUsedOffset, 8}, {kKvcMetaCrcOffset, 4}};
+  static constexpr uint8_t kZeros[8] = {};
+  uint32_t crc = 0;
+  size_t pos = 0;
+  for (const Hole& h : kHoles) {
+    if (h.at >= prefix.size()) break;
+    crc = crc32c_extend(crc, prefix.data() + pos, h.at - pos);
+    const size_t n = std::min(h.len, prefix.size() - h.at);
+    crc = crc32c_extend(crc, kZeros, n);
+    pos = h.at + n;
+  }
+  if (pos < prefix.size()) crc = crc32c_extend(crc, prefix.data() + pos, prefix.size() - pos);
+  return crc;
+}
 
 const KvcTlv* KvcInfo::find_tlv(uint8_t tag) const {
   for (const auto& t : extra_tlvs) {
@@ -107,7 +130,7 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
   std::vector<uint8_t> out;
   out.reserve(payload_offset);
   out.insert(out.end(), {'K', 'V', 'C', kKvcVersion, meta.quant_bits,
-                         static_cast<uint8_t>(meta.save_reason), 0, 0});
+                         static_cast<uint8_t>(meta.save_reason), kKvcFlagMetaCrc, 0});
   put_u32(out, n_tokens);
   put_u32(out, meta.hit_count);
   put_u32(out, meta.context_size);
@@ -119,11 +142,13 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
   put_u64(out, payload_offset);
   put_u64(out, payload_len);
   put_u32(out, crc);
-  put_u32(out, 0);
+  put_u32(out, 0);  // meta_crc32c, filled below
   put_u32(out, static_cast<uint32_t>(meta.prompt_text.size()));
   out.insert(out.end(), meta.prompt_text.begin(), meta.prompt_text.end());
   put_u32(out, static_cast<uint32_t>(tlv.size()));
   out.insert(out.end(), tlv.begin(), tlv.end());
+  const uint32_t meta_crc = kvc_meta_crc(out);
+  for (int i = 0; i < 4; ++i) out[kKvcMetaCrcOffset + i] = uint8_t(meta_crc >> (8 * i));
   return out;
 }
 
@@ -146,6 +171,10 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
   if (info.version != kKvcVersion) {
     return DataLoss("kvc: unsupported version " + std::to_string(info.version));
   }
+  if (h[6] != kKvcFlagMetaCrc || h[7] != 0) {
+    return DataLoss("kvc: header flags " + std::to_string(h[6]) + "/" + std::to_string(h[7]) +
+                    " unsupported (a row without a metadata checksum is never trusted)");
+  }
   info.quant_bits = h[4];
   if (h[5] > 5) return DataLoss("kvc: unknown save_reason " + std::to_string(h[5]));
   info.save_reason = static_cast<SaveReason>(h[5]);
@@ -161,6 +190,15 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
   info.payload_offset = get_u64(t);
   info.payload_length = get_u64(t + 8);
   info.payload_crc32c = get_u32(t + 16);
+  // Nothing past the fixed fields is interpreted before the metadata checksum holds:
+  // the stored logits, tokens and lengths steer a restore.
+  if (info.payload_offset > bytes.size()) return DataLoss("kvc: truncated metadata");
+  if (info.payload_offset < kKvcHeaderSize + kKvcTrailerSize + 8) {
+    return DataLoss("kvc: payload_offset too small");
+  }
+  if (kvc_meta_crc(bytes.first(info.payload_offset)) != get_u32(t + 20)) {
+    return DataLoss("kvc: metadata crc32c mismatch");
+  }
 
   const uint8_t* p;
   if (!r.take(4, &p)) return DataLoss("kvc: truncated prompt length");

@@ -168,7 +168,7 @@ Result<Lease> Cache::checkout(const CacheKey& key) {
     st->kvc = std::move(parsed).value();
   } else {
     FileTier* ft = impl->file_tier(row->tier);
-    if (!ft || ft->degraded()) {
+    if (!ft || ft->reads_degraded()) {
       impl->counters.add(Counter::kLoadErrors);
       return Unavailable(std::string("cache: tier ") + tier_name(row->tier) + " is degraded");
     }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "hearth/cache.h"
 
 namespace hearth::cli {
@@ -207,7 +208,7 @@ int run_bench(const BenchOptions& opt) {
   std::filesystem::remove_all(shm_dir, ec);
 
   if (json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return 0;
   }
   std::printf("memcpy: %.2f GB/s\n", mc);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "hearth/runtime.h"
 
 namespace hearth::cli {
@@ -237,7 +238,7 @@ int run_bench(const BenchArgs& a) {
     }
   }
   if (a.json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return rc;
   }
   std::printf("%-7s %-9s %12s %12s %13s %12s %10s\n", "tokens", "tier", "cold_ttft_ms",

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "engine/cpu_features.h"
 #include "hearth/engine.h"
 #include "hearth/sampler.h"
@@ -209,7 +210,7 @@ int run_bench(const BenchArgs& a) {
   out["roofline_tg"] = roofline;
   out["roofline_fraction"] = fractions.empty() ? 0.0 : median(fractions);
   if (json) {
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", json_text(out, 2).c_str());
     return 0;
   }
   std::printf(

@@ -11,6 +11,7 @@
 
 #include "cache/file_tier.h"
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "hearth/cache.h"
 
 namespace hearth::cli {
@@ -79,7 +80,7 @@ int cmd_ls(const std::string& dir, bool json) {
   if (json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& f : l->rows) arr.push_back(row_json(f));
-    std::printf("%s\n", arr.dump(2).c_str());
+    std::printf("%s\n", json_text(arr, 2).c_str());
     return 0;
   }
   std::printf("%-64s %12s %8s %6s %-9s\n", "key", "bytes", "tokens", "hits", "reason");
@@ -118,9 +119,9 @@ int cmd_stat(const std::string& dir, bool json) {
                       {"tmp_files", l->tmp_files},
                       {"other_files", l->other_files}};
   if (json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
   } else {
-    for (auto& [k, v] : j.items()) std::printf("%-15s %s\n", k.c_str(), v.dump().c_str());
+    for (auto& [k, v] : j.items()) std::printf("%-15s %s\n", k.c_str(), json_text(v).c_str());
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "gguf/summary.h"
 #include "hearth/gguf.h"
 #include "hearth/sha256.h"
@@ -58,7 +59,7 @@ std::string value_text(const Value& v) {
     return buf;
   }
   if (v.type == ValueType::kString) return std::string(*v.as_string());
-  return value_json(v).dump();
+  return json_text(value_json(v));
 }
 
 struct Options {
@@ -109,7 +110,7 @@ int run(const Options& o) {
     j["tensor_bytes"] = s.tensor_bytes;
     j["tensor_types"] = s.tensors_by_type;
     if (o.sha256) j["sha256"] = digest;
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
     return 0;
   }
   std::printf("file:          %s\n", o.path.c_str());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "hearth/engine.h"
 #include "hearth/runtime.h"
 #include "hearth/sampler.h"
@@ -46,13 +47,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 // The --cache-dir path: one model in a Runtime whose cache has a disk tier at DIR.
 int run_cached(const RunArgs& a) {
   namespace rt = hearth::runtime;
-  std::error_code ec;
-  std::filesystem::create_directories(a.cache_dir, ec);
-  if (ec) return fail(Unavailable("creating --cache-dir " + a.cache_dir + ": " + ec.message()));
-  std::filesystem::permissions(a.cache_dir, std::filesystem::perms::owner_all,
-                               std::filesystem::perm_options::replace, ec);
-  if (ec) return fail(Unavailable("chmod 0700 " + a.cache_dir + ": " + ec.message()));
-
+  // The cache creates a missing --cache-dir (0700) and refuses a foreign one.
   rt::RuntimeOptions ro;
   ro.cache.disk_dir = a.cache_dir;
   ro.cache.writer_threads = 1;
@@ -133,7 +128,7 @@ int run_cached(const RunArgs& a) {
                   {"generation_ms", st.generation_ms},
                   {"ttft_ms", ttft_ms},
                   {"generate_tok_per_s", gen_tps}};
-  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::printf("%s\n", json_text(j).c_str());
   return 0;
 }
 
@@ -229,7 +224,7 @@ int run(const RunArgs& a) {
       {"prompt_tok_per_s", ids->size() * 1000.0 / std::max(prompt_ms, 1e-3)},
       {"generate_tok_per_s",
        generated.size() > 1 ? (generated.size() - 1) * 1000.0 / std::max(gen_ms, 1e-3) : 0.0}};
-  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::printf("%s\n", json_text(j).c_str());
   return 0;
 }
 

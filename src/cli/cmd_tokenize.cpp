@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/registry.h"
+#include "common/json_text.h"
 #include "hearth/gguf.h"
 #include "hearth/tokenizer.h"
 
@@ -89,7 +90,7 @@ int run_tokenize(const TokenizeOptions& o) {
     j["pieces"] = nlohmann::json::array();
     for (int32_t id : *ids) j["pieces"].push_back(tok->token_to_piece(id));
     // Incomplete UTF-8 in a piece becomes U+FFFD in the JSON text.
-    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
     for (int32_t id : *ids) {
       std::printf("%6d -> '%s'\n", id, printable(tok->token_to_piece(id)).c_str());

@@ -114,6 +114,7 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
                            "): every decoding sequence needs a row in each forward pass");
   if (config.max_queue < 0) return InvalidArgument("max_queue must be >= 0");
   if (config.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0");
+  if (!config.id.empty()) HEARTH_RETURN_IF_ERROR(check_model_id(config.id));
   {
     std::lock_guard lock(im.mu_);
     if (im.shut_down_) return Unavailable("runtime is shut down");

@@ -2,6 +2,7 @@
 // administration, Prometheus metrics and the health probe.
 #include <filesystem>
 
+#include "hearth/runtime.h"
 #include "server/http_util.h"
 #include "server/model_path.h"
 
@@ -62,7 +63,7 @@ void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     return reply_error(res, e);
   }
   m.path = resolved.value();
-  if (m.id.empty()) m.id = std::filesystem::path(m.path).stem().string();
+  if (m.id.empty()) m.id = runtime::model_id_from(std::filesystem::path(m.path).stem().string());
   auto loaded = ctx.service.load_model(m);
   if (!loaded.ok()) return reply_error(res, from_status(loaded.status()));
   reply_json(res, model_json(loaded.value()), 201);

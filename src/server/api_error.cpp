@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
+
 namespace hearth::server {
 
 ApiError invalid_request(std::string message, std::string param, std::string code) {
@@ -64,7 +66,7 @@ std::string openai_error_body(const ApiError& error) {
                 {"type", error.type},
                 {"param", null_if_empty(error.param)},
                 {"code", null_if_empty(error.code)}};
-  return j.dump();
+  return json_text(j);
 }
 
 std::string anthropic_error_body(const ApiError& error) {
@@ -101,7 +103,7 @@ std::string anthropic_error_body(const ApiError& error) {
     message = error.param + ": " + message;
   }
   nlohmann::json j = {{"type", "error"}, {"error", {{"type", type}, {"message", message}}}};
-  return j.dump();
+  return json_text(j);
 }
 
 }  // namespace hearth::server

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
+
 namespace hearth::server {
 namespace {
 
@@ -172,7 +174,7 @@ Result<std::string> FakeService::cache_rows_json(int64_t limit) {
                     {"tokens", seen_[i].size()},
                     {"bytes", seen_[i].size() * sizeof(TokenId)}});
   }
-  return rows.dump();
+  return json_text(rows);
 }
 
 Result<int64_t> FakeService::cache_evict_bytes(const std::vector<std::string>& /*tiers*/,

@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 
+#include "common/json_text.h"
 #include "hearth/log.h"
 #include "server/http_util.h"
 
@@ -24,6 +25,46 @@ std::string presented_key(const httplib::Request& req) {
 
 ErrorShape shape_for(const std::string& path) {
   return path.rfind("/v1/messages", 0) == 0 ? ErrorShape::kAnthropic : ErrorShape::kOpenAi;
+}
+
+// Why a request's target or headers cannot be taken as text ("" when they can). Every
+// later step (routing, error messages, logs, metrics labels) may copy them into JSON.
+std::string malformed_request_text(const httplib::Request& req) {
+  auto bad = [](const std::string& s) {
+    return s.find('\0') != std::string::npos || !is_valid_utf8(s);
+  };
+  if (bad(req.path)) return "the request path is not valid UTF-8 or contains NUL";
+  for (const auto& [name, value] : req.headers) {
+    if (bad(name) || bad(value)) return "a request header is not valid UTF-8 or contains NUL";
+  }
+  for (const auto& [name, value] : req.params) {
+    if (bad(name) || bad(value)) return "a query parameter is not valid UTF-8 or contains NUL";
+  }
+  return {};
+}
+
+void reply_internal_error(httplib::Response& res, const std::string& what) {
+  log::error("request handler threw: " + what);
+  ApiError e;
+  e.http_status = 500;
+  e.type = "server_error";
+  e.message = "internal error";
+  res.headers.erase("Content-Type");
+  reply_error(res, e);
+}
+
+// The error and pre-routing handlers run outside httplib's exception handler: an
+// exception there would end the process, so each is fenced here.
+template <typename Fn>
+auto fenced(httplib::Response& res, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    reply_internal_error(res, e.what());
+  } catch (...) {
+    reply_internal_error(res, "unknown exception");
+  }
+  return decltype(fn())();
 }
 
 }  // namespace
@@ -50,45 +91,36 @@ void HttpServer::install_routes() {
   http.set_write_timeout(30, 0);
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (config_.api_key.empty() || req.path == "/health")
-      return httplib::Server::HandlerResponse::Unhandled;
-    if (constant_time_equal(presented_key(req), config_.api_key)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    ApiError e;
-    e.http_status = 401;
-    e.type = "authentication_error";
-    e.code = "invalid_api_key";
-    e.message = req.has_header("Authorization") || req.has_header("x-api-key")
-                    ? "invalid API key"
-                    : "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
-    res.set_header("WWW-Authenticate", "Bearer");
-    reply_error(res, e, shape_for(req.path));
-    ctx_.metrics.record_request("unauthorized", 401, 0);
-    return httplib::Server::HandlerResponse::Handled;
+    return fenced(res, [&] {
+      if (std::string why = malformed_request_text(req); !why.empty()) {
+        ApiError e = invalid_request(why, "", "malformed_request");
+        reply_error(res, e, shape_for(req.path));
+        res.set_header("Connection", "close");
+        ctx_.metrics.record_request("malformed", 400, 0);
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (config_.api_key.empty() || req.path == "/health")
+        return httplib::Server::HandlerResponse::Unhandled;
+      if (constant_time_equal(presented_key(req), config_.api_key)) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      ApiError e;
+      e.http_status = 401;
+      e.type = "authentication_error";
+      e.code = "invalid_api_key";
+      e.message = req.has_header("Authorization") || req.has_header("x-api-key")
+                      ? "invalid API key"
+                      : "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
+      res.set_header("WWW-Authenticate", "Bearer");
+      reply_error(res, e, shape_for(req.path));
+      ctx_.metrics.record_request("unauthorized", 401, 0);
+      return httplib::Server::HandlerResponse::Handled;
+    });
   });
 
   // Turns httplib's own bare errors (no route, body too large) into API errors.
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    ApiError e;
-    e.http_status = res.status;
-    if (res.status == 404) {
-      e.type = "not_found_error";
-      e.code = "unknown_endpoint";
-      e.message = "no endpoint " + req.method + " " + req.path;
-    } else if (res.status == 413) {
-      e.code = "request_too_large";
-      e.message = "request body exceeds limits.max_body_bytes (" +
-                  std::to_string(config_.limits.max_body_bytes) + " bytes)";
-    } else if (res.status == 405) {
-      e.message = "method " + req.method + " is not allowed on " + req.path;
-    } else {
-      e.message = "HTTP error " + std::to_string(res.status);
-      if (res.status >= 500) e.type = "server_error";
-    }
-    reply_error(res, e, shape_for(req.path));
-    res.status = e.http_status;
+    fenced(res, [&] { reply_httplib_error(req, res); });
   });
 
   http.set_exception_handler(
@@ -100,17 +132,34 @@ void HttpServer::install_routes() {
           what = e.what();
         } catch (...) {
         }
-        log::error(std::string("request handler threw: ") + what);
-        ApiError e;
-        e.http_status = 500;
-        e.type = "server_error";
-        e.message = "internal error: " + what;
-        reply_error(res, e);
+        reply_internal_error(res, what);
       });
 
   register_openai_routes(http, ctx_);
   register_anthropic_routes(http, ctx_);
   register_admin_routes(http, ctx_);
+}
+
+void HttpServer::reply_httplib_error(const httplib::Request& req, httplib::Response& res) {
+  if (!res.body.empty()) return;
+  ApiError e;
+  e.http_status = res.status;
+  if (res.status == 404) {
+    e.type = "not_found_error";
+    e.code = "unknown_endpoint";
+    e.message = "no endpoint " + req.method + " " + req.path;
+  } else if (res.status == 413) {
+    e.code = "request_too_large";
+    e.message = "request body exceeds limits.max_body_bytes (" +
+                std::to_string(config_.limits.max_body_bytes) + " bytes)";
+  } else if (res.status == 405) {
+    e.message = "method " + req.method + " is not allowed on " + req.path;
+  } else {
+    e.message = "HTTP error " + std::to_string(res.status);
+    if (res.status >= 500) e.type = "server_error";
+  }
+  reply_error(res, e, shape_for(req.path));
+  res.status = e.http_status;
 }
 
 Status HttpServer::bind() {

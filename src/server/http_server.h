@@ -30,6 +30,8 @@ class HttpServer {
 
  private:
   void install_routes();
+  // Turns httplib's own bare errors (no route, body too large) into API errors.
+  void reply_httplib_error(const httplib::Request& req, httplib::Response& res);
 
   const ServerConfig config_;
   ServerContext ctx_;

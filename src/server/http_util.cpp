@@ -11,13 +11,9 @@
 
 namespace hearth::server {
 
-std::string dump_json(const nlohmann::json& j) {
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status) {
   res.status = status;
-  res.set_content(dump_json(body), "application/json");
+  res.set_content(json_text(body), "application/json");
 }
 
 void reply_error(httplib::Response& res, const ApiError& error, ErrorShape shape) {
@@ -30,7 +26,7 @@ void reply_error(httplib::Response& res, const ApiError& error, ErrorShape shape
 std::string sse_event(const nlohmann::json& data, const std::string& event) {
   std::string out;
   if (!event.empty()) out += "event: " + event + "\n";
-  out += "data: " + dump_json(data) + "\n\n";
+  out += "data: " + json_text(data) + "\n\n";
   return out;
 }
 

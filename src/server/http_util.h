@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "server/api_error.h"
 #include "server/generation.h"
 
@@ -18,9 +19,6 @@ enum class ErrorShape { kOpenAi, kAnthropic };
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 void reply_error(httplib::Response& res, const ApiError& error,
                  ErrorShape shape = ErrorShape::kOpenAi);
-
-// JSON text that never throws on invalid UTF-8 (bytes are replaced).
-std::string dump_json(const nlohmann::json& j);
 
 // "data: {...}\n\n", with an optional "event: NAME" line before it.
 std::string sse_event(const nlohmann::json& data, const std::string& event = "");

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "hearth/cache_types.h"
 #include "hearth/gguf.h"
 #include "hearth/log.h"
@@ -30,6 +31,16 @@ rt::Tier tier_from_name(const std::string& name) {
   if (name == "ram_file") return rt::Tier::kRamFile;
   if (name == "disk") return rt::Tier::kDisk;
   return rt::Tier::kRam;
+}
+
+// An API integer narrowed to the runtime's int32 fields: out of range is an error
+// naming the field, never a silent wrap (4294967304 once became a context of 8).
+Result<int32_t> checked_int32(int64_t value, const std::string& name, int64_t min) {
+  if (value < min || value > INT32_MAX) {
+    return InvalidArgument(name + " must be between " + std::to_string(min) + " and " +
+                           std::to_string(INT32_MAX) + " (got " + std::to_string(value) + ")");
+  }
+  return static_cast<int32_t>(value);
 }
 
 // The Jinja chat template stored in the GGUF, or "" (stub models, no template).
@@ -74,12 +85,19 @@ class RuntimeService : public ServiceApi {
     c.id = options.id;
     c.model_path = options.path;
     c.backend = config_.backend == "stub" ? "stub" : "engine";
-    c.n_ctx = static_cast<int32_t>(options.context);
-    c.n_seq_max = static_cast<int32_t>(options.n_seq_max > 0 ? options.n_seq_max : 4);
-    c.tier = tier_from_name(options.tier.empty() ? default_tier() : options.tier);
-    c.max_queue = static_cast<int32_t>(config_.limits.max_queued_requests);
+    HEARTH_ASSIGN_OR_RETURN(c.n_ctx, checked_int32(options.context, "context", 0));
+    HEARTH_ASSIGN_OR_RETURN(
+        c.n_seq_max, checked_int32(options.n_seq_max > 0 ? options.n_seq_max : 4, "n_seq_max", 1));
+    const std::string tier = options.tier.empty() ? default_tier() : options.tier;
+    const std::optional<cache::Tier> cache_tier = cache::tier_from_name(tier);
+    if (!cache_tier) {
+      return InvalidArgument("tier '" + tier + "' is not one of ram, ram_file, disk");
+    }
+    c.tier = tier_from_name(tier);
+    HEARTH_ASSIGN_OR_RETURN(
+        c.max_queue, checked_int32(config_.limits.max_queued_requests, "max_queued_requests", 0));
     for (const auto& [key, value] : options.policy) {
-      const auto v = static_cast<int32_t>(value);
+      HEARTH_ASSIGN_OR_RETURN(const int32_t v, checked_int32(value, "policy." + key, 0));
       if (key == "min_tokens")
         c.policy.min_tokens = v;
       else if (key == "cold_min_tokens")
@@ -92,6 +110,8 @@ class RuntimeService : public ServiceApi {
         c.policy.boundary_trim_tokens = v;
       else if (key == "boundary_align_tokens")
         c.policy.boundary_align_tokens = v;
+      else
+        return InvalidArgument("policy." + key + " is not a save-policy setting");
     }
     if (c.backend == "stub") {
       // Tests slow the stub down (HEARTH_STUB_STEP_DELAY_US) so a client can leave mid-stream.
@@ -235,7 +255,7 @@ class RuntimeService : public ServiceApi {
           r.fingerprint_hex.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fingerprint_hex);
       rows.push_back(std::move(row));
     }
-    return rows.dump();
+    return json_text(rows);
   }
   Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers, int64_t bytes) override {
     std::vector<rt::Tier> ts;

@@ -19,16 +19,6 @@
 namespace hearth::server {
 namespace {
 
-// Creates a cache directory owner-only (0700); tightens one that exists.
-Status prepare_private_dir(const std::string& dir, const std::string& key) {
-  if (dir.empty()) return OkStatus();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return IoError(key + ": cannot create '" + dir + "': " + ec.message());
-  if (::chmod(dir.c_str(), 0700) != 0) return IoError(key + ": cannot chmod 0700 '" + dir + "'");
-  return OkStatus();
-}
-
 Result<std::unique_ptr<ServiceApi>> make_service(const ServerConfig& config) {
   if (config.backend == "fake") {
     auto fake = std::make_unique<FakeService>();
@@ -61,16 +51,10 @@ int run_server(const ServerConfig& input) {
     std::fprintf(stderr, "hearth serve: %s\n", s.message().c_str());
     return 2;
   }
-  // Everything the server and cache create is private to this user: dirs 0700, files 0600.
+  // Everything the server and cache create is private to this user: dirs 0700, files
+  // 0600. The cache creates a missing tier directory and claims it with a marker and a
+  // lock; it never changes the mode of a directory it did not create.
   ::umask(077);
-  for (auto [tier, key] : {std::pair{&config.disk, "tiers.disk.dir"},
-                           std::pair{&config.ram_file, "tiers.ram_file.dir"}}) {
-    if (!tier->enabled) continue;
-    if (Status s = prepare_private_dir(tier->dir, key); !s.ok()) {
-      std::fprintf(stderr, "hearth serve: %s\n", s.message().c_str());
-      return 2;
-    }
-  }
 
   // Block the stop signals in every thread; one thread waits for them.
   sigset_t stop_signals;

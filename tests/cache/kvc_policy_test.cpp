@@ -39,7 +39,7 @@ TEST(Kvc, HeaderAndTrailerLayout) {
   EXPECT_EQ(f[3], 1);   // version
   EXPECT_EQ(f[4], 4);   // quant_bits
   EXPECT_EQ(f[5], 5);   // finish
-  EXPECT_EQ(f[6], 0);
+  EXPECT_EQ(f[6], kKvcFlagMetaCrc);
   EXPECT_EQ(f[7], 0);
   EXPECT_EQ(u32_at(f, 8), 5u);     // cached_token_count
   EXPECT_EQ(u32_at(f, 12), 9u);    // hit_count
@@ -52,7 +52,8 @@ TEST(Kvc, HeaderAndTrailerLayout) {
   EXPECT_EQ(po, f.size() - 2);
   EXPECT_EQ(u64_at(f, 56), 2u);
   EXPECT_EQ(u32_at(f, 64), crc32c(payload.data(), 2));
-  EXPECT_EQ(u32_at(f, 68), 0u);
+  EXPECT_EQ(u32_at(f, 68), kvc_meta_crc(std::span(f).first(po)));
+  EXPECT_NE(u32_at(f, 68), 0u);
   EXPECT_EQ(u32_at(f, 72), 5u);    // prompt length ("hello")
   EXPECT_EQ(std::memcmp(f.data() + 76, "hello", 5), 0);
   // TLV section: first record is the fingerprint.
@@ -115,6 +116,39 @@ TEST(Kvc, DetectsCorruption) {
   bad = f;
   bad[3] = 2;
   EXPECT_FALSE(kvc_parse_meta(bad).ok());
+}
+
+// Every byte before the payload is covered by meta_crc32c except the fields a reader
+// rewrites in place: damage anywhere else is refused by the metadata parse itself,
+// before anything it describes (tokens, logits, lengths) can be used.
+TEST(Kvc, MetadataChecksumCoversEveryByteButTheInPlaceFields) {
+  auto m = testing::make_meta(testing::seq_tokens(7));
+  m.extra_tlvs.push_back({kTagLogits, {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40}});
+  const std::vector<uint8_t> payload = testing::random_bytes(64, 3);
+  const std::vector<uint8_t> f = build_file(m, payload);
+  const CacheKey key = make_key(m.ns, m.tokens);
+  const uint64_t po = u64_at(f, 48);
+  auto in_place = [](size_t at) {
+    return (at >= kKvcHitCountOffset && at < kKvcHitCountOffset + 4) ||
+           (at >= kKvcLastUsedOffset && at < kKvcLastUsedOffset + 8);
+  };
+  for (size_t at = 0; at < po; ++at) {
+    for (uint8_t mask : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
+      auto d = f;
+      d[at] ^= mask;
+      auto info = kvc_parse(d, key);
+      if (in_place(at)) {
+        EXPECT_TRUE(info.ok()) << "offset " << at;
+      } else {
+        EXPECT_EQ(info.status().code(), ErrorCode::kDataLoss) << "offset " << at;
+        EXPECT_FALSE(kvc_parse_meta(d).ok()) << "offset " << at;
+      }
+    }
+  }
+  // A row written without the checksum (flags 0, as hearth 0.1 wrote) is refused.
+  auto old = f;
+  old[6] = 0;
+  EXPECT_EQ(kvc_parse_meta(old).status().code(), ErrorCode::kDataLoss);
 }
 
 RC_GTEST_PROP(KvcProp, RoundTripsAndRejectsAnyPrefixTruncation, ()) {

@@ -436,6 +436,49 @@ TEST(ServeAcceptance, AuthAndValidation) {
   fs::remove_all(dir);
 }
 
+// A path or header that is not valid UTF-8 once ended the process: the 404 handler put
+// the path into a JSON error and the serialiser threw outside any handler. Each such
+// request is now a 400 (with and without a key) and the server keeps serving.
+TEST(ServeAcceptance, InvalidUtf8RequestsCannotStopTheServer) {
+  const fs::path dir = scratch_dir("utf8");
+  for (const bool with_key : {false, true}) {
+    ServeProcess proc;
+    std::string model;
+    std::vector<std::string> extra;
+    if (with_key) extra = {"--api-key", "k1"};
+    ASSERT_TRUE(start_any(proc, dir, extra, model)) << proc.log();
+    const std::string key = with_key ? "Authorization: Bearer k1\r\n" : "";
+    const std::vector<std::string> attacks = {
+        "GET /x%FF HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + key + "\r\n",
+        "GET /v1/models/%FF HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + key + "\r\n",
+        "GET /v1/models/%C0%AF HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + key + "\r\n",
+        "GET /x%00y HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + key + "\r\n",
+        "GET /health?q=%FF HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Junk: \xff\xfe\r\n" +
+            key + "\r\n",
+        "POST /v1/chat/completions%FF HTTP/1.1\r\nHost: localhost\r\nConnection: "
+        "close\r\nContent-Type: "
+        "application/json\r\nContent-Length: 2\r\n" +
+            key + "\r\n{}",
+    };
+    for (const std::string& attack : attacks) {
+      const std::string reply = testing::raw_exchange(proc.port(), attack);
+      EXPECT_EQ(testing::raw_status(reply), 400)
+          << (with_key ? "with key: " : "no key: ") << attack << "\n--> " << reply.substr(0, 300);
+      httplib::Client c("127.0.0.1", proc.port());
+      auto health = c.Get("/health");
+      ASSERT_TRUE(health) << "server died after: " << attack << "\n" << proc.log();
+      EXPECT_EQ(health->status, 200);
+    }
+    httplib::Client c("127.0.0.1", proc.port());
+    const httplib::Headers auth = {{"Authorization", "Bearer k1"}};
+    auto ok = chat(c, model, "still serving?", 4, with_key ? auth : httplib::Headers{});
+    EXPECT_EQ(ok["http_status"], 200) << ok.dump();
+    EXPECT_EQ(proc.stop(), 0) << proc.log();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(ServeAcceptance, ApiKeyFromEnvironment) {
   const fs::path dir = scratch_dir("envkey");
   ScopedEnv key("HEARTH_API_KEY", "env-key");

@@ -2,8 +2,12 @@
 // loopback, stdout parsed for the bound URL, SIGTERM (or SIGKILL) on teardown.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +18,37 @@
 #include <vector>
 
 namespace hearth::server::testing {
+
+// Sends `bytes` as they are over a fresh loopback connection and returns what came back
+// before the server closed it or `timeout_ms` of silence passed. For requests an HTTP
+// client library would refuse to send (raw %FF, NUL, bad framing).
+inline std::string raw_exchange(int port, const std::string& bytes, int timeout_ms = 5000) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())) {
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, timeout_ms) > 0) {
+      char buf[4096];
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      reply.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return reply;
+}
+
+// The status code of the first response in `reply` ("HTTP/1.1 400 ..."), or 0.
+inline int raw_status(const std::string& reply) {
+  if (reply.rfind("HTTP/1.", 0) != 0 || reply.size() < 12) return 0;
+  return std::atoi(reply.c_str() + 9);
+}
 
 class ServeProcess {
  public:
