@@ -278,9 +278,9 @@ void ModelWorker::admit_queued(size_t free_slots) {
                   std::make_move_iterator(waiting.end()));
     resume_waiting_ = waiting.size();
   };
+  RequestPtr r;  // popped, not yet admitted nor waiting
   try {
     while (free_slots > 0) {
-      RequestPtr r;
       {
         std::lock_guard lock(mu_);
         if (failed_ || queue_.empty()) break;
@@ -296,6 +296,7 @@ void ModelWorker::admit_queued(size_t free_slots) {
       admit(std::move(r), std::move(*restore));
     }
   } catch (...) {
+    if (r) waiting.push_back(std::move(r));  // its lookup threw: serve it after the restart
     requeue();
     throw;
   }
