@@ -558,7 +558,9 @@ bool Cache::wait_namespace_idle(const KeyNamespace& ns, uint64_t max_ms) {
       &id, std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms));
 }
 
-bool Cache::save_pending(const CacheKey& key) const { return impl_->meta.pending(key); }
+bool Cache::save_pending(const CacheKey& key) const {
+  return impl_->meta.pending(key);
+}
 
 std::optional<RowInfo> Cache::lookup_exact(const CacheKey& key, HitKind kind) {
   RowPtr r = impl_->meta.find(key);

@@ -64,10 +64,10 @@ struct QueuedSave {
 struct InFlightSave {
   CacheKey key{};
   Tier tier = Tier::kRam;
-  uint64_t bytes = 0;  // the reservation's, else the queued payload's
-  std::string path;    // final path once post-link
-  uint32_t n_tokens = 0;      // 0 when unknown (a sync save's reservation)
-  Digest256 fingerprint{};    // zero when unknown
+  uint64_t bytes = 0;       // the reservation's, else the queued payload's
+  std::string path;         // final path once post-link
+  uint32_t n_tokens = 0;    // 0 when unknown (a sync save's reservation)
+  Digest256 fingerprint{};  // zero when unknown
 };
 
 uint64_t now_ns();

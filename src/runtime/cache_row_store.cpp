@@ -133,7 +133,9 @@ RowHit CacheRowStore::lookup_exact(const RowKey& key, bool resume) {
   return load(key, 0);
 }
 
-bool CacheRowStore::save_pending(const RowKey& key) const { return cache_->save_pending(key); }
+bool CacheRowStore::save_pending(const RowKey& key) const {
+  return cache_->save_pending(key);
+}
 
 RowHit CacheRowStore::lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
                                             size_t min_tokens, size_t stride) {

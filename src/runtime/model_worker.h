@@ -54,6 +54,7 @@ class ModelWorker {
   LoadedModelInfo info() const;
   // Backend::step calls so far; Runtime::cancel records it in the request.
   const std::atomic<uint64_t>& steps() const { return steps_; }
+
  private:
   // What the admission-time cache lookup found for a request.
   struct Restore {
