@@ -46,6 +46,9 @@ struct RowInfo {
   std::string location;              // file path, or "ram"
   uint32_t n_tokens = 0;
   uint32_t hits = 0;  // persisted in the header's hit_count on file tiers
+  // The namespace's model fingerprint, from the row's KVC fingerprint TLV (for an
+  // in-flight save: from its metadata; zero for a sync save not yet published).
+  Digest256 fingerprint{};
 };
 
 struct PrefixHit {
@@ -117,18 +120,29 @@ class Cache {
   // saved (counted as duplicate_dropped). Bounded by evict_save_timeout_ms when
   // it must wait for a writer slot.
   Result<CacheKey> save(Tier tier, const KvcBuildMeta& meta, std::span<const uint8_t> payload);
-  // Queues a save on the writer pool and returns at once. false = dropped
+  // Queues a save on the tier's writer and returns at once. false = dropped
   // (queue full, tier disabled, or shutting down): counted as saves_dropped.
+  // From the moment it is queued until it publishes or fails the key is in
+  // flight: save_pending() says so, lookup_exact_or_wait() waits for it and
+  // dump() lists it.
   bool save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payload);
   // Blocks until every queued async save has finished (tests, shutdown paths).
   void wait_idle();
+  // The same, bounded: false when max_ms passed first.
+  bool wait_idle_for(uint64_t max_ms);
+  // Waits until no async save of namespace `ns` is queued or being written (a
+  // model unloading waits for its own rows only); false when max_ms passed first.
+  bool wait_namespace_idle(const KeyNamespace& ns, uint64_t max_ms);
+  // Whether a save of `key` is queued or being written and not yet published:
+  // what lookup_exact_or_wait would wait for. Counts nothing, never blocks.
+  bool save_pending(const CacheKey& key) const;
 
   // ---- lookups (lock-free reads of the current index snapshot) ---------------
   enum class HitKind { kExact, kResume };
   // Counts hits_exact / hits_resume or misses.
   std::optional<RowInfo> lookup_exact(const CacheKey& key, HitKind kind = HitKind::kExact);
-  // Waits up to max_ms for an in-flight save of `key` (reserved) to publish.
-  // Counts hits_resume or misses.
+  // Waits up to max_ms for an in-flight save of `key` (queued or reserved) to
+  // publish. Counts hits_resume or misses.
   std::optional<RowInfo> lookup_exact_or_wait(const CacheKey& key, uint64_t max_ms);
   // The reference stride walk: probes the key of tokens[0..n) for n = the
   // largest multiple of stride <= tokens.size(), then n - stride, ... down to

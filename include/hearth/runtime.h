@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "hearth/backend.h"
+#include "hearth/cache_io.h"
 #include "hearth/cache_scheduler.h"
 #include "hearth/status.h"
 
@@ -100,12 +101,13 @@ struct CacheOptions {
   uint64_t ram_file_bytes = 4ull << 30;
   std::string disk_dir;              // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
-  int32_t writer_threads = 2;        // async save workers
+  int32_t writer_threads = 2;        // async save workers per tier (the cache's writers)
   // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
   // pressure.evict_tiers while used/total memory is above the high watermark.
   cache::SchedulerConfig pressure;
-  // Test hook: async saves wait this long before publishing (exercises resume waits).
-  int32_t testing_publish_delay_ms = 0;
+  // The file tiers' I/O (hearth::cache::CacheIo); null = the real system calls. Tests
+  // wrap it to inject faults and slow or stuck publishes.
+  std::shared_ptr<cache::CacheIo> io;
 };
 
 struct RuntimeOptions {
@@ -241,8 +243,8 @@ struct CacheRowSummary {
   uint32_t hits = 0;
   uint64_t last_used_ns = 0;  // steady clock
   bool in_flight = false;     // save reserved, not yet published
-  // Model fingerprint (hex) for rows saved by this process; empty when unknown (rows
-  // found on disk at startup do not record it in their header).
+  // Model fingerprint (hex), from the row's KVC fingerprint TLV (an in-flight async save:
+  // from its metadata); empty only for a sync save not yet published.
   std::string fingerprint_hex;
 };
 

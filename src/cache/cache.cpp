@@ -104,6 +104,7 @@ std::shared_ptr<Row> Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f)
   row->payload_crc = f.info.payload_crc32c;
   row->location = f.path;
   row->ns_id = f.info.ns.id();
+  row->fingerprint = f.info.ns.fingerprint;
   row->tokens = std::make_shared<const std::vector<Token>>(f.info.tokens);
   row->hits.store(f.info.hit_count);
   // Map the persisted wall-clock last use onto the steady clock so LRU order
@@ -321,6 +322,7 @@ RowInfo Cache::Impl::to_info(const Row& r) const {
   i.location = r.location;
   i.n_tokens = r.tokens ? static_cast<uint32_t>(r.tokens->size()) : 0;
   i.hits = r.hits.load(std::memory_order_relaxed);
+  i.fingerprint = r.fingerprint;
   return i;
 }
 
@@ -395,6 +397,7 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
   row->payload_crc = crc;
   std::memcpy(row->header.data(), prefix->data(), 48);
   row->ns_id = m.ns.id();
+  row->fingerprint = m.ns.fingerprint;
   row->tokens = std::make_shared<const std::vector<Token>>(m.tokens);
   row->hits.store(m.hit_count);
   row->last_used_ns.store(now_ns());
@@ -486,6 +489,25 @@ Result<CacheKey> Cache::save(Tier tier, const KvcBuildMeta& meta,
   return impl_->do_save(tier, meta, payload);
 }
 
+namespace {
+
+// Holds an async save in the index's queued set while its job exists: the job
+// releases it once do_save returns, and a job dropped unrun (queue full,
+// shutdown) releases it when destroyed.
+class QueuedMark {
+ public:
+  QueuedMark(MetaIndex* meta, const CacheKey& key) : meta_(meta), key_(key) {}
+  QueuedMark(const QueuedMark&) = delete;
+  QueuedMark& operator=(const QueuedMark&) = delete;
+  ~QueuedMark() { meta_->dequeue(key_); }
+
+ private:
+  MetaIndex* meta_;
+  CacheKey key_;
+};
+
+}  // namespace
+
 bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payload) {
   Impl* impl = impl_.get();
   Impl::TierWriter* w = impl->writer(tier);
@@ -493,12 +515,26 @@ bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payloa
     impl->counters.add(Counter::kSavesDropped);
     return false;
   }
-  auto job = [impl, w, tier, m = std::move(meta), p = std::move(payload)]() mutable {
-    w->slots.acquire_until(std::chrono::steady_clock::time_point::max());
-    SlotGuard slot(&w->slots);
-    (void)impl->do_save(tier, m, p, &p);
+  // In flight from now on, before a writer reserves the key: a resume lookup
+  // issued right after this call waits for the row instead of missing it.
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  QueuedSave q;
+  q.tier = tier;
+  q.bytes = payload.size();
+  q.n_tokens = static_cast<uint32_t>(meta.tokens.size());
+  q.ns_id = meta.ns.id();
+  q.fingerprint = meta.ns.fingerprint;
+  impl->meta.enqueue(key, q);
+  auto mark = std::make_shared<QueuedMark>(&impl->meta, key);
+  auto job = [impl, w, tier, mark, m = std::move(meta), p = std::move(payload)]() mutable {
+    {
+      w->slots.acquire_until(std::chrono::steady_clock::time_point::max());
+      SlotGuard slot(&w->slots);
+      (void)impl->do_save(tier, m, p, &p);
+    }
+    mark.reset();  // published or failed: no longer in flight
   };
-  if (!w->pool.submit(std::move(job))) {
+  if (!w->pool.submit(std::move(job))) {  // the refused job took the mark with it
     impl->counters.add(Counter::kSavesDropped);
     return false;
   }
@@ -509,6 +545,21 @@ void Cache::wait_idle() {
   for (auto& w : impl_->writers) {
     if (w) w->pool.wait_idle();
   }
+}
+
+bool Cache::wait_idle_for(uint64_t max_ms) {
+  return impl_->meta.wait_unqueued(
+      nullptr, std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms));
+}
+
+bool Cache::wait_namespace_idle(const KeyNamespace& ns, uint64_t max_ms) {
+  const Digest256 id = ns.id();
+  return impl_->meta.wait_unqueued(
+      &id, std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms));
+}
+
+bool Cache::save_pending(const CacheKey& key) const {
+  return impl_->meta.pending(key);
 }
 
 std::optional<RowInfo> Cache::lookup_exact(const CacheKey& key, HitKind kind) {
@@ -610,18 +661,25 @@ EvictResult Cache::evict_bytes(uint64_t target, std::span<const Tier> tiers) {
 uint64_t Cache::gc() { return impl_->evict(UINT64_MAX, 0x7).rows; }
 
 std::vector<RowInfo> Cache::dump() const {
+  // In-flight saves are read before the rows: a save that publishes in between
+  // shows up as a row, and none falls between the two reads.
+  std::vector<InFlightSave> in_flight = impl_->meta.in_flight();
+  SnapshotPtr snap = impl_->meta.snapshot();
   std::vector<RowInfo> out;
-  for (const auto& [k, r] : impl_->meta.snapshot()->rows) out.push_back(impl_->to_info(*r));
+  for (const auto& [k, r] : snap->rows) out.push_back(impl_->to_info(*r));
   std::sort(out.begin(), out.end(),
             [](const RowInfo& a, const RowInfo& b) { return a.last_used_ns < b.last_used_ns; });
   // In-flight saves last, as reserved rows.
-  for (const auto& [k, res] : impl_->meta.reservations()) {
+  for (InFlightSave& f : in_flight) {
+    if (snap->rows.count(f.key)) continue;
     RowInfo i;
-    i.key = k;
-    i.tier = res.tier;
-    i.size = res.bytes;
+    i.key = f.key;
+    i.tier = f.tier;
+    i.size = f.bytes;
     i.status = RowStatus::kReserved;
-    i.location = res.path;
+    i.location = std::move(f.path);
+    i.n_tokens = f.n_tokens;
+    i.fingerprint = f.fingerprint;
     out.push_back(std::move(i));
   }
   return out;

@@ -185,7 +185,7 @@ RowPtr MetaIndex::wait_published(const CacheKey& key,
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (RowPtr r = find(key)) return r;
-    if (!reservations_.count(key)) return nullptr;
+    if (!reservations_.count(key) && !queued_.count(key)) return nullptr;
     if (published_cv_.wait_until(lock, deadline) == std::cv_status::timeout) return find(key);
   }
 }
@@ -206,6 +206,68 @@ bool MetaIndex::reserved(const CacheKey& key) const {
 std::vector<std::pair<CacheKey, Reservation>> MetaIndex::reservations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {reservations_.begin(), reservations_.end()};
+}
+
+void MetaIndex::enqueue(const CacheKey& key, const QueuedSave& q) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = queued_.try_emplace(key, q);
+  if (!inserted) it->second.count++;
+}
+
+void MetaIndex::dequeue(const CacheKey& key) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = queued_.find(key);
+    if (it == queued_.end()) return;
+    if (--it->second.count == 0) queued_.erase(it);
+  }
+  published_cv_.notify_all();
+}
+
+bool MetaIndex::pending(const CacheKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !find(key) && (reservations_.count(key) || queued_.count(key));
+}
+
+bool MetaIndex::wait_unqueued(const Digest256* ns_id,
+                              std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return published_cv_.wait_until(lock, deadline, [&] {
+    if (!ns_id) return queued_.empty();
+    for (const auto& [k, q] : queued_) {
+      if (q.ns_id == *ns_id) return false;
+    }
+    return true;
+  });
+}
+
+std::vector<InFlightSave> MetaIndex::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<InFlightSave> out;
+  out.reserve(reservations_.size() + queued_.size());
+  for (const auto& [k, res] : reservations_) {
+    InFlightSave f;
+    f.key = k;
+    f.tier = res.tier;
+    f.bytes = res.bytes;
+    f.path = res.path;
+    if (auto q = queued_.find(k); q != queued_.end()) {
+      f.n_tokens = q->second.n_tokens;
+      f.fingerprint = q->second.fingerprint;
+    }
+    out.push_back(std::move(f));
+  }
+  for (const auto& [k, q] : queued_) {
+    if (reservations_.count(k)) continue;
+    InFlightSave f;
+    f.key = k;
+    f.tier = q.tier;
+    f.bytes = q.bytes;
+    f.n_tokens = q.n_tokens;
+    f.fingerprint = q.fingerprint;
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 std::vector<RowPtr> MetaIndex::lru_candidates(uint32_t tier_mask) const {

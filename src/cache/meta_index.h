@@ -48,6 +48,28 @@ struct Reservation {
   std::chrono::steady_clock::time_point expires;
 };
 
+// An async save from Cache::save_async until its job ends (published, failed, or
+// dropped unrun): lookups see the key in flight from the moment it is queued, before a
+// writer picks it up and reserves it.
+struct QueuedSave {
+  Tier tier = Tier::kRam;
+  uint64_t bytes = 0;  // payload bytes
+  uint32_t n_tokens = 0;
+  Digest256 ns_id{};
+  Digest256 fingerprint{};
+  uint32_t count = 1;  // the same key queued again before the first job ended
+};
+
+// A save not yet published, as dump() lists it: reserved by a writer, queued, or both.
+struct InFlightSave {
+  CacheKey key{};
+  Tier tier = Tier::kRam;
+  uint64_t bytes = 0;       // the reservation's, else the queued payload's
+  std::string path;         // final path once post-link
+  uint32_t n_tokens = 0;    // 0 when unknown (a sync save's reservation)
+  Digest256 fingerprint{};  // zero when unknown
+};
+
 uint64_t now_ns();
 
 class MetaIndex {
@@ -82,10 +104,23 @@ class MetaIndex {
 
   // Reservations whose TTL elapsed, removed from the table.
   std::vector<std::pair<CacheKey, Reservation>> take_expired();
-  // Blocks until key is published, no longer reserved, or the deadline.
+  // Blocks until key is published, neither reserved nor queued, or the deadline.
   RowPtr wait_published(const CacheKey& key, std::chrono::steady_clock::time_point deadline);
   bool reserved(const CacheKey& key) const;
   std::vector<std::pair<CacheKey, Reservation>> reservations() const;
+
+  // ---- queued async saves (independent of reservations: a queued key may be
+  // absent, reserved or published; the job's own reserve() decides) ----
+  void enqueue(const CacheKey& key, const QueuedSave& q);
+  // Ends one queued save of key; wakes waiters.
+  void dequeue(const CacheKey& key);
+  // Not published, and queued or reserved: what a resume lookup waits for.
+  bool pending(const CacheKey& key) const;
+  // Blocks until no async save (of namespace ns_id, when given) is queued; false
+  // when the deadline passed first.
+  bool wait_unqueued(const Digest256* ns_id, std::chrono::steady_clock::time_point deadline);
+  // Reserved and queued saves, merged by key, read under one lock.
+  std::vector<InFlightSave> in_flight() const;
 
   // Bytes held (published + reserved) per tier.
   uint64_t tier_bytes(Tier t) const { return bytes_[static_cast<int>(t)].load(); }
@@ -107,6 +142,7 @@ class MetaIndex {
   mutable std::mutex mu_;
   std::condition_variable published_cv_;
   std::unordered_map<CacheKey, Reservation, DigestHash> reservations_;
+  std::unordered_map<CacheKey, QueuedSave, DigestHash> queued_;
   uint64_t next_token_ = 1;
   std::atomic<uint64_t> bytes_[kNumTiers] = {};
   std::atomic<uint64_t> rows_[kNumTiers] = {};

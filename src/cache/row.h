@@ -26,6 +26,7 @@ struct Row {
   std::array<uint8_t, 48> header{};
   std::string location;        // final path, or "ram"
   Digest256 ns_id{};
+  Digest256 fingerprint{};  // the namespace's model fingerprint (KVC TLV 0x01)
   std::shared_ptr<const std::vector<Token>> tokens;
   // RAM tier: the file image as two slabs, header/TLVs and payload, so an
   // async save can adopt the caller's payload vector without copying it.

@@ -1,14 +1,15 @@
 #include "runtime/cache_row_store.h"
 
+#include <algorithm>
 #include <cstring>
 
-#include "hearth/log.h"
 #include "hearth/sha256.h"
 
 namespace hearth::runtime {
 namespace {
 
-constexpr size_t kMaxQueuedSaves = 64;
+// Async saves waiting per tier before save_async drops (and counts) one.
+constexpr uint32_t kMaxQueuedSaves = 64;
 
 cache::Tier to_cache_tier(Tier t) {
   switch (t) {
@@ -73,30 +74,17 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.disk_dir = options.disk_dir;
   cfg.disk_quota_bytes = options.disk_bytes;
   cfg.writer_threads = static_cast<uint32_t>(std::max(1, options.writer_threads));
+  cfg.writer_queue_depth = kMaxQueuedSaves;
   cfg.scheduler = options.pressure;  // validated by Cache::open (an error at start)
+  cfg.io = options.io;
   // The runtime gates saves per model; the cache's own policy only sets lookup defaults.
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;
   HEARTH_ASSIGN_OR_RETURN(auto c, cache::Cache::open(cfg));
-  return std::make_shared<CacheRowStore>(
-      std::move(c), std::max(1, options.writer_threads),
-      std::chrono::milliseconds(options.testing_publish_delay_ms));
+  return std::make_shared<CacheRowStore>(std::move(c));
 }
 
-CacheRowStore::CacheRowStore(std::unique_ptr<cache::Cache> c, int32_t writer_threads,
-                             std::chrono::milliseconds publish_delay)
-    : cache_(std::move(c)), publish_delay_(publish_delay) {
-  for (int32_t i = 0; i < writer_threads; ++i) writers_.emplace_back([this] { writer_loop(); });
-}
-
-CacheRowStore::~CacheRowStore() {
-  {
-    std::lock_guard lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : writers_) t.join();
-}
+CacheRowStore::CacheRowStore(std::unique_ptr<cache::Cache> c) : cache_(std::move(c)) {}
 
 RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
   auto lease = cache_->checkout(key);
@@ -138,20 +126,15 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
   return RowHit{row, usable};
 }
 
-RowHit CacheRowStore::lookup_exact_or_wait(const RowKey& key, std::chrono::milliseconds wait,
-                                           bool* waited) {
-  *waited = false;
-  {
-    std::unique_lock lock(mu_);
-    if (in_flight_.count(key)) {
-      *waited = true;
-      cv_.wait_for(lock, wait, [&] { return !in_flight_.count(key); });
-    }
-  }
+RowHit CacheRowStore::lookup_exact(const RowKey& key, bool resume) {
   auto info = cache_->lookup_exact(
-      key, *waited ? cache::Cache::HitKind::kResume : cache::Cache::HitKind::kExact);
+      key, resume ? cache::Cache::HitKind::kResume : cache::Cache::HitKind::kExact);
   if (!info) return {};
   return load(key, 0);
+}
+
+bool CacheRowStore::save_pending(const RowKey& key) const {
+  return cache_->save_pending(key);
 }
 
 RowHit CacheRowStore::lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
@@ -167,72 +150,31 @@ RowHit CacheRowStore::lookup_longest_prefix(const RowNamespace& ns, std::span<co
 
 Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, CacheRow row,
                                    Tier tier, SaveReason reason, bool sync) {
-  Job job;
-  job.key = row_key(ns, row.tokens);
-  job.tier = to_cache_tier(tier);
-  job.meta.save_reason = to_cache_reason(reason);
-  job.meta.quant_bits = meta.quant_bits;
-  job.meta.ns = ns;
-  job.meta.fingerprint_mode = meta.fingerprint_mode;
+  cache::KvcBuildMeta m;
+  m.save_reason = to_cache_reason(reason);
+  m.quant_bits = meta.quant_bits;
+  m.ns = ns;
+  m.fingerprint_mode = meta.fingerprint_mode;
   auto ct = as_cache_tokens(row.tokens);
-  job.meta.tokens.assign(ct.begin(), ct.end());
-  job.meta.context_size = meta.context_size;
+  m.tokens.assign(ct.begin(), ct.end());
+  m.context_size = meta.context_size;
   if (!row.last_logits.empty()) {
     cache::KvcTlv tlv;
     tlv.tag = cache::kTagLogits;
     tlv.value.resize(row.last_logits.size() * sizeof(float));
     std::memcpy(tlv.value.data(), row.last_logits.data(), tlv.value.size());
-    job.meta.extra_tlvs.push_back(std::move(tlv));
+    m.extra_tlvs.push_back(std::move(tlv));
   }
-  job.payload = std::move(row.kv);
-  {
-    std::lock_guard lock(mu_);
-    fingerprints_[job.key] = ns.fingerprint;
-  }
+  const RowKey key = row_key(ns, row.tokens);
   if (sync) {
-    HEARTH_RETURN_IF_ERROR(write(job));
-    return job.key;
+    auto r = cache_->save(to_cache_tier(tier), m, row.kv);
+    if (!r.ok() && r.status().code() != ErrorCode::kAlreadyExists) return r.status();
+    return key;
   }
-  std::lock_guard lock(mu_);
-  if (jobs_.size() >= kMaxQueuedSaves) {
-    runtime_counters_["runtime_saves_dropped"]++;
-    return ResourceExhausted("save queue full");
-  }
-  const RowKey key = job.key;
-  PendingSave& pending = in_flight_[key];
-  pending.count++;
-  pending.tier = job.tier;
-  pending.bytes = job.payload.size();
-  pending.n_tokens = job.meta.tokens.size();
-  in_flight_ns_.insert(ns.id());
-  jobs_.push_back(std::move(job));
-  cv_.notify_all();
+  if (!cache_->save_async(to_cache_tier(tier), std::move(m), std::move(row.kv)))
+    return ResourceExhausted(std::string("the ") + tier_name(tier) +
+                             " tier's save queue is full (counted as saves_dropped)");
   return key;
-}
-
-Status CacheRowStore::write(const Job& job) {
-  auto r = cache_->save(job.tier, job.meta, job.payload);
-  if (!r.ok() && r.status().code() != ErrorCode::kAlreadyExists) return r.status();
-  return OkStatus();
-}
-
-void CacheRowStore::writer_loop() {
-  std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
-    if (jobs_.empty()) return;  // stopping and drained
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
-    lock.unlock();
-    if (publish_delay_.count() > 0) std::this_thread::sleep_for(publish_delay_);
-    Status st = write(job);
-    if (!st.ok()) log::warn(std::string("runtime: async save failed: ") + st.to_string());
-    lock.lock();
-    if (!st.ok()) runtime_counters_["runtime_save_failures"]++;
-    if (auto it = in_flight_.find(job.key); --it->second.count == 0) in_flight_.erase(it);
-    in_flight_ns_.erase(in_flight_ns_.find(job.meta.ns.id()));
-    cv_.notify_all();
-  }
 }
 
 bool CacheRowStore::tier_enabled(Tier tier) const {
@@ -244,7 +186,6 @@ std::map<std::string, uint64_t> CacheRowStore::counters() const {
   for (auto& [name, v] : cache_->counters_snapshot()) out[name] = v;
   std::lock_guard lock(mu_);
   for (auto& [name, v] : runtime_counters_) out[name] = v;
-  out["runtime_saves_queued"] = jobs_.size();
   return out;
 }
 
@@ -254,23 +195,12 @@ void CacheRowStore::count(const std::string& name) {
 }
 
 bool CacheRowStore::flush(std::chrono::milliseconds deadline) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, deadline, [this] { return jobs_.empty() && in_flight_.empty(); });
+  return cache_->wait_idle_for(static_cast<uint64_t>(std::max<int64_t>(0, deadline.count())));
 }
 
 std::vector<CacheRowSummary> CacheRowStore::rows() const {
   std::vector<CacheRowSummary> out;
-  // Pending saves are read before the cache's rows: a save leaves in_flight_ only after it
-  // published, so every save queued before this call shows up, as a cache row or below.
-  std::map<RowKey, PendingSave> pending;
-  {
-    std::lock_guard lock(mu_);
-    pending = in_flight_;
-  }
-  const std::vector<cache::RowInfo> dump = cache_->dump();
-  std::lock_guard lock(mu_);
-  for (const cache::RowInfo& r : dump) {
-    pending.erase(r.key);
+  for (const cache::RowInfo& r : cache_->dump()) {  // queued saves included, in flight
     CacheRowSummary s;
     s.key_hex = to_hex(r.key);
     s.tier = from_cache_tier(r.tier);
@@ -279,19 +209,7 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
     s.hits = r.hits;
     s.last_used_ns = r.last_used_ns;
     s.in_flight = r.status == cache::RowStatus::kReserved;
-    if (auto it = fingerprints_.find(r.key); it != fingerprints_.end())
-      s.fingerprint_hex = to_hex(it->second);
-    out.push_back(std::move(s));
-  }
-  for (const auto& [key, p] : pending) {  // queued, not yet reserved in the cache
-    CacheRowSummary s;
-    s.key_hex = to_hex(key);
-    s.tier = from_cache_tier(p.tier);
-    s.size_bytes = p.bytes;
-    s.n_tokens = static_cast<uint32_t>(p.n_tokens);
-    s.in_flight = true;
-    if (auto it = fingerprints_.find(key); it != fingerprints_.end())
-      s.fingerprint_hex = to_hex(it->second);
+    if (r.fingerprint != Digest256{}) s.fingerprint_hex = to_hex(r.fingerprint);
     out.push_back(std::move(s));
   }
   return out;
@@ -308,10 +226,9 @@ uint64_t CacheRowStore::gc() {
   return cache_->gc();
 }
 
-void CacheRowStore::flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) {
-  const Digest256 id = ns.id();
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, deadline, [&] { return in_flight_ns_.count(id) == 0; });
+bool CacheRowStore::flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) {
+  return cache_->wait_namespace_idle(ns,
+                                     static_cast<uint64_t>(std::max<int64_t>(0, deadline.count())));
 }
 
 }  // namespace hearth::runtime

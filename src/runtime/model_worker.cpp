@@ -11,6 +11,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How often an otherwise idle worker re-checks requests waiting for a pending parent save:
+// the cache has no publish notification, and an idle worker has no batch to delay.
+constexpr auto kResumePoll = std::chrono::milliseconds(2);
+
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -125,9 +129,12 @@ void ModelWorker::stop() {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  // The worker's last finish saves may still sit on the store's writer threads: wait for
-  // them (same bound as the shutdown saves) so the rows are published when unload returns.
-  store_->flush_namespace(ns_, std::chrono::milliseconds(config_.policy.evict_save_timeout_ms));
+  // The worker's last finish saves may still be queued on the cache's tier writers: wait
+  // for them (same bound as the shutdown saves) so the rows are published when unload
+  // returns.
+  if (!store_->flush_namespace(ns_,
+                               std::chrono::milliseconds(config_.policy.evict_save_timeout_ms)))
+    log::warn("runtime: model '" + config_.id + "' unloaded with saves still in flight");
 }
 
 LoadedModelInfo ModelWorker::info() const {
@@ -154,21 +161,30 @@ LoadedModelInfo ModelWorker::info() const {
   return i;
 }
 
-void ModelWorker::lookup(Request& r) {
+std::optional<ModelWorker::Restore> ModelWorker::lookup(Request& r) {
   const ModelSavePolicy& p = config_.policy;
   if (r.params.parent_key) {
     auto key = digest_from_hex(*r.params.parent_key);
     if (key.ok()) {
-      bool waited = false;
-      RowHit hit = store_->lookup_exact_or_wait(
-          *key, std::chrono::milliseconds(std::max(0, p.session_resume_wait_ms)), &waited);
+      // The resume wait is non-blocking: blocking here would stall every other sequence
+      // of the batch for up to session_resume_wait_ms. A pending parent save keeps the
+      // request queued instead (later requests take the free sequences meanwhile), and
+      // each loop checks again until the row publishes or the bound, counted from the
+      // first time the request could have been admitted, expires.
+      const auto now = Clock::now();
+      if (!r.resume_deadline)
+        r.resume_deadline = now + std::chrono::milliseconds(std::max(0, p.session_resume_wait_ms));
+      if (now < *r.resume_deadline && store_->save_pending(*key)) {
+        r.resume_waited = true;
+        return std::nullopt;
+      }
+      RowHit hit = store_->lookup_exact(*key, r.resume_waited);
       // Usable when the row is a prefix of the new prompt (the usual next turn).
       if (hit && hit.row->tokens.size() <= r.prompt.size() &&
           std::equal(hit.row->tokens.begin(), hit.row->tokens.end(), r.prompt.begin())) {
-        r.restore_row = std::move(hit.row);
-        r.restore_len = r.restore_row->tokens.size();
-        r.restore_kind = waited ? CacheHitKind::kResume : CacheHitKind::kExact;
-        return;
+        const size_t len = hit.row->tokens.size();
+        return Restore{std::move(hit.row), len,
+                       r.resume_waited ? CacheHitKind::kResume : CacheHitKind::kExact};
       }
     } else {
       log::debug("runtime: ignoring malformed parent_key: " + key.status().message());
@@ -177,10 +193,10 @@ void ModelWorker::lookup(Request& r) {
   RowHit hit = store_->lookup_longest_prefix(
       ns_, r.prompt, 1, static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
   if (hit && hit.row->tokens.size() <= static_cast<size_t>(config_.n_ctx)) {
-    r.restore_len = std::min(hit.n_tokens, r.prompt.size());
-    r.restore_row = std::move(hit.row);
-    r.restore_kind = CacheHitKind::kPartial;
+    const size_t len = std::min(hit.n_tokens, r.prompt.size());
+    return Restore{std::move(hit.row), len, CacheHitKind::kPartial};
   }
+  return Restore{};
 }
 
 void ModelWorker::check(const Status& status, const char* what) {
@@ -196,7 +212,14 @@ void ModelWorker::thread_main() {
       const bool any_busy =
           std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy(); });
       if (!any_busy) {
-        cv_.wait(lock, [this] { return stopping_ || !jobs_.empty() || !queue_.empty(); });
+        auto ready = [this] {
+          return stopping_ || !jobs_.empty() || queue_.size() > resume_waiting_;
+        };
+        if (resume_waiting_ > 0) {
+          cv_.wait_for(lock, kResumePoll, ready);
+        } else {
+          cv_.wait(lock, ready);
+        }
       }
       if (stopping_) {
         lock.unlock();
@@ -216,10 +239,10 @@ void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
   std::deque<Job*> jobs;
   jobs.swap(jobs_);
   // Requests cancelled while queued end now rather than when a sequence frees up.
-  std::vector<RequestPtr> admits;
+  std::vector<RequestPtr> cancelled;
   for (auto it = queue_.begin(); it != queue_.end();) {
     if ((*it)->cancelled.load()) {
-      admits.push_back(std::move(*it));
+      cancelled.push_back(std::move(*it));
       it = queue_.erase(it);
     } else {
       ++it;
@@ -227,11 +250,6 @@ void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
   }
   size_t free_slots = 0;
   for (const Slot& s : slots_) free_slots += s.busy() ? 0 : 1;
-  while (!failed_ && !queue_.empty() && free_slots > 0) {
-    --free_slots;
-    admits.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
   const std::shared_ptr<Backend> backend = backend_;
   lock.unlock();
 
@@ -244,22 +262,48 @@ void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
     }
     job->done.set_value(st);
   }
-  // If admitting one request throws, the ones after it go back to the queue head so the
-  // restarted worker serves them.
-  for (size_t i = 0; i < admits.size(); ++i) {
-    try {
-      admit(std::move(admits[i]));
-    } catch (...) {
-      std::lock_guard relock(mu_);
-      for (size_t j = admits.size(); j > i + 1; --j) queue_.push_front(std::move(admits[j - 1]));
-      throw;
-    }
-  }
+  for (RequestPtr& r : cancelled) admit(std::move(r), {});  // ends it, computes nothing
+  admit_queued(free_slots);
   tick();
   publish_status();
 }
 
-void ModelWorker::admit(RequestPtr r) {
+void ModelWorker::admit_queued(size_t free_slots) {
+  // Requests left waiting for a pending save go back to the queue head, in order, also
+  // when an admission throws (the restarted worker serves them).
+  std::vector<RequestPtr> waiting;
+  auto requeue = [&] {
+    std::lock_guard lock(mu_);
+    queue_.insert(queue_.begin(), std::make_move_iterator(waiting.begin()),
+                  std::make_move_iterator(waiting.end()));
+    resume_waiting_ = waiting.size();
+  };
+  RequestPtr r;  // popped, not yet admitted nor waiting
+  try {
+    while (free_slots > 0) {
+      {
+        std::lock_guard lock(mu_);
+        if (failed_ || queue_.empty()) break;
+        r = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::optional<Restore> restore = r->cancelled.load() ? Restore{} : lookup(*r);
+      if (!restore) {
+        waiting.push_back(std::move(r));
+        continue;
+      }
+      --free_slots;
+      admit(std::move(r), std::move(*restore));
+    }
+  } catch (...) {
+    if (r) waiting.push_back(std::move(r));  // its lookup threw: serve it after the restart
+    requeue();
+    throw;
+  }
+  requeue();
+}
+
+void ModelWorker::admit(RequestPtr r, Restore restore) {
   if (r->cancelled.load()) {  // cancelled while queued: done at once, nothing computed
     RequestStats stats;
     stats.prompt_tokens = static_cast<int64_t>(r->prompt.size());
@@ -320,8 +364,8 @@ void ModelWorker::admit(RequestPtr r) {
   }
 
   // Reuse resident cells, restore a cached row, or start cold.
-  const RowPtr& row = r->restore_row;
-  const size_t row_len = row ? r->restore_len : 0;  // usable tokens
+  const RowPtr& row = restore.row;
+  const size_t row_len = row ? restore.len : 0;  // usable tokens
   const bool row_complete =
       row && row_len == n && row->tokens.size() == n && !row->last_logits.empty();
   const size_t sticky = std::min(best_lcp, n - 1);
@@ -336,7 +380,7 @@ void ModelWorker::admit(RequestPtr r) {
     if (st.ok()) {
       s.resident = row->tokens;
       s.last_logits = row->last_logits;
-      s.hit = r->restore_kind;
+      s.hit = restore.kind;
       // Keep only what matches the prompt; without stored logits for the last prompt
       // position, recompute that one token.
       const size_t keep = row_complete ? n : std::min(row_len, n - 1);
@@ -361,7 +405,7 @@ void ModelWorker::admit(RequestPtr r) {
     s.hit = CacheHitKind::kCold;
   }
   store_->count(hit_counter_name(s.hit));
-  r->restore_row.reset();  // drop the pinned row early
+  restore.row.reset();  // drop the pinned row early
 
   auto sampler = backend.make_sampler(r->params.sampling, prompt);
   check(sampler.status(), "make_sampler");

@@ -3,8 +3,9 @@
 // Callers (any thread) push requests and jobs into a mutex-protected inbox and wake the
 // worker with a condition variable. The worker thread is the only code that touches the
 // backend's KV cells: each loop it runs queued jobs (embeddings, evict), admits queued
-// requests into free sequences (restoring cached KV), observes cancellations, then runs
-// one tick = one Backend::step over every decode row plus prefill slices.
+// requests into free sequences (looking them up in the cache then, and restoring cached
+// KV), observes cancellations, then runs one tick = one Backend::step over every decode
+// row plus prefill slices.
 //
 // Supervision: the loop body is an exception boundary. A throw or a backend error fails
 // the in-flight requests with Internal, rebuilds the backend from the factory after a
@@ -53,10 +54,14 @@ class ModelWorker {
   LoadedModelInfo info() const;
   // Backend::step calls so far; Runtime::cancel records it in the request.
   const std::atomic<uint64_t>& steps() const { return steps_; }
-  // Cache lookup for a new prompt (exact, resume, longest prefix), on the caller's thread.
-  void lookup(Request& request);
 
  private:
+  // What the admission-time cache lookup found for a request.
+  struct Restore {
+    RowPtr row;
+    size_t len = 0;  // leading tokens of row that match the prompt
+    CacheHitKind kind = CacheHitKind::kCold;
+  };
   struct Job {
     std::function<Status(Backend&)> fn;
     std::promise<Status> done;
@@ -64,7 +69,13 @@ class ModelWorker {
 
   void thread_main();
   void loop_once(std::unique_lock<std::mutex>& lock);
-  void admit(RequestPtr request);
+  // Pops requests from the queue head into free sequences, looking each up in the cache;
+  // those waiting for a pending parent save go back to the queue head.
+  void admit_queued(size_t free_slots);
+  // Cache lookup for a request being admitted (exact, resume, longest prefix). nullopt:
+  // its parent_key's save is still pending and its resume wait has not expired.
+  std::optional<Restore> lookup(Request& request);
+  void admit(RequestPtr request, Restore restore);
   void tick();
   // Restores a cached row into seq: in place from a file row when the backend can,
   // else through kv_unpack.
@@ -94,6 +105,9 @@ class ModelWorker {
   std::condition_variable cv_;
   std::shared_ptr<Backend> backend_;  // guarded by mu_ (swapped on restart)
   std::deque<RequestPtr> queue_;      // waiting for a free sequence
+  // Requests at the head of queue_ that the last admission left waiting for a pending
+  // parent save (re-checked every loop; an idle worker polls for them).
+  size_t resume_waiting_ = 0;
   std::deque<Job*> jobs_;
   bool stopping_ = false;
   bool failed_ = false;

@@ -1,4 +1,4 @@
-// One admitted request as it travels from the caller's thread to a model's worker.
+// One request as it travels from the caller's thread to a model's worker.
 #pragma once
 
 #include <atomic>
@@ -25,10 +25,12 @@ struct Request {
   // Blocking requests (complete, prefill_only) get their result here instead of the sink.
   std::optional<std::promise<Result<CompletionResult>>> promise;
 
-  // Cache lookup done on the caller's thread (it may wait for an in-flight parent save).
-  RowPtr restore_row;
-  size_t restore_len = 0;  // leading tokens of restore_row that match the prompt
-  CacheHitKind restore_kind = CacheHitKind::kCold;
+  // Resume wait (worker thread only). The cache lookup happens when the worker admits the
+  // request, so a queued request pins no row and finds rows saved while it waited. When
+  // its parent_key's save is still pending at that moment, the request stays queued until
+  // the row publishes or resume_deadline passes (ModelWorker::lookup).
+  std::optional<std::chrono::steady_clock::time_point> resume_deadline;
+  bool resume_waited = false;
 
   std::atomic<bool> cancelled{false};
   // The model's step count when the cancel was requested (kNoStep: not recorded). The

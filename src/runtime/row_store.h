@@ -68,16 +68,19 @@ struct RowMeta {
 class RowStore {
  public:
   virtual ~RowStore() = default;
-  // The row published under `key`. When a save of `key` is in flight, waits up to `wait`
-  // for it; *waited reports whether it had to (a resume hit).
-  virtual RowHit lookup_exact_or_wait(const RowKey& key, std::chrono::milliseconds wait,
-                                      bool* waited) = 0;
+  // The row published under `key`, counted as an exact hit, or as a resume hit when
+  // `resume` (the caller waited for its save); a miss when absent.
+  virtual RowHit lookup_exact(const RowKey& key, bool resume) = 0;
+  // Whether a save of `key` is queued or being written and not yet published: a resume
+  // lookup waits for it (never blocks, counts nothing).
+  virtual bool save_pending(const RowKey& key) const = 0;
   // The row of `ns` sharing the longest token prefix with `tokens` (radix), else the
   // stride walk over `stride`-aligned prefixes. Hits shorter than min_tokens are ignored.
   virtual RowHit lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
                                        size_t min_tokens, size_t stride) = 0;
-  // Async saves return once queued (a resume lookup sees the key in flight at once);
-  // sync saves return once published or failed. Returns the row's key.
+  // Async saves return once queued (save_pending sees the key at once; ResourceExhausted
+  // when the tier's queue is full: dropped, counted as saves_dropped); sync saves return
+  // once published or failed. Returns the row's key.
   virtual Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row, Tier tier,
                               SaveReason reason, bool sync) = 0;
   virtual bool tier_enabled(Tier tier) const = 0;
@@ -93,8 +96,9 @@ class RowStore {
   virtual CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) = 0;
   virtual uint64_t gc() = 0;
   // Waits (bounded by `deadline`) until no async save of namespace `ns` is queued or being
-  // written: after unload_model returns, that model's rows are published.
-  virtual void flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) = 0;
+  // written: after unload_model returns, that model's rows are published. false if
+  // `deadline` passed first.
+  virtual bool flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) = 0;
 };
 
 }  // namespace hearth::runtime

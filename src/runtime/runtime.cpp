@@ -60,7 +60,8 @@ class Runtime::Impl {
     return OkStatus();
   }
 
-  // Builds, looks up and queues a request. On success the request belongs to the worker.
+  // Builds and queues a request (the worker looks it up in the cache when it admits it).
+  // On success the request belongs to the worker.
   Result<RequestPtr> start(std::string_view model_id, std::span<const TokenId> prompt,
                            const RequestParams& params, Request::Kind kind, StreamSink sink,
                            bool blocking, std::future<Result<CompletionResult>>* future) {
@@ -80,7 +81,6 @@ class Runtime::Impl {
       r->promise.emplace();
       *future = r->promise->get_future();
     }
-    worker->lookup(*r);
     {
       std::lock_guard lock(req_mu_);
       live_[r->id] = Live{r, worker};

@@ -3,13 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "cache/cache_impl.h"
-#include "forwarding_io.h"
+#include "slow_link_io.h"
 #include "test_util.h"
 
 namespace hearth::cache {
@@ -19,35 +17,7 @@ using namespace std::chrono_literals;
 
 // Real system calls, except that every link(2) (only the disk tier links) waits until
 // released.
-class StuckLinkIo final : public testing::ForwardingIo {
- public:
-  void release() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      released_ = true;
-    }
-    cv_.notify_all();
-  }
-  int linking() {
-    std::lock_guard<std::mutex> l(mu_);
-    return linking_;
-  }
-
-  int link(const std::string& a, const std::string& b) override {
-    {
-      std::unique_lock<std::mutex> l(mu_);
-      ++linking_;
-      cv_.wait_for(l, 20s, [&] { return released_; });
-    }
-    return real->link(a, b);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool released_ = false;
-  int linking_ = 0;
-};
+using StuckLinkIo = testing::SlowLinkIo;
 
 TEST(TierWriter, StuckDiskDoesNotHoldUpRamSaves) {
   testing::TempDir dir;
@@ -100,6 +70,68 @@ TEST(TierWriter, StuckDiskDoesNotHoldUpRamSaves) {
       EXPECT_EQ(w->slots.in_use(), 0u);
     }
   }
+}
+
+// An async save is in flight from the moment save_async queues it, before a writer
+// reserves the key: a resume lookup waits for it (rather than missing), dump() lists it
+// with its fingerprint, and the namespace waits see it.
+TEST(TierWriter, QueuedSaveIsInFlightBeforeAWriterReservesIt) {
+  testing::TempDir dir;
+  auto io = std::make_shared<StuckLinkIo>();
+  CacheConfig c;
+  c.disk_dir = dir.sub("disk");
+  c.writer_threads = 1;
+  c.writer_queue_depth = 1;
+  c.evict_save_timeout_ms = 500;
+  c.io = io;
+  auto opened = Cache::open(c);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  std::unique_ptr<Cache> cache = std::move(opened).value();
+  const auto payload = testing::random_bytes(20000, 5);
+  const KeyNamespace ns = testing::test_ns(0x11);
+  const KeyNamespace other = testing::test_ns(0x22);
+
+  ASSERT_TRUE(cache->save_async(Tier::kDisk, testing::make_meta(testing::seq_tokens(16, 100), ns),
+                                payload));
+  for (int i = 0; i < 200 && io->linking() == 0; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(io->linking(), 1);
+  const auto queued = testing::make_meta(testing::seq_tokens(16, 200), ns);
+  const CacheKey key = make_key(queued.ns, queued.tokens);
+  ASSERT_TRUE(cache->save_async(Tier::kDisk, queued, payload));
+  EXPECT_FALSE(cache->internals().meta.reserved(key)) << "no writer has picked it up yet";
+  EXPECT_TRUE(cache->save_pending(key));
+  bool listed = false;
+  for (const RowInfo& r : cache->dump()) {
+    if (r.key != key) continue;
+    listed = true;
+    EXPECT_EQ(r.status, RowStatus::kReserved);
+    EXPECT_EQ(r.n_tokens, 16u);
+    EXPECT_EQ(r.fingerprint, ns.fingerprint);
+  }
+  EXPECT_TRUE(listed);
+  // A save refused for a full queue is counted and never in flight.
+  const auto refused = testing::make_meta(testing::seq_tokens(16, 300), ns);
+  EXPECT_FALSE(cache->save_async(Tier::kDisk, refused, payload));
+  EXPECT_FALSE(cache->save_pending(make_key(refused.ns, refused.tokens)));
+  EXPECT_EQ(testing::counter(*cache, Counter::kSavesDropped), 1u);
+  // Waits per namespace: another model's namespace has nothing in flight.
+  EXPECT_TRUE(cache->wait_namespace_idle(other, 0));
+  EXPECT_FALSE(cache->wait_namespace_idle(ns, 50));
+  EXPECT_FALSE(cache->wait_idle_for(50));
+
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(100ms);
+    io->release();
+  });
+  auto hit = cache->lookup_exact_or_wait(key, 5000);
+  releaser.join();
+  ASSERT_TRUE(hit) << "the resume lookup missed a queued save";
+  EXPECT_EQ(hit->fingerprint, ns.fingerprint);
+  EXPECT_EQ(testing::counter(*cache, Counter::kHitsResume), 1u);
+  EXPECT_TRUE(cache->wait_namespace_idle(ns, 5000));
+  EXPECT_TRUE(cache->wait_idle_for(5000));
+  EXPECT_FALSE(cache->save_pending(key));
+  EXPECT_EQ(cache->dump().size(), 2u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include "slow_disk.h"
 #include "stub_fixture.h"
 
 namespace hearth::runtime {
@@ -49,8 +50,11 @@ const char* kStory =
     "sun. One day, she saw a big red ball in the park. She ran to get it, but a dog took it.";
 
 TEST_F(EngineRuntime, ExactResumeAndPrefixHitsAreBitIdentical) {
-  auto rt = make_runtime(/*publish_delay_ms=*/250);
-  auto loaded = rt->load_model(config("m", 2));
+  SlowDisk disk(std::chrono::milliseconds(250));  // each disk publish takes 250 ms
+  auto rt = make_runtime(disk.options());
+  ModelConfig cfg = config("m", 2);
+  cfg.tier = Tier::kDisk;  // the slow publishes keep the finish save in flight
+  auto loaded = rt->load_model(cfg);
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   EXPECT_EQ(rt->model_info("m")->backend, "engine");
   RequestParams p = greedy(12);

@@ -4,6 +4,7 @@
 #include <future>
 #include <thread>
 
+#include "slow_disk.h"
 #include "stub_fixture.h"
 
 namespace hearth::runtime {
@@ -91,14 +92,17 @@ TEST(Registry, UnloadAndReloadKeepsRowsUsable) {
 // With slow writers the finish save is still queued when complete() returns: unload must
 // wait for it, so the reloaded model finds the row published (exact, not resume).
 TEST(Registry, UnloadWaitsForThatModelsAsyncSaves) {
-  auto rt = make_runtime(/*publish_delay_ms=*/150);
-  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  SlowDisk disk(std::chrono::milliseconds(150));  // each disk publish takes 150 ms
+  auto rt = make_runtime(disk.options());
+  auto cfg = stub_config("m", 1);
+  cfg.tier = Tier::kDisk;
+  ASSERT_TRUE(rt->load_model(cfg).ok());
   auto t1 = rt->complete("m", text_of(300), greedy(8));
   ASSERT_TRUE(t1.ok());
   ASSERT_TRUE(t1->finish_key.has_value());
   ASSERT_TRUE(rt->unload_model("m").ok());
-  EXPECT_EQ(rt->cache_counters()["runtime_saves_queued"], 0u);
-  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  for (const CacheRowSummary& r : rt->cache_rows()) EXPECT_FALSE(r.in_flight);
+  ASSERT_TRUE(rt->load_model(cfg).ok());
   RequestParams p = greedy(8);
   p.parent_key = t1->finish_key;
   auto t2 = rt->complete_tokens("m", t1->context_tokens, p);

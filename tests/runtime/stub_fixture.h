@@ -43,10 +43,8 @@ inline ModelConfig stub_config(std::string id, int32_t n_seq_max,
   return c;
 }
 
-inline std::unique_ptr<Runtime> make_runtime(int32_t publish_delay_ms = 0) {
-  RuntimeOptions o;
-  o.cache.testing_publish_delay_ms = publish_delay_ms;
-  auto rt = Runtime::create(o);
+inline std::unique_ptr<Runtime> make_runtime(RuntimeOptions o = {}) {
+  auto rt = Runtime::create(std::move(o));
   EXPECT_TRUE(rt.ok()) << rt.status().to_string();
   return std::move(rt).value();
 }

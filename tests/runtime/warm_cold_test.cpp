@@ -1,5 +1,6 @@
 // Acceptance: a warm request (exact, resume, longest-prefix, sticky) is bit-identical to a
 // cold one: same tokens, same text, same per-token logits; greedy and seeded.
+#include "slow_disk.h"
 #include "stub_fixture.h"
 
 namespace hearth::runtime {
@@ -66,8 +67,10 @@ TEST_P(WarmCold, ExactHitOnWholePromptNeedsNoForwardBeforeFirstToken) {
 }
 
 TEST_P(WarmCold, ResumeWaitsForInFlightFinishSave) {
-  auto rt = make_runtime(/*publish_delay_ms=*/250);
+  SlowDisk disk(std::chrono::milliseconds(250));  // each disk publish takes 250 ms
+  auto rt = make_runtime(disk.options());
   auto cfg = stub_config("m", 1);
+  cfg.tier = Tier::kDisk;
   cfg.slot_affinity = false;  // else the resident cells would serve turn 2 (sticky)
   ASSERT_TRUE(rt->load_model(cfg).ok());
   auto turn1 = rt->complete("m", text_of(300), params());
