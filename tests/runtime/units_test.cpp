@@ -76,7 +76,7 @@ TEST(StopMatcher, HoldsBackPossibleStartAndCutsAtMatch) {
 
 TEST(StubBackend, PackUnpackRestoresIdenticalLogits) {
   StubBackend b(StubOptions{});
-  auto toks = *b.tokenize("hello world, this is a stub", false);
+  auto toks = *b.tokenize("hello world, this is a stub", false, {});
   std::vector<std::vector<float>> l1, l2;
   StepRow r{0, 0, toks, true};
   ASSERT_TRUE(b.step({&r, 1}, &l1).ok());
@@ -98,8 +98,8 @@ TEST(StubBackend, PackUnpackRestoresIdenticalLogits) {
 
 TEST(StubBackend, WrongRestoreChangesLogits) {
   StubBackend b(StubOptions{});
-  auto x = *b.tokenize("abcdef", false);
-  auto y = *b.tokenize("abcdeg", false);
+  auto x = *b.tokenize("abcdef", false, {});
+  auto y = *b.tokenize("abcdeg", false, {});
   std::vector<std::vector<float>> lx, ly;
   StepRow rx{0, 0, x, true}, ry{1, 0, y, true};
   StepRow rows[] = {rx, ry};
