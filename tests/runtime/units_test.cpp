@@ -96,6 +96,17 @@ TEST(StubBackend, PackUnpackRestoresIdenticalLogits) {
   EXPECT_EQ(b.step({&bad, 1}, &l2).code(), ErrorCode::kInternal);
 }
 
+// The stub's vocabulary has no token with text, so special ranges change nothing; they
+// are still checked against the text, as the engine checks them.
+TEST(StubBackend, SpecialRangesChangeNothingButAreChecked) {
+  StubBackend b(StubOptions{});
+  const std::string text = "a</s>b";
+  const std::vector<TextRange> whole = special_ranges_for(text, true);
+  EXPECT_EQ(*b.tokenize(text, true, whole), *b.tokenize(text, true, {}));
+  const std::vector<TextRange> past_end = {{0, text.size() + 1}};
+  EXPECT_EQ(b.tokenize(text, true, past_end).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(StubBackend, WrongRestoreChangesLogits) {
   StubBackend b(StubOptions{});
   auto x = *b.tokenize("abcdef", false, {});
