@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hearth/status.h"
+#include "hearth/text_range.h"
 
 namespace hearth::runtime {
 
@@ -120,7 +121,13 @@ class Backend {
   virtual BackendInfo info() const = 0;
   virtual KvIdentity kv_identity() const = 0;
   // add_special: prepend BOS (or what the model's tokenizer adds) when the model wants it.
-  virtual Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special) const = 0;
+  // special_ranges: byte ranges of `text` where the text of a control token (e.g.
+  // "<|im_start|>", "</s>") becomes that token; elsewhere it is plain text. Empty is
+  // parse_special=false, {0, text.size()} is parse_special=true (special_ranges_for), a
+  // rendered chat prompt passes its template's own text. A range outside `text` ->
+  // InvalidArgument.
+  virtual Result<std::vector<TokenId>> tokenize(
+      std::string_view text, bool add_special, std::span<const TextRange> special_ranges) const = 0;
   virtual Result<std::string> detokenize(std::span<const TokenId> tokens) const = 0;
   virtual std::unique_ptr<TextStream> text_stream() const = 0;
   // Renders messages to a prompt string with the model's chat template (ChatML default).

@@ -9,7 +9,8 @@
 //
 // Every method is thread-safe and returns errors as values (no exceptions escape).
 // Error codes: NotFound (unknown model), AlreadyExists (id in use), InvalidArgument (bad
-// config/params), OutOfRange (prompt + response_tokens > context), ResourceExhausted
+// config/params, a prompt token id outside the vocabulary), OutOfRange (prompt +
+// response_tokens > context), ResourceExhausted
 // (request queue full: HTTP 429), Unavailable (model restarting/unloading, runtime shut
 // down), Internal (the model's worker failed during the request).
 #pragma once
@@ -135,6 +136,8 @@ struct LoadedModelInfo {
   std::string architecture;
   int32_t context_size = 0;
   int32_t n_seq_max = 1;
+  int32_t n_vocab = 0;        // valid token ids are [0, n_vocab)
+  int32_t embedding_dim = 0;  // width of embeddings() vectors
   std::string quant_type;
   int32_t quant_bits = 0;
   Tier tier = Tier::kRam;
@@ -176,6 +179,9 @@ struct RequestParams {
   std::vector<std::string> stop_sequences; // generation ends before the first match
   bool capture_logits = false;             // fill CompletionResult::token_logits (tests)
   bool add_special = true;                 // complete(): tokenizer adds BOS when the model wants
+  // complete(): control-token text in the prompt (a prompt rendered with a chat template)
+  // becomes control tokens. Set false for a prompt that is user text.
+  bool parse_special = true;
 };
 
 struct RequestStats {
@@ -288,12 +294,23 @@ class Runtime {
                                      const RequestParams& params = {});
 
   // ---- model utilities (safe while the model generates) ----
+  // parse_special: the text of control tokens ("<|im_start|>", "</s>") becomes their ids;
+  // false (the default) tokenizes it as the plain text it is, which user text needs.
   Result<std::vector<TokenId>> tokenize(std::string_view model_id, std::string_view text,
-                                        bool add_special = true) const;
+                                        bool add_special = true, bool parse_special = false) const;
+  // tokenize with control-token text honoured only inside `special_ranges` (byte ranges of
+  // `text`): a rendered chat prompt passes its template's own text, so message content
+  // never becomes control tokens (Tokenizer::encode_with_special_ranges).
+  Result<std::vector<TokenId>> tokenize_with_special_ranges(
+      std::string_view model_id, std::string_view text, bool add_special,
+      std::span<const TextRange> special_ranges) const;
   Result<std::string> detokenize(std::string_view model_id,
                                  std::span<const TokenId> tokens) const;
+  // The backend's ChatML rendering. The HTTP server does not use these: it renders with
+  // its per-family renderer (src/server/chat_template.cpp) and tokenize_with_special_ranges.
   Result<std::string> render_chat(std::string_view model_id, const ChatRequest& request) const;
-  // render_chat + tokenize (add_special true).
+  // render_chat + tokenize (add_special and parse_special true: message content that
+  // holds control-token text becomes control tokens; do not feed it untrusted content).
   Result<std::vector<TokenId>> apply_chat_template(std::string_view model_id,
                                                    const ChatRequest& request) const;
   // One embedding per input, run on the model's worker between ticks.

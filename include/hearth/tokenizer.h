@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hearth/status.h"
+#include "hearth/text_range.h"
 
 namespace hearth {
 
@@ -85,6 +86,15 @@ class Tokenizer {
   // replaces each invalid byte with U+FFFD (as llama.cpp does).
   Result<std::vector<int32_t>> encode(std::string_view text, bool add_special,
                                       bool parse_special) const;
+
+  // encode, with control (and unknown) token text recognised only where it lies wholly
+  // inside one of `special_ranges` (byte ranges of `text`; touching or overlapping
+  // ranges are merged first); elsewhere it is ordinary text. Only the places where the
+  // text is cut change, so a text whose control-token text all lies inside the ranges
+  // gives exactly encode(text, add_special, /*parse_special=*/true). A range past the
+  // end of `text` or with begin > end -> InvalidArgument.
+  Result<std::vector<int32_t>> encode_with_special_ranges(
+      std::string_view text, bool add_special, std::span<const TextRange> special_ranges) const;
 
   // The raw bytes a token stands for: SPM "▁" -> ' ', "<0xXX>" byte tokens -> that
   // byte, byte-level BPE characters -> their bytes, user-defined tokens -> their text.

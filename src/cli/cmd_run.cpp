@@ -67,7 +67,8 @@ int run_cached(const RunArgs& a) {
   auto id = runtime.load_model(mc);
   if (!id.ok()) return fail(id.status());
   const double load_ms = ms_since(t_load);
-  auto ids = runtime.tokenize(*id, a.prompt, /*add_special=*/true);
+  // The operator's own prompt may spell control tokens (a hand-rendered template).
+  auto ids = runtime.tokenize(*id, a.prompt, /*add_special=*/true, /*parse_special=*/true);
   if (!ids.ok()) return fail(ids.status());
   if (ids->empty()) return fail(InvalidArgument("the prompt tokenizes to nothing"));
 

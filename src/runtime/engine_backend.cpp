@@ -77,9 +77,9 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
                         std::to_string(m.rope_scaling_factor);
 }
 
-Result<std::vector<TokenId>> EngineBackend::tokenize(std::string_view text,
-                                                     bool add_special) const {
-  return tokenizer_->encode(text, add_special, /*parse_special=*/true);
+Result<std::vector<TokenId>> EngineBackend::tokenize(
+    std::string_view text, bool add_special, std::span<const TextRange> special_ranges) const {
+  return tokenizer_->encode_with_special_ranges(text, add_special, special_ranges);
 }
 
 Result<std::string> EngineBackend::detokenize(std::span<const TokenId> tokens) const {

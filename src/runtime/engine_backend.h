@@ -19,7 +19,8 @@ class EngineBackend : public Backend {
 
   BackendInfo info() const override { return info_; }
   KvIdentity kv_identity() const override { return identity_; }
-  Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special) const override;
+  Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special,
+                                        std::span<const TextRange> special_ranges) const override;
   Result<std::string> detokenize(std::span<const TokenId> tokens) const override;
   std::unique_ptr<TextStream> text_stream() const override;
   Result<std::unique_ptr<TokenSampler>> make_sampler(

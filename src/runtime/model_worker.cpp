@@ -147,6 +147,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.architecture = backend_info_.architecture;
   i.context_size = config_.n_ctx;
   i.n_seq_max = config_.n_seq_max;
+  i.n_vocab = backend_info_.vocab_size;
+  i.embedding_dim = backend_info_.n_embd;
   i.quant_type = backend_info_.quant_type;
   i.quant_bits = backend_info_.quant_bits;
   i.tier = config_.tier;

@@ -55,8 +55,9 @@ class Runtime::Impl {
     const int32_t vocab = w.backend()->info().vocab_size;
     for (TokenId t : prompt)
       if (t < 0 || t >= vocab)
-        return OutOfRange("prompt token id " + std::to_string(t) + " is outside the vocabulary (" +
-                          std::to_string(vocab) + ")");
+        return InvalidArgument("prompt token id " + std::to_string(t) +
+                               " is outside the vocabulary of " + std::to_string(vocab) +
+                               " tokens");
     return OkStatus();
   }
 
@@ -202,7 +203,8 @@ Result<LoadedModelInfo> Runtime::model_info(std::string_view model_id) const {
 
 Result<CompletionResult> Runtime::complete(std::string_view model_id, std::string_view prompt,
                                            const RequestParams& params) {
-  HEARTH_ASSIGN_OR_RETURN(auto tokens, tokenize(model_id, prompt, params.add_special));
+  HEARTH_ASSIGN_OR_RETURN(auto tokens,
+                          tokenize(model_id, prompt, params.add_special, params.parse_special));
   return complete_tokens(model_id, tokens, params);
 }
 
@@ -259,9 +261,16 @@ Result<PrefillResult> Runtime::prefill_only(std::string_view model_id,
 }
 
 Result<std::vector<TokenId>> Runtime::tokenize(std::string_view model_id, std::string_view text,
-                                               bool add_special) const {
+                                               bool add_special, bool parse_special) const {
+  const std::vector<TextRange> ranges = special_ranges_for(text, parse_special);
+  return tokenize_with_special_ranges(model_id, text, add_special, ranges);
+}
+
+Result<std::vector<TokenId>> Runtime::tokenize_with_special_ranges(
+    std::string_view model_id, std::string_view text, bool add_special,
+    std::span<const TextRange> special_ranges) const {
   HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
-  return worker->backend()->tokenize(text, add_special);
+  return worker->backend()->tokenize(text, add_special, special_ranges);
 }
 
 Result<std::string> Runtime::detokenize(std::string_view model_id,
@@ -279,7 +288,7 @@ Result<std::string> Runtime::render_chat(std::string_view model_id,
 Result<std::vector<TokenId>> Runtime::apply_chat_template(std::string_view model_id,
                                                           const ChatRequest& request) const {
   HEARTH_ASSIGN_OR_RETURN(std::string text, render_chat(model_id, request));
-  return tokenize(model_id, text, true);
+  return tokenize(model_id, text, /*add_special=*/true, /*parse_special=*/true);
 }
 
 Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view model_id,
@@ -287,7 +296,8 @@ Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view mod
   HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
   std::vector<std::vector<TokenId>> tokenized;
   for (const std::string& in : inputs) {
-    HEARTH_ASSIGN_OR_RETURN(auto t, worker->backend()->tokenize(in, true));
+    // Inputs are user text: control-token text in them stays text, as the server counts it.
+    HEARTH_ASSIGN_OR_RETURN(auto t, worker->backend()->tokenize(in, true, {}));
     if (t.empty()) return InvalidArgument("embedding input tokenizes to nothing");
     tokenized.push_back(std::move(t));
   }

@@ -71,7 +71,15 @@ KvIdentity StubBackend::kv_identity() const {
   return KvIdentity{options_.model_path, 0, options_.kv_layout};
 }
 
-Result<std::vector<TokenId>> StubBackend::tokenize(std::string_view text, bool) const {
+Result<std::vector<TokenId>> StubBackend::tokenize(
+    std::string_view text, bool /*add_special*/, std::span<const TextRange> special_ranges) const {
+  for (const TextRange& r : special_ranges) {
+    if (r.begin > r.end || r.end > text.size()) {
+      return InvalidArgument("stub: special range [" + std::to_string(r.begin) + ", " +
+                             std::to_string(r.end) + ") is not inside the text of " +
+                             std::to_string(text.size()) + " bytes");
+    }
+  }
   std::vector<TokenId> out;
   out.reserve(text.size());
   for (unsigned char c : text) out.push_back(static_cast<TokenId>(c) + 3);

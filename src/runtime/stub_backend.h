@@ -50,7 +50,11 @@ class StubBackend : public Backend {
 
   BackendInfo info() const override;
   KvIdentity kv_identity() const override;
-  Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special) const override;
+  // Never adds BOS. The stub's vocabulary has no token with text (BOS and EOS are
+  // bytes-free ids), so no text can become a control token: special_ranges are only
+  // checked against the text, as the engine does, and otherwise change nothing.
+  Result<std::vector<TokenId>> tokenize(std::string_view text, bool add_special,
+                                        std::span<const TextRange> special_ranges) const override;
   Result<std::string> detokenize(std::span<const TokenId> tokens) const override;
   std::unique_ptr<TextStream> text_stream() const override;
   Result<std::unique_ptr<TokenSampler>> make_sampler(

@@ -98,7 +98,8 @@ void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response
   }
   ModelDescription model;
   if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
-  auto tokens = ctx.service.tokenize(model.id, text, add_special, parse_special);
+  auto tokens =
+      ctx.service.tokenize(model.id, text, add_special, special_ranges_for(text, parse_special));
   if (!tokens.ok()) return reply_error(res, from_status(tokens.status(), "text"));
   reply_json(res,
              {{"model", model.id}, {"tokens", tokens.value()}, {"count", tokens.value().size()}});

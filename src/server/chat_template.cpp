@@ -31,22 +31,56 @@ std::vector<ChatMessage> fold_system_into_first_user(const std::vector<ChatMessa
   return out;
 }
 
-std::string render_chatml(const std::vector<ChatMessage>& messages) {
-  std::string s;
-  for (const auto& m : messages) s += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  return s + "<|im_start|>assistant\n";
+// Builds a RenderedChat: template text opens or extends a special range, request
+// text (content, system prompts) never does.
+class PromptBuilder {
+ public:
+  PromptBuilder& markup(std::string_view s) {
+    if (s.empty()) return *this;
+    if (!out_.special_ranges.empty() && out_.special_ranges.back().end == out_.text.size()) {
+      out_.special_ranges.back().end += s.size();
+    } else {
+      out_.special_ranges.push_back({out_.text.size(), out_.text.size() + s.size()});
+    }
+    out_.text += s;
+    return *this;
+  }
+  PromptBuilder& content(std::string_view s) {
+    out_.text += s;
+    return *this;
+  }
+  // Roles are template text (the request parser admits only system, user and
+  // assistant, and phi-3's "<|user|>" needs the role inside the marker's range); any
+  // other role is treated as content, to be safe.
+  PromptBuilder& role(std::string_view r) {
+    const bool known = r == "system" || r == "user" || r == "assistant" || r == "model";
+    return known ? markup(r) : content(r);
+  }
+  RenderedChat finish() { return std::move(out_); }
+
+ private:
+  RenderedChat out_;
+};
+
+RenderedChat render_chatml(const std::vector<ChatMessage>& messages) {
+  PromptBuilder b;
+  for (const auto& m : messages) {
+    b.markup("<|im_start|>").role(m.role).markup("\n").content(m.content).markup("<|im_end|>\n");
+  }
+  return b.markup("<|im_start|>assistant\n").finish();
 }
 
-std::string render_llama3(const std::vector<ChatMessage>& messages) {
-  std::string s;
+RenderedChat render_llama3(const std::vector<ChatMessage>& messages) {
+  PromptBuilder b;
   for (const auto& m : messages) {
-    s += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+    b.markup("<|start_header_id|>").role(m.role).markup("<|end_header_id|>\n\n");
+    b.content(m.content).markup("<|eot_id|>");
   }
-  return s + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n").finish();
 }
 
 // [INST] pairs; llama-2 puts the system prompt in <<SYS>> inside the first [INST].
-std::string render_inst(const std::vector<ChatMessage>& messages, bool llama2_sys) {
+RenderedChat render_inst(const std::vector<ChatMessage>& messages, bool llama2_sys) {
   std::string system;
   std::vector<ChatMessage> turns;
   if (llama2_sys) {
@@ -60,39 +94,41 @@ std::string render_inst(const std::vector<ChatMessage>& messages, bool llama2_sy
   } else {
     turns = fold_system_into_first_user(messages);
   }
-  std::string s;
+  PromptBuilder b;
   bool first_user = true;
   bool open_sequence = true;  // the first <s> comes from the tokenizer's BOS
   for (const auto& m : turns) {
     if (m.role == "user") {
-      if (!open_sequence) s += "<s>";
+      if (!open_sequence) b.markup("<s>");
       open_sequence = false;
-      std::string content = m.content;
+      b.markup("[INST] ");
       if (first_user && llama2_sys && !system.empty()) {
-        content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
+        b.markup("<<SYS>>\n").content(system).markup("\n<</SYS>>\n\n");
       }
       first_user = false;
-      s += "[INST] " + content + " [/INST]";
+      b.content(m.content).markup(" [/INST]");
     } else {  // assistant
-      s += (llama2_sys ? " " : "") + m.content + (llama2_sys ? " </s>" : "</s>");
+      b.markup(llama2_sys ? " " : "").content(m.content).markup(llama2_sys ? " </s>" : "</s>");
     }
   }
-  return s;
+  return b.finish();
 }
 
-std::string render_tagged(const std::vector<ChatMessage>& messages, const std::string& end) {
-  std::string s;
-  for (const auto& m : messages) s += "<|" + m.role + "|>\n" + m.content + end + "\n";
-  return s + "<|assistant|>\n";
-}
-
-std::string render_gemma(const std::vector<ChatMessage>& messages) {
-  std::string s;
-  for (const auto& m : fold_system_into_first_user(messages)) {
-    const std::string role = m.role == "assistant" ? "model" : m.role;
-    s += "<start_of_turn>" + role + "\n" + m.content + "<end_of_turn>\n";
+RenderedChat render_tagged(const std::vector<ChatMessage>& messages, std::string_view end) {
+  PromptBuilder b;
+  for (const auto& m : messages) {
+    b.markup("<|").role(m.role).markup("|>\n").content(m.content).markup(end).markup("\n");
   }
-  return s + "<start_of_turn>model\n";
+  return b.markup("<|assistant|>\n").finish();
+}
+
+RenderedChat render_gemma(const std::vector<ChatMessage>& messages) {
+  PromptBuilder b;
+  for (const auto& m : fold_system_into_first_user(messages)) {
+    b.markup("<start_of_turn>").role(m.role == "assistant" ? "model" : m.role).markup("\n");
+    b.content(m.content).markup("<end_of_turn>\n");
+  }
+  return b.markup("<start_of_turn>model\n").finish();
 }
 
 }  // namespace
@@ -142,7 +178,7 @@ std::optional<ChatFamily> detect_chat_family(std::string_view t) {
   return std::nullopt;
 }
 
-std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages) {
+RenderedChat render_chat(ChatFamily family, const std::vector<ChatMessage>& messages) {
   switch (family) {
     case ChatFamily::kChatml:
       return render_chatml(messages);

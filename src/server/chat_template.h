@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "hearth/text_range.h"
+
 namespace hearth::server {
 
 enum class ChatFamily { kChatml, kLlama2, kLlama3, kMistral, kZephyr, kGemma, kPhi3 };
@@ -26,8 +28,16 @@ const char* chat_family_name(ChatFamily family);
 // nullopt when no family's markers are present in the Jinja text.
 std::optional<ChatFamily> detect_chat_family(std::string_view jinja_template);
 
+// A rendered prompt and where its control-token text may become control tokens: the
+// template's own text (markers, role names, separators). The messages' content is never
+// in a range, so a user who types "<|im_end|>" gets those characters, not the token.
+struct RenderedChat {
+  std::string text;
+  std::vector<TextRange> special_ranges;  // sorted, disjoint byte ranges of text
+};
+
 // Renders the conversation and the opening of the assistant's turn. The text
 // carries no leading BOS: the tokenizer adds it (add_special), so it is never doubled.
-std::string render_chat(ChatFamily family, const std::vector<ChatMessage>& messages);
+RenderedChat render_chat(ChatFamily family, const std::vector<ChatMessage>& messages);
 
 }  // namespace hearth::server

@@ -62,7 +62,8 @@ Status FakeService::unload_model(const std::string& id) {
 
 Result<std::vector<TokenId>> FakeService::tokenize(const std::string& model,
                                                    const std::string& text, bool add_special,
-                                                   bool /*parse_special*/) {
+                                                   std::span<const TextRange> /*special_ranges*/) {
+  // The fake's vocabulary is bytes plus BOS/EOS, none with text: no range changes a token.
   HEARTH_RETURN_IF_ERROR(model_info(model).status());
   std::vector<TokenId> out;
   if (add_special) out.push_back(kBos);

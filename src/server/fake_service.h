@@ -37,7 +37,8 @@ class FakeService : public ServiceApi {
   Result<ModelDescription> load_model(const ModelLoadOptions& options) override;
   Status unload_model(const std::string& id) override;
   Result<std::vector<TokenId>> tokenize(const std::string& model, const std::string& text,
-                                        bool add_special, bool parse_special) override;
+                                        bool add_special,
+                                        std::span<const TextRange> special_ranges) override;
   Result<std::string> detokenize(const std::string& model,
                                  const std::vector<TokenId>& tokens) override;
   Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) override;

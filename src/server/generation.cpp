@@ -110,7 +110,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   if (req.prompt_tokens) {
     tokens = *req.prompt_tokens;
     for (TokenId t : tokens) {
-      if (model.n_vocab > 0 && t >= model.n_vocab) {
+      if (t < 0 || (model.n_vocab > 0 && t >= model.n_vocab)) {
         return invalid_request("'prompt' holds token id " + std::to_string(t) +
                                    " outside the vocabulary (size " +
                                    std::to_string(model.n_vocab) + ")",
@@ -118,15 +118,16 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
       }
     }
   } else {
-    std::string text = req.prompt;
-    bool parse_special = false;
+    // A text prompt is user text: no control tokens. A chat prompt gets them from its
+    // template's text only, never from what the messages say.
+    RenderedChat rendered{req.prompt, {}};
     if (req.is_chat) {
       const ChatFamily family = pick_family(ctx, model);
       plan.chat_family = chat_family_name(family);
-      text = render_chat(family, req.messages);
-      parse_special = true;
+      rendered = render_chat(family, req.messages);
     }
-    auto tok = ctx.service.tokenize(model.id, text, /*add_special=*/true, parse_special);
+    auto tok = ctx.service.tokenize(model.id, rendered.text, /*add_special=*/true,
+                                    rendered.special_ranges);
     if (!tok.ok()) return from_status(tok.status(), req.prompt_field);
     tokens = std::move(tok).value();
   }

@@ -208,7 +208,7 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
 
   int64_t prompt_tokens = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
-    auto tok = ctx.service.tokenize(model.id, texts[i], true, false);
+    auto tok = ctx.service.tokenize(model.id, texts[i], /*add_special=*/true, {});
     if (!tok.ok()) return reply_error(res, from_status(tok.status(), "input"));
     const auto n = static_cast<int64_t>(tok.value().size());
     if (model.context_length > 0 && n > model.context_length) {

@@ -136,8 +136,9 @@ class RuntimeService : public ServiceApi {
   Status unload_model(const std::string& id) override { return runtime_->unload_model(id); }
 
   Result<std::vector<TokenId>> tokenize(const std::string& model, const std::string& text,
-                                        bool add_special, bool /*parse_special*/) override {
-    return runtime_->tokenize(model, text, add_special);
+                                        bool add_special,
+                                        std::span<const TextRange> special_ranges) override {
+    return runtime_->tokenize_with_special_ranges(model, text, add_special, special_ranges);
   }
 
   Result<std::string> detokenize(const std::string& model,
@@ -285,6 +286,8 @@ class RuntimeService : public ServiceApi {
     d.id = info.id;
     d.path = info.model_path;
     d.context_length = info.context_size;
+    d.n_vocab = info.n_vocab;
+    d.embedding_dim = info.embedding_dim;
     d.active_sequences = info.active_requests;
     d.scheduler_steps = static_cast<int64_t>(info.scheduler_steps);
     d.created_unix =

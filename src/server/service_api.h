@@ -8,11 +8,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "hearth/server.h"
 #include "hearth/status.h"
+#include "hearth/text_range.h"
 
 namespace hearth::server {
 
@@ -86,9 +88,13 @@ class ServiceApi {
   virtual Result<ModelDescription> load_model(const ModelLoadOptions& options) = 0;
   virtual Status unload_model(const std::string& id) = 0;
 
-  // parse_special: text like "<|im_start|>" becomes the special token (chat templates).
+  // special_ranges: byte ranges of `text` where control-token text like "<|im_start|>"
+  // becomes the control token; elsewhere it is plain text. Empty for user text
+  // (parse_special false), special_ranges_for(text, true) for all of it, a RenderedChat's
+  // ranges for a chat prompt (its template's text, never the messages' content).
   virtual Result<std::vector<TokenId>> tokenize(const std::string& model, const std::string& text,
-                                                bool add_special, bool parse_special) = 0;
+                                                bool add_special,
+                                                std::span<const TextRange> special_ranges) = 0;
   virtual Result<std::string> detokenize(const std::string& model,
                                          const std::vector<TokenId>& tokens) = 0;
 

@@ -270,10 +270,31 @@ TEST(Admission, BadInputsAreErrors) {
   ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
   EXPECT_EQ(rt->complete_tokens("m", {}, greedy()).status().code(), ErrorCode::kInvalidArgument);
   std::vector<TokenId> bad = {5, 999999};
-  EXPECT_EQ(rt->complete_tokens("m", bad, greedy()).status().code(), ErrorCode::kOutOfRange);
+  EXPECT_EQ(rt->complete_tokens("m", bad, greedy()).status().code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(rt->complete("nope", "x", greedy()).status().code(), ErrorCode::kNotFound);
   std::vector<TokenId> huge(5000, 70);
   EXPECT_EQ(rt->complete_tokens("m", huge, greedy()).status().code(), ErrorCode::kOutOfRange);
+}
+
+// No entry point feeds the backend a token id outside the vocabulary: a caller's bad id is
+// InvalidArgument naming the id and the vocabulary size, not a context overflow.
+TEST(Admission, OutOfVocabularyTokenIsInvalidArgumentAtEveryEntry) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  const int32_t n_vocab = rt->model_info("m")->n_vocab;
+  ASSERT_EQ(n_vocab, StubBackend::kVocab);
+  for (TokenId id : {n_vocab, -1}) {
+    const std::vector<TokenId> bad = {5, id};
+    const Status by_complete = rt->complete_tokens("m", bad, greedy()).status();
+    const Status by_prefill = rt->prefill_only("m", bad, greedy()).status();
+    const Status by_infer = rt->infer("m", bad, greedy(), StreamSink{}).status();
+    for (const Status& s : {by_complete, by_prefill, by_infer}) {
+      EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << s.to_string();
+      EXPECT_NE(s.message().find(std::to_string(id)), std::string::npos) << s.to_string();
+      EXPECT_NE(s.message().find("vocabulary of " + std::to_string(n_vocab)), std::string::npos)
+          << s.to_string();
+    }
+  }
 }
 
 TEST(Scheduler, StopSequenceEndsReplyBeforeMatch) {

@@ -76,7 +76,7 @@ TEST(StopMatcher, HoldsBackPossibleStartAndCutsAtMatch) {
 
 TEST(StubBackend, PackUnpackRestoresIdenticalLogits) {
   StubBackend b(StubOptions{});
-  auto toks = *b.tokenize("hello world, this is a stub", false);
+  auto toks = *b.tokenize("hello world, this is a stub", false, {});
   std::vector<std::vector<float>> l1, l2;
   StepRow r{0, 0, toks, true};
   ASSERT_TRUE(b.step({&r, 1}, &l1).ok());
@@ -96,10 +96,21 @@ TEST(StubBackend, PackUnpackRestoresIdenticalLogits) {
   EXPECT_EQ(b.step({&bad, 1}, &l2).code(), ErrorCode::kInternal);
 }
 
+// The stub's vocabulary has no token with text, so special ranges change nothing; they
+// are still checked against the text, as the engine checks them.
+TEST(StubBackend, SpecialRangesChangeNothingButAreChecked) {
+  StubBackend b(StubOptions{});
+  const std::string text = "a</s>b";
+  const std::vector<TextRange> whole = special_ranges_for(text, true);
+  EXPECT_EQ(*b.tokenize(text, true, whole), *b.tokenize(text, true, {}));
+  const std::vector<TextRange> past_end = {{0, text.size() + 1}};
+  EXPECT_EQ(b.tokenize(text, true, past_end).status().code(), ErrorCode::kInvalidArgument);
+}
+
 TEST(StubBackend, WrongRestoreChangesLogits) {
   StubBackend b(StubOptions{});
-  auto x = *b.tokenize("abcdef", false);
-  auto y = *b.tokenize("abcdeg", false);
+  auto x = *b.tokenize("abcdef", false, {});
+  auto y = *b.tokenize("abcdeg", false, {});
   std::vector<std::vector<float>> lx, ly;
   StepRow rx{0, 0, x, true}, ry{1, 0, y, true};
   StepRow rows[] = {rx, ry};

@@ -32,14 +32,14 @@ TEST(ChatTemplateNames, RoundTripAndAliases) {
 }
 
 TEST(ChatTemplateRender, Chatml) {
-  EXPECT_EQ(render_chat(ChatFamily::kChatml, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kChatml, kConversation).text,
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
             "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nName a colour.<|im_end|>\n"
             "<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateRender, Llama3) {
-  EXPECT_EQ(render_chat(ChatFamily::kLlama3, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kLlama3, kConversation).text,
             "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
@@ -48,30 +48,30 @@ TEST(ChatTemplateRender, Llama3) {
 }
 
 TEST(ChatTemplateRender, Llama2PutsSystemInFirstInst) {
-  EXPECT_EQ(render_chat(ChatFamily::kLlama2, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kLlama2, kConversation).text,
             "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s>"
             "<s>[INST] Name a colour. [/INST]");
 }
 
 TEST(ChatTemplateRender, MistralFoldsSystemIntoFirstUser) {
-  EXPECT_EQ(render_chat(ChatFamily::kMistral, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kMistral, kConversation).text,
             "[INST] Be brief.\n\nHi [/INST]Hello!</s><s>[INST] Name a colour. [/INST]");
 }
 
 TEST(ChatTemplateRender, Zephyr) {
-  EXPECT_EQ(render_chat(ChatFamily::kZephyr, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kZephyr, kConversation).text,
             "<|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n<|assistant|>\nHello!</s>\n"
             "<|user|>\nName a colour.</s>\n<|assistant|>\n");
 }
 
 TEST(ChatTemplateRender, Phi3) {
-  EXPECT_EQ(render_chat(ChatFamily::kPhi3, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kPhi3, kConversation).text,
             "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello!<|end|>\n"
             "<|user|>\nName a colour.<|end|>\n<|assistant|>\n");
 }
 
 TEST(ChatTemplateRender, GemmaUsesModelRoleAndFoldsSystem) {
-  EXPECT_EQ(render_chat(ChatFamily::kGemma, kConversation),
+  EXPECT_EQ(render_chat(ChatFamily::kGemma, kConversation).text,
             "<start_of_turn>user\nBe "
             "brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
             "<start_of_turn>user\nName a colour.<end_of_turn>\n<start_of_turn>model\n");
@@ -79,8 +79,8 @@ TEST(ChatTemplateRender, GemmaUsesModelRoleAndFoldsSystem) {
 
 TEST(ChatTemplateRender, SingleUserTurnWithoutSystem) {
   const std::vector<ChatMessage> one = {{"user", "Hi"}};
-  EXPECT_EQ(render_chat(ChatFamily::kLlama2, one), "[INST] Hi [/INST]");
-  EXPECT_EQ(render_chat(ChatFamily::kGemma, one),
+  EXPECT_EQ(render_chat(ChatFamily::kLlama2, one).text, "[INST] Hi [/INST]");
+  EXPECT_EQ(render_chat(ChatFamily::kGemma, one).text,
             "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n");
 }
 

@@ -186,11 +186,19 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
 
 Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, bool add_special,
                                                bool parse_special) const {
+  const std::vector<TextRange> ranges = special_ranges_for(text, parse_special);
+  return encode_with_special_ranges(text, add_special, ranges);
+}
+
+Result<std::vector<int32_t>> Tokenizer::encode_with_special_ranges(
+    std::string_view text, bool add_special, std::span<const TextRange> special_ranges) const {
   const Impl& impl = *impl_;
   const Vocab& v = impl.vocab;
   std::vector<int32_t> out;
+  HEARTH_ASSIGN_OR_RETURN(const std::vector<TextRange> ranges,
+                          tokenizer::normalize_special_ranges(special_ranges, text.size()));
   const std::vector<tokenizer::Fragment> fragments =
-      tokenizer::partition_special(impl, text, parse_special);
+      tokenizer::partition_special(impl, text, ranges);
 
   if (add_special && v.add_bos && v.bos_id >= 0) out.push_back(v.bos_id);
   if (impl.kind == ModelKind::kSpm) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -59,10 +60,17 @@ struct Tokenizer::Impl {
 
 namespace tokenizer {
 
-// Splits text at occurrences of special tokens (user-defined always; control and
-// unknown only when parse_special), longest token first, as llama.cpp does.
+// Splits text at occurrences of special tokens, longest token first, as llama.cpp
+// does: user-defined tokens everywhere; control and unknown tokens only where their
+// text lies wholly inside one of `special_ranges` (sorted, disjoint, non-adjacent byte
+// ranges of `text`, as normalize_special_ranges returns them).
 std::vector<Fragment> partition_special(const Tokenizer::Impl& impl, std::string_view text,
-                                        bool parse_special);
+                                        std::span<const TextRange> special_ranges);
+
+// Validates `ranges` against a text of `text_size` bytes, drops empty ones, sorts them
+// and merges touching or overlapping ones.
+Result<std::vector<TextRange>> normalize_special_ranges(std::span<const TextRange> ranges,
+                                                        size_t text_size);
 
 // SentencePiece BPE over already-escaped text ("▁" for spaces). Appends ids.
 void spm_tokenize(const Tokenizer::Impl& impl, std::string_view text, std::vector<int32_t>& out);
