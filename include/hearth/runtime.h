@@ -29,20 +29,22 @@
 #include "hearth/backend.h"
 #include "hearth/cache_io.h"
 #include "hearth/cache_scheduler.h"
+#include "hearth/cache_types.h"
 #include "hearth/status.h"
 
 namespace hearth::runtime {
 
 // ---------------------------------------------------------------- configuration
 
-enum class Tier { kRam, kRamFile, kDisk };
-const char* tier_name(Tier tier);  // "ram", "ram_file", "disk"
-
-enum class FingerprintMode {
-  kSafe,         // SHA-256 of the whole model file (slow on big files, ironclad)
-  kGgufChunked,  // SHA-256 of the GGUF metadata + first tensor's bytes (default)
-  kFastUnsafe,   // trust ModelConfig::fingerprint_hex as given
-};
+// One vocabulary with the cache (include/hearth/cache_types.h): a tier, a fingerprint
+// mode and a save reason are the cache's own types, named here for the runtime's users.
+using cache::FingerprintMode;  // kSafe: SHA-256 of the whole file; kGgufChunked (default):
+                               // of the GGUF metadata + first tensor; kFastUnsafe: trust
+                               // ModelConfig::fingerprint_hex as given
+using cache::SaveReason;
+using cache::Tier;
+using cache::tier_from_name;
+using cache::tier_name;  // "ram", "ram_file", "disk"
 
 enum class BatchStrategy {
   kDecodeFirst,   // every decode row, then prefill slices in what is left (default)

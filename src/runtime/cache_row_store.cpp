@@ -11,56 +11,12 @@ namespace {
 // Async saves waiting per tier before save_async drops (and counts) one.
 constexpr uint32_t kMaxQueuedSaves = 64;
 
-cache::Tier to_cache_tier(Tier t) {
-  switch (t) {
-    case Tier::kRam:
-      return cache::Tier::kRam;
-    case Tier::kRamFile:
-      return cache::Tier::kRamFile;
-    case Tier::kDisk:
-      return cache::Tier::kDisk;
-  }
-  return cache::Tier::kRam;
-}
-
-Tier from_cache_tier(cache::Tier t) {
-  switch (t) {
-    case cache::Tier::kRam:
-      return Tier::kRam;
-    case cache::Tier::kRamFile:
-      return Tier::kRamFile;
-    case cache::Tier::kDisk:
-      return Tier::kDisk;
-  }
-  return Tier::kRam;
-}
-
-cache::SaveReason to_cache_reason(SaveReason r) {
-  switch (r) {
-    case SaveReason::kCold:
-      return cache::SaveReason::kCold;
-    case SaveReason::kContinued:
-      return cache::SaveReason::kContinued;
-    case SaveReason::kFinish:
-      return cache::SaveReason::kFinish;
-    case SaveReason::kEvict:
-      return cache::SaveReason::kEvict;
-    case SaveReason::kShutdown:
-      return cache::SaveReason::kShutdown;
-  }
-  return cache::SaveReason::kUnknown;
-}
-
 std::span<const cache::Token> as_cache_tokens(std::span<const TokenId> t) {
   static_assert(sizeof(TokenId) == sizeof(cache::Token));
   return {reinterpret_cast<const cache::Token*>(t.data()), t.size()};
 }
 
 }  // namespace
-
-const char* save_reason_name(SaveReason reason) {
-  return cache::save_reason_name(to_cache_reason(reason));
-}
 
 RowKey row_key(const RowNamespace& ns, std::span<const TokenId> tokens) {
   return cache::make_key(ns, as_cache_tokens(tokens));
@@ -151,7 +107,7 @@ RowHit CacheRowStore::lookup_longest_prefix(const RowNamespace& ns, std::span<co
 Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, CacheRow row,
                                    Tier tier, SaveReason reason, bool sync) {
   cache::KvcBuildMeta m;
-  m.save_reason = to_cache_reason(reason);
+  m.save_reason = reason;
   m.quant_bits = meta.quant_bits;
   m.ns = ns;
   m.fingerprint_mode = meta.fingerprint_mode;
@@ -167,18 +123,18 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
   }
   const RowKey key = row_key(ns, row.tokens);
   if (sync) {
-    auto r = cache_->save(to_cache_tier(tier), m, row.kv);
+    auto r = cache_->save(tier, m, row.kv);
     if (!r.ok() && r.status().code() != ErrorCode::kAlreadyExists) return r.status();
     return key;
   }
-  if (!cache_->save_async(to_cache_tier(tier), std::move(m), std::move(row.kv)))
+  if (!cache_->save_async(tier, std::move(m), std::move(row.kv)))
     return ResourceExhausted(std::string("the ") + tier_name(tier) +
                              " tier's save queue is full (counted as saves_dropped)");
   return key;
 }
 
 bool CacheRowStore::tier_enabled(Tier tier) const {
-  return cache_->tier_enabled(to_cache_tier(tier));
+  return cache_->tier_enabled(tier);
 }
 
 std::map<std::string, uint64_t> CacheRowStore::counters() const {
@@ -203,7 +159,7 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
   for (const cache::RowInfo& r : cache_->dump()) {  // queued saves included, in flight
     CacheRowSummary s;
     s.key_hex = to_hex(r.key);
-    s.tier = from_cache_tier(r.tier);
+    s.tier = r.tier;
     s.size_bytes = r.size;
     s.n_tokens = r.n_tokens;
     s.hits = r.hits;
@@ -216,8 +172,7 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
 }
 
 CacheEvictSummary CacheRowStore::evict_bytes(uint64_t target, std::span<const Tier> tiers) {
-  std::vector<cache::Tier> ct;
-  for (Tier t : tiers) ct.push_back(to_cache_tier(t));
+  std::vector<cache::Tier> ct(tiers.begin(), tiers.end());
   const cache::EvictResult r = cache_->evict_bytes(target, ct);
   return CacheEvictSummary{r.rows, r.bytes};
 }

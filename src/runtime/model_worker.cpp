@@ -604,7 +604,7 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   RowMeta meta;
   meta.quant_bits = static_cast<uint8_t>(std::clamp(backend_info_.quant_bits, 0, 255));
   meta.context_size = static_cast<uint32_t>(config_.n_ctx);
-  meta.fingerprint_mode = static_cast<cache::FingerprintMode>(config_.fingerprint_mode);
+  meta.fingerprint_mode = config_.fingerprint_mode;
   auto key = store_->save(ns_, meta, std::move(row), config_.tier, reason, sync);
   if (!key.ok()) {
     log::warn(std::string("runtime: ") + save_reason_name(reason) +

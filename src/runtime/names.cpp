@@ -3,18 +3,6 @@
 
 namespace hearth::runtime {
 
-const char* tier_name(Tier tier) {
-  switch (tier) {
-    case Tier::kRam:
-      return "ram";
-    case Tier::kRamFile:
-      return "ram_file";
-    case Tier::kDisk:
-      return "disk";
-  }
-  return "unknown";
-}
-
 const char* model_status_name(ModelStatus status) {
   switch (status) {
     case ModelStatus::kIdle:

@@ -53,8 +53,7 @@ struct RowHit {
   explicit operator bool() const { return row != nullptr; }
 };
 
-enum class SaveReason { kCold, kContinued, kFinish, kEvict, kShutdown };
-const char* save_reason_name(SaveReason reason);
+using cache::save_reason_name;
 
 RowKey row_key(const RowNamespace& ns, std::span<const TokenId> tokens);
 

@@ -27,10 +27,10 @@ namespace {
 
 namespace rt = hearth::runtime;
 
-rt::Tier tier_from_name(const std::string& name) {
-  if (name == "ram_file") return rt::Tier::kRamFile;
-  if (name == "disk") return rt::Tier::kDisk;
-  return rt::Tier::kRam;
+// A tier by name; an unknown name is an error naming it, never a default.
+Result<rt::Tier> tier_named(const std::string& name) {
+  if (auto t = rt::tier_from_name(name)) return *t;
+  return InvalidArgument("tier '" + name + "' is not one of ram, ram_file, disk");
 }
 
 // An API integer narrowed to the runtime's int32 fields: out of range is an error
@@ -89,11 +89,7 @@ class RuntimeService : public ServiceApi {
     HEARTH_ASSIGN_OR_RETURN(
         c.n_seq_max, checked_int32(options.n_seq_max > 0 ? options.n_seq_max : 4, "n_seq_max", 1));
     const std::string tier = options.tier.empty() ? default_tier() : options.tier;
-    const std::optional<cache::Tier> cache_tier = cache::tier_from_name(tier);
-    if (!cache_tier) {
-      return InvalidArgument("tier '" + tier + "' is not one of ram, ram_file, disk");
-    }
-    c.tier = tier_from_name(tier);
+    HEARTH_ASSIGN_OR_RETURN(c.tier, tier_named(tier));
     HEARTH_ASSIGN_OR_RETURN(
         c.max_queue, checked_int32(config_.limits.max_queued_requests, "max_queued_requests", 0));
     for (const auto& [key, value] : options.policy) {
@@ -260,7 +256,10 @@ class RuntimeService : public ServiceApi {
   }
   Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers, int64_t bytes) override {
     std::vector<rt::Tier> ts;
-    for (const std::string& t : tiers) ts.push_back(tier_from_name(t));
+    for (const std::string& t : tiers) {
+      HEARTH_ASSIGN_OR_RETURN(rt::Tier tier, tier_named(t));
+      ts.push_back(tier);
+    }
     return static_cast<int64_t>(
         runtime_->cache_evict_bytes(static_cast<uint64_t>(std::max<int64_t>(bytes, 0)), ts).bytes);
   }
@@ -326,14 +325,17 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
   const PressureConfig& p = config.pressure;
   cache::SchedulerConfig& sched = options.cache.pressure;
   sched.enabled = p.enabled;
-  sched.source = cache::pressure_source_from_name(p.source).value_or(cache::PressureSource::kNoop);
+  const std::optional<cache::PressureSource> source = cache::pressure_source_from_name(p.source);
+  if (!source) return InvalidArgument("pressure.source '" + p.source + "' is not noop or system");
+  sched.source = *source;
   sched.interval_ms = static_cast<uint64_t>(p.interval_ms);
   sched.high_watermark = p.high_watermark;
   sched.low_watermark = p.low_watermark;
   sched.min_evict_bytes = static_cast<uint64_t>(p.min_evict_bytes);
   sched.evict_tiers.clear();
   for (const std::string& t : p.evict_tiers) {
-    sched.evict_tiers.push_back(cache::tier_from_name(t).value_or(cache::Tier::kRam));
+    HEARTH_ASSIGN_OR_RETURN(rt::Tier tier, tier_named(t));
+    sched.evict_tiers.push_back(tier);
   }
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
   auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache);
