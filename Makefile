@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test asan bench format clean crash-test fuzz
+.PHONY: all deps build run test asan tsan bench format clean crash-test fuzz
 
 all: build
 
@@ -35,17 +35,29 @@ bench: deps build
 crash-test: deps build
 	HEARTH_CRASH_KILLS=5000 $(BUILD)/tests/test_cache --gtest_filter='*CrashTest*'
 
-# libFuzzer on the GGUF reader for FUZZ_SECONDS (default 60), seeded with the small
-# shared .gguf files; crashes are written to build-fuzz/crashes/.
+# libFuzzer on every parser of outside input (GGUF files, KVC rows, HTTP request
+# bodies, the TOML config), FUZZ_SECONDS each (default 60), on seeded corpora;
+# crashes are written to build-fuzz/crashes/<target>/ and fail the run.
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS = gguf_fuzz kvc_fuzz request_fuzz config_fuzz
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DHEARTH_BUILD_FUZZ=ON -DHEARTH_BUILD_TESTS=OFF $(CMAKE_FLAGS)
-	cmake --build build-fuzz -j$(JOBS) --target gguf_fuzz
-	bash scripts/fuzz-gguf.sh build-fuzz/fuzz/gguf_fuzz $(FUZZ_SECONDS)
+	cmake --build build-fuzz -j$(JOBS) --target $(FUZZ_TARGETS)
+	bash scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+# ThreadSanitizer over the concurrent subsystems: the cache, runtime and server tests
+# (the engine's kernels are data-parallel loops over disjoint rows; their long suite
+# would take hours under TSan on two cores).
+tsan: deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON $(CMAKE_FLAGS)
+	cmake --build build-tsan -j$(JOBS) --target test_cache test_runtime test_server hearth
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  HEARTH_SKIP_NODE_TESTS=1 HEARTH_TSAN=1 ctest --output-on-failure -j$(JOBS) \
+	  -L "cache|runtime|server" --timeout 1800
 
 format:
 	find include src tests bench fuzz -name '*.h' -o -name '*.cpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

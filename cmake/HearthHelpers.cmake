@@ -33,6 +33,10 @@ if(HEARTH_SANITIZE)
                          -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   target_link_options(hearth_flags INTERFACE -fsanitize=address,undefined)
 endif()
+if(HEARTH_TSAN)
+  target_compile_options(hearth_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(hearth_flags INTERFACE -fsanitize=thread)
+endif()
 target_link_libraries(hearth_flags INTERFACE Threads::Threads)
 
 # hearth_add_library(<name> [DEPS ...]) builds src/<name>/**/*.cpp as hearth_<name>.

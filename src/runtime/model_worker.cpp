@@ -5,6 +5,8 @@
 
 #include "hearth/log.h"
 #include "runtime/batch_planner.h"
+#include "runtime/save_policy.h"
+#include "runtime/slot_choice.h"
 
 namespace hearth::runtime {
 namespace {
@@ -328,38 +330,17 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
   const auto& prompt = r->prompt;
   const size_t n = prompt.size();
 
-  // Pick a free sequence: the longest resident prefix when slot affinity is on, else an
-  // empty one (no cells to drop), else the first free.
-  Slot* best = nullptr;
-  size_t best_lcp = 0;
-  for (Slot& s : slots_) {
-    if (s.busy()) continue;
-    size_t lcp = 0;
-    if (config_.slot_affinity) {
-      const size_t m = std::min(s.resident.size(), n);
-      while (lcp < m && s.resident[lcp] == prompt[lcp]) ++lcp;
-    }
-    if (!best || lcp > best_lcp ||
-        (lcp == best_lcp && s.resident.empty() && !best->resident.empty())) {
-      best = &s;
-      best_lcp = lcp;
-    }
+  // Pick a free sequence (slot affinity: the longest resident prefix).
+  std::vector<Slot*> free_slots;
+  std::vector<const std::vector<TokenId>*> residents;
+  for (Slot& slot : slots_) {
+    if (slot.busy()) continue;
+    free_slots.push_back(&slot);
+    residents.push_back(&slot.resident);
   }
-  Slot& s = *best;
-  s.request = r;
-  s.admit_order = ++admit_counter_;
-  s.admitted_at = Clock::now();
-  s.has_pending = false;
-  s.generated.clear();
-  s.reply.clear();
-  s.token_logits.clear();
-  s.cold_boundary = 0;
-  s.last_continued_at = 0;
-  s.delta = {};
-  s.finishing = false;
-  s.reason = FinishReason::kStop;
-  s.finish_key.reset();
-  s.has_first_token = false;
+  const SlotChoice choice = choose_slot(residents, prompt, config_.slot_affinity);
+  Slot& s = *free_slots[choice.slot];
+  s.begin(r, ++admit_counter_, Clock::now());
   {
     std::lock_guard lock(mu_);
     ++active_;
@@ -370,41 +351,39 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
   const size_t row_len = row ? restore.len : 0;  // usable tokens
   const bool row_complete =
       row && row_len == n && row->tokens.size() == n && !row->last_logits.empty();
-  const size_t sticky = std::min(best_lcp, n - 1);
-  if (sticky > 0 && sticky >= row_len && !row_complete) {
-    check(backend.seq_truncate(s.seq, static_cast<int32_t>(sticky)), "seq_truncate");
-    s.resident.resize(sticky);
-    s.last_logits.clear();
-    s.hit = CacheHitKind::kSticky;
-    s.delta.read = static_cast<int64_t>(sticky);
-  } else if (row_len > 0) {
+  StartPlan start = plan_start(n, choice.resident_lcp, row_len, row_complete);
+  if (start.from == StartFrom::kRestore) {
     Status st = restore_row(s.seq, *row);
     if (st.ok()) {
       s.resident = row->tokens;
       s.last_logits = row->last_logits;
       s.hit = restore.kind;
-      // Keep only what matches the prompt; without stored logits for the last prompt
-      // position, recompute that one token.
-      const size_t keep = row_complete ? n : std::min(row_len, n - 1);
-      if (keep < s.resident.size()) {
-        check(backend.seq_truncate(s.seq, static_cast<int32_t>(keep)), "seq_truncate");
-        s.resident.resize(keep);
-        s.last_logits.clear();
-      }
-      s.delta.read = static_cast<int64_t>(s.resident.size());
     } else {
       log::warn("runtime: restore failed, prefilling cold: " + st.to_string());
       store_->count("restore_failures");
+      start = {};
+    }
+  }
+  switch (start.from) {
+    case StartFrom::kCold:
       check(backend.seq_truncate(s.seq, 0), "seq_truncate");
       s.resident.clear();
       s.last_logits.clear();
       s.hit = CacheHitKind::kCold;
-    }
-  } else {
-    check(backend.seq_truncate(s.seq, 0), "seq_truncate");
-    s.resident.clear();
-    s.last_logits.clear();
-    s.hit = CacheHitKind::kCold;
+      break;
+    case StartFrom::kSticky:
+      s.hit = CacheHitKind::kSticky;
+      [[fallthrough]];
+    case StartFrom::kRestore:
+      // Keep only what matches the prompt; without stored logits for the last prompt
+      // position, that one token is recomputed.
+      if (start.keep < s.resident.size()) {
+        check(backend.seq_truncate(s.seq, static_cast<int32_t>(start.keep)), "seq_truncate");
+        s.resident.resize(start.keep);
+        s.last_logits.clear();
+      }
+      s.delta.read = static_cast<int64_t>(s.resident.size());
+      break;
   }
   store_->count(hit_counter_name(s.hit));
   restore.row.reset();  // drop the pinned row early
@@ -416,14 +395,7 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
   s.stop = StopMatcher(r->params.stop_sequences);
 
   // Cold save boundary: trimmed, aligned prefix of the prompt (policy cold_save_split).
-  const ModelSavePolicy& p = config_.policy;
-  if (static_cast<int32_t>(n) >= p.cold_min_tokens) {
-    int64_t len = std::min<int64_t>(static_cast<int64_t>(n), p.cold_max_tokens);
-    len -= p.boundary_trim_tokens;
-    if (p.boundary_align_tokens > 0) len = len / p.boundary_align_tokens * p.boundary_align_tokens;
-    if (len >= p.min_tokens && len > static_cast<int64_t>(s.resident.size()))
-      s.cold_boundary = static_cast<int32_t>(len);
-  }
+  s.cold_boundary = cold_save_length(config_.policy, n, s.resident.size());
   s.cursor = static_cast<int32_t>(s.resident.size());
   if (s.cursor == static_cast<int32_t>(n)) after_prefill(s, s.last_logits);
 }
@@ -579,8 +551,7 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
   }
   s.has_pending = true;
   s.pending = t;
-  const int32_t interval = config_.policy.continued_interval;
-  if (interval > 0 && s.generated.size() - s.last_continued_at >= static_cast<size_t>(interval)) {
+  if (continued_save_due(config_.policy, s.generated.size(), s.last_continued_at)) {
     fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kContinued, false, nullptr);
     s.last_continued_at = s.generated.size();
   }
@@ -588,8 +559,7 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
 
 void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool sync,
                             std::optional<std::string>* key_out) {
-  if (n_tokens <= 0 || n_tokens < config_.policy.min_tokens) return;
-  if (static_cast<size_t>(n_tokens) > s.resident.size()) return;
+  if (!save_allowed(config_.policy, n_tokens, s.resident.size())) return;
   auto kv = backend_->kv_pack(s.seq, n_tokens);
   if (!kv.ok()) {
     log::warn(std::string("runtime: kv_pack for a ") + save_reason_name(reason) +
@@ -657,12 +627,7 @@ void ModelWorker::finish(Slot& s) {
   st.cache_delta = s.delta;
   st.stop_sequence = res.stop_sequence;
 
-  s.request.reset();
-  s.sampler.reset();
-  s.text.reset();
-  s.has_pending = false;
-  s.finishing = false;
-  s.finish_key.reset();
+  s.release();
   {
     std::lock_guard lock(mu_);
     --active_;

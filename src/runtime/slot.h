@@ -42,6 +42,23 @@ struct Slot {
   bool has_first_token = false;
 
   bool busy() const { return request != nullptr; }
+
+  // Takes `r`: every per-request field back to its default (a fresh Slot's), so nothing
+  // of the previous request leaks into this one, however many fields are added later.
+  // The sequence id, its resident cells and their logits stay: admission decides
+  // whether to reuse them.
+  void begin(RequestPtr r, uint64_t order, std::chrono::steady_clock::time_point now) {
+    Slot fresh;
+    fresh.seq = seq;
+    fresh.resident = std::move(resident);
+    fresh.last_logits = std::move(last_logits);
+    fresh.request = std::move(r);
+    fresh.admit_order = order;
+    fresh.admitted_at = now;
+    *this = std::move(fresh);
+  }
+  // Frees the slot once its request is answered; the resident cells stay for reuse.
+  void release() { begin(nullptr, 0, {}); }
   bool prefilling() const {
     return busy() && cursor < static_cast<int32_t>(request->prompt.size());
   }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for SECONDS each, on corpora seeded with real inputs:
+#   gguf     the small .gguf files of ../shared/models (under 4 MiB: big files only
+#            slow every mutation)
+#   kvc      valid rows the target writes itself (kvc_fuzz --write-seed)
+#   request  OpenAI / Anthropic request bodies (first byte picks the endpoint)
+#   config   a complete `hearth serve --config` file
+# Crashes land in build-fuzz/crashes/<target>/; the script fails on the first one.
+# Usage: scripts/fuzz.sh BUILD_DIR SECONDS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:?build dir (e.g. build-fuzz)}
+seconds=${2:-60}
+shared=${HEARTH_SHARED_DIR:-../shared}
+
+seed() {  # seed TARGET NAME CONTENT
+  mkdir -p "$build/corpus/$1"
+  printf '%b' "$3" > "$build/corpus/$1/$2"
+}
+
+mkdir -p "$build/corpus/gguf"
+if [ -d "$shared/models" ]; then
+  find "$shared/models" -name '*.gguf' -size -4M -exec cp -n {} "$build/corpus/gguf"/ \;
+fi
+mkdir -p "$build/corpus/kvc"
+"$build/fuzz/kvc_fuzz" --write-seed="$build/corpus/kvc" >/dev/null 2>&1 || true
+seed request completion '\x00{"model":"m","prompt":"Once upon a time","max_tokens":8,"temperature":0.7,"top_p":0.9,"stop":["\\n","END"],"stream":true,"stream_options":{"include_usage":true}}'
+seed request tokens '\x00{"prompt":[1,2,3,4],"max_tokens":2,"seed":7}'
+seed request chat '\x01{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi <|im_end|>"},{"role":"assistant","content":"Hello"},{"role":"user","content":[{"type":"text","text":"again"}]}],"max_tokens":4,"frequency_penalty":0.5}'
+seed request messages '\x02{"model":"m","system":"Be brief.","messages":[{"role":"user","content":"Hi"}],"max_tokens":16,"stop_sequences":["x"],"top_k":40}'
+seed config full '[server]\nhost = "127.0.0.1"\nport = 8080\napi_key = "k"\n\n[limits]\nmax_body_bytes = "8MiB"\nmax_concurrent_requests = 4\n\n[tiers.disk]\nenabled = true\ndir = "/tmp/hearth-fuzz"\nquota = "1GiB"\n\n[pressure]\nenabled = true\nsource = "noop"\n\n[[models]]\nid = "m"\npath = "m.gguf"\ncontext = 512\nn_seq_max = 2\ntier = "disk"\npolicy = { min_tokens = 8 }\n'
+
+for target in gguf kvc request config; do
+  fuzzer="$build/fuzz/${target}_fuzz"
+  crashes="$build/crashes/$target"
+  mkdir -p "$crashes"
+  echo "fuzz: $target: $(ls "$build/corpus/$target" | wc -l) corpus files, ${seconds}s"
+  "$fuzzer" -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$crashes/" "$build/corpus/$target" 2>&1 |
+    grep -E "^(#[0-9]+ *DONE|==[0-9]+==ERROR|SUMMARY|stat::number_of_executed_units|Done)" || true
+  if [ -n "$(ls -A "$crashes")" ]; then
+    echo "fuzz: $target found a crash: $(ls "$crashes")" >&2
+    exit 1
+  fi
+done
+echo "fuzz: all targets ran ${seconds}s without a crash"
