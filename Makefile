@@ -34,6 +34,7 @@ bench: deps build
 
 crash-test: deps build
 	HEARTH_CRASH_KILLS=5000 $(BUILD)/tests/test_cache --gtest_filter='*CrashTest*'
+	HEARTH_SERVE_KILLS=500 $(BUILD)/tests/test_server --gtest_filter='ServeCrash.*'
 
 # libFuzzer on every parser of outside input (GGUF files, KVC rows, HTTP request
 # bodies, the TOML config), FUZZ_SECONDS each (default 60), on seeded corpora;
