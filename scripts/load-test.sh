@@ -15,6 +15,9 @@
 #        HEARTH_LOAD_WARMUP_S seconds before the "after warm-up" RSS sample (default 20)
 #        HEARTH_LOAD_MAX_RSS_GROWTH_PCT  allowed RSS growth from after the warm-up to
 #                             the end (default 25)
+#        HEARTH_LOAD_CANCEL_EVERY   every Nth request of a client cancels its stream
+#        HEARTH_LOAD_RESTART_EVERY_S  unload + reload the model every S seconds
+#        (scripts/soak.sh sets both: the 30-minute soak)
 # Exit status: 0 only with zero request errors, RSS growth within the bound, and a
 # clean (exit 0) server shutdown.
 set -euo pipefail
@@ -70,7 +73,8 @@ n_seq_max = $n_seq
 policy = { min_tokens = 32, cold_min_tokens = 32, boundary_trim_tokens = 0, boundary_align_tokens = 32, continued_interval = 128 }
 TOML
 
-"$HEARTH" serve --config "$work/load.toml" --port 0 >"$work/stdout" 2>"$work/server.log" &
+"$HEARTH" serve --config "$work/load.toml" --port 0 --models-dir "$PWD/data" \
+  >"$work/stdout" 2>"$work/server.log" &
 server_pid=$!
 url=""
 for _ in $(seq 1 300); do
@@ -89,7 +93,8 @@ echo "load-test: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f
 echo "load-test: $model served at $url (n_seq_max $n_seq, RAM tier $ram_quota);" \
   "$clients streaming clients for ${seconds}s, warm-up ${warmup}s"
 set +e
-node "$NODE_DIR/load_test.mjs" "$url" load "$clients" "$seconds" "$server_pid" "$warmup" \
+HEARTH_LOAD_MODEL_PATH="$PWD/$model" \
+  node "$NODE_DIR/load_test.mjs" "$url" load "$clients" "$seconds" "$server_pid" "$warmup" \
   | tee "$work/result.json"
 client_rc=${PIPESTATUS[0]}
 set -e
@@ -108,7 +113,8 @@ server_pid=""
 
 status=0
 if [[ $client_rc -ne 0 ]]; then
-  echo "load-test: FAIL: request errors (see errorKinds/firstError above)" >&2
+  echo "load-test: FAIL: request errors or a server not idle after the load" \
+    "(see errorKinds/firstError/idle above)" >&2
   status=1
 fi
 growth=$(node -e '

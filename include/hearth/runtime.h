@@ -251,6 +251,7 @@ struct CacheRowSummary {
   uint32_t hits = 0;
   uint64_t last_used_ns = 0;  // steady clock
   bool in_flight = false;     // save reserved, not yet published
+  uint32_t refcount = 0;      // active checkouts (a request restoring it right now)
   // Model fingerprint (hex), from the row's KVC fingerprint TLV (an in-flight async save:
   // from its metadata); empty only for a sync save not yet published.
   std::string fingerprint_hex;

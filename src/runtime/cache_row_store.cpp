@@ -165,6 +165,7 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
     s.hits = r.hits;
     s.last_used_ns = r.last_used_ns;
     s.in_flight = r.status == cache::RowStatus::kReserved;
+    s.refcount = r.refcount;
     if (r.fingerprint != Digest256{}) s.fingerprint_hex = to_hex(r.fingerprint);
     out.push_back(std::move(s));
   }

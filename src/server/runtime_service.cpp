@@ -241,13 +241,11 @@ class RuntimeService : public ServiceApi {
     nlohmann::json rows = nlohmann::json::array();
     for (const rt::CacheRowSummary& r : runtime_->cache_rows()) {
       if (limit > 0 && static_cast<int64_t>(rows.size()) >= limit) break;
-      nlohmann::json row = {{"key", r.key_hex},
-                            {"tier", rt::tier_name(r.tier)},
-                            {"bytes", r.size_bytes},
-                            {"tokens", r.n_tokens},
-                            {"hits", r.hits},
-                            {"last_used_ns", r.last_used_ns},
-                            {"status", r.in_flight ? "in_flight" : "available"}};
+      nlohmann::json row = {
+          {"key", r.key_hex},       {"tier", rt::tier_name(r.tier)},
+          {"bytes", r.size_bytes},  {"tokens", r.n_tokens},
+          {"hits", r.hits},         {"last_used_ns", r.last_used_ns},
+          {"refcount", r.refcount}, {"status", r.in_flight ? "in_flight" : "available"}};
       row["fingerprint"] =
           r.fingerprint_hex.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fingerprint_hex);
       rows.push_back(std::move(row));
