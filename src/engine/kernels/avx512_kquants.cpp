@@ -47,9 +47,6 @@ inline __m512i load512(const void* p) {
 inline __m512i broadcast256(const void* p) {
   return _mm512_broadcast_i64x4(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
 }
-inline float h2f(uint16_t h) {
-  return _cvtsh_ss(h);
-}
 
 // Lane t = sum of the 16 int32 lanes of input t.
 inline __m128i hsum16x4(__m512i a, __m512i b, __m512i c, __m512i d) {
