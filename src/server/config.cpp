@@ -2,6 +2,7 @@
 // has the right type, and errors name the key path so a bad file fails at start.
 #include <toml++/toml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -60,8 +61,11 @@ bool parse_size(const toml::node& node, int64_t& out) {
     mult = 1024.0 * 1024 * 1024 * 1024;
   else
     return false;
-  if (number < 0) return false;
-  out = static_cast<int64_t>(number * mult);
+  // "nan", "inf" and "1e30GiB" parse as doubles: refuse what no int64 byte count holds
+  // (the cast of such a value is undefined behaviour; the config fuzzer found it).
+  const double bytes = number * mult;
+  if (!std::isfinite(bytes) || bytes < 0 || bytes >= 9.2e18) return false;
+  out = static_cast<int64_t>(bytes);
   return true;
 }
 

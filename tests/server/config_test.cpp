@@ -91,6 +91,12 @@ TEST(ServerConfig, ErrorsNameTheKey) {
                 .find("models[0].policy.min_tokenz"),
             std::string::npos);
   EXPECT_NE(error_of("[tiers.disk]\nquota = \"lots\"").find("tiers.disk.quota"), std::string::npos);
+  // Sizes no int64 holds are errors, not undefined casts (found by config_fuzz).
+  for (const char* size : {"nan", "inf", "-inf", "1e30GiB", "9.3e18"}) {
+    EXPECT_NE(error_of(std::string("[tiers.ram]\nquota = \"") + size + "\"").find("tiers.ram.quota"),
+              std::string::npos)
+        << size;
+  }
   EXPECT_NE(error_of("[tiers.disk]\nquota = 5").find("tiers.disk.dir"), std::string::npos);
   EXPECT_NE(error_of("[pressure]\nsource = \"gpu\"").find("pressure.source"), std::string::npos);
   // The cache's scheduler evicts down to the low watermark: it must be positive.
