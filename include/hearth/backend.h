@@ -28,7 +28,7 @@ using TokenId = int32_t;
 
 // Static facts about a loaded model, for model_info and scheduling.
 struct BackendInfo {
-  std::string backend_name;  // "stub", "engine"
+  std::string backend_name;  // "engine", or a custom backend's name
   std::string architecture;  // e.g. "llama", "qwen2"
   int32_t vocab_size = 0;    // length of every logits row
   int32_t n_ctx = 0;         // context size per sequence (positions)

@@ -41,7 +41,8 @@ Result<int32_t> checked_int32(int64_t value, const std::string& name, int64_t mi
   return static_cast<int32_t>(value);
 }
 
-// The Jinja chat template stored in the GGUF, or "" (stub models, no template).
+// The Jinja chat template stored in the GGUF, or "" (no such file, e.g. a custom
+// backend's model, or no template in it).
 std::string read_chat_template(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return {};
