@@ -2,11 +2,12 @@
 // sequences at once and can copy a sequence's KV cells out and back in. The runtime's
 // per-model worker thread is the only caller of the mutating methods (step, kv_*, seq_*,
 // embed, set_adapters), so implementations need no locking for those. The const methods
-// (info, tokenize, detokenize, text_stream, render_chat, make_sampler) must be safe to call
+// (info, tokenize, detokenize, text_stream, make_sampler) must be safe to call
 // from any thread while a step runs: they read only static model data (the vocabulary).
 //
-// Two implementations ship: StubBackend (deterministic, tests; src/runtime/stub_backend.h)
-// and EngineBackend (hearth::Engine; src/runtime/engine_backend.h).
+// One implementation ships: EngineBackend (hearth::Engine; src/runtime/engine_backend.h).
+// The tests' deterministic StubBackend lives with them (tests/testing/stub_backend.h) and
+// reaches the runtime the way any custom backend does, through ModelConfig::factory.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ using TokenId = int32_t;
 
 // Static facts about a loaded model, for model_info and scheduling.
 struct BackendInfo {
-  std::string backend_name;  // "stub", "engine"
+  std::string backend_name;  // "engine", or a custom backend's name
   std::string architecture;  // e.g. "llama", "qwen2"
   int32_t vocab_size = 0;    // length of every logits row
   int32_t n_ctx = 0;         // context size per sequence (positions)
@@ -82,21 +83,6 @@ class TextStream {
   virtual std::string flush() = 0;              // whatever is still held back
 };
 
-struct ChatMessage {
-  std::string role;  // "system", "user", "assistant", "tool"
-  std::string content;
-};
-
-struct ChatRequest {
-  std::string system;  // optional system prompt, placed first when non-empty
-  std::vector<ChatMessage> messages;
-  bool add_generation_prompt = true;  // end with the assistant header
-};
-
-// ChatML rendering, the default when a backend has no template of its own:
-// "<|im_start|>role\ncontent<|im_end|>\n" per message, then "<|im_start|>assistant\n".
-std::string render_chatml(const ChatRequest& request);
-
 // A LoRA adapter to attach. Backends without adapter support return Unsupported.
 struct AdapterSpec {
   std::string path;
@@ -130,10 +116,6 @@ class Backend {
       std::string_view text, bool add_special, std::span<const TextRange> special_ranges) const = 0;
   virtual Result<std::string> detokenize(std::span<const TokenId> tokens) const = 0;
   virtual std::unique_ptr<TextStream> text_stream() const = 0;
-  // Renders messages to a prompt string with the model's chat template (ChatML default).
-  virtual Result<std::string> render_chat(const ChatRequest& request) const {
-    return render_chatml(request);
-  }
   // history: the prompt, fed to accept() so penalties see it.
   virtual Result<std::unique_ptr<TokenSampler>> make_sampler(
       const SamplingOptions& options, std::span<const TokenId> history) const = 0;

@@ -195,10 +195,11 @@ class Cache {
   SchedulerStatus scheduler_status() const;
 
   struct Impl;  // internal; public so src/cache/ helpers can name it
-  // Internal state, for white-box tests (src/cache/cache_impl.h).
-  Impl& internals() { return *impl_; }
 
  private:
+  // White-box tests reach Impl through this peer, which only test code defines
+  // (tests/testing/cache_test_peer.h): the public API carries no test hook.
+  friend struct CacheTestPeer;
   explicit Cache(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -67,9 +67,10 @@ struct ModelSavePolicy {
 
 struct ModelConfig {
   std::string id;          // empty: generated ("model_1", "model_2", ...)
-  std::string model_path;  // GGUF file (backend "engine")
-  std::string backend = "engine";  // "engine" | "stub" (ignored when factory is set)
-  BackendFactory factory;  // optional: builds the backend (tests, custom backends)
+  std::string model_path;  // GGUF file (the engine backend's; fingerprinted either way)
+  // Optional: builds the backend (a custom backend; tests inject a stub here). Unset =
+  // EngineBackend over hearth::Engine loading model_path.
+  BackendFactory factory;
 
   int32_t n_ctx = 0;              // context per sequence; 0 = model default (capped 4096)
   int32_t n_batch = 512;          // max tokens per forward pass; must be >= n_seq_max
@@ -307,15 +308,7 @@ class Runtime {
   Result<std::vector<TokenId>> tokenize_with_special_ranges(
       std::string_view model_id, std::string_view text, bool add_special,
       std::span<const TextRange> special_ranges) const;
-  Result<std::string> detokenize(std::string_view model_id,
-                                 std::span<const TokenId> tokens) const;
-  // The backend's ChatML rendering. The HTTP server does not use these: it renders with
-  // its per-family renderer (src/server/chat_template.cpp) and tokenize_with_special_ranges.
-  Result<std::string> render_chat(std::string_view model_id, const ChatRequest& request) const;
-  // render_chat + tokenize (add_special and parse_special true: message content that
-  // holds control-token text becomes control tokens; do not feed it untrusted content).
-  Result<std::vector<TokenId>> apply_chat_template(std::string_view model_id,
-                                                   const ChatRequest& request) const;
+  Result<std::string> detokenize(std::string_view model_id, std::span<const TokenId> tokens) const;
   // One embedding per input, run on the model's worker between ticks.
   Result<std::vector<std::vector<float>>> embeddings(std::string_view model_id,
                                                      std::span<const std::string> inputs);

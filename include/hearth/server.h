@@ -56,9 +56,6 @@ struct ServerConfig {
   std::string models_dir;     // POST /hearth/models loads only from here; empty = refused
   std::string chat_template;  // force a family ("chatml", "llama-3", ...); empty = detect
   std::string cache_dir;      // --cache-dir: shorthand for an enabled disk tier in DIR
-  // "runtime" (default), "stub" (the runtime with its deterministic stub backend) or
-  // "fake" (a model-free ServiceApi); the last two are for tests.
-  std::string backend = "runtime";
   int64_t shutdown_grace_ms = 5000;  // in-flight generations get this long on SIGTERM
   std::vector<ModelConfig> models;
   TierConfig ram{true, "", 0};

@@ -19,7 +19,6 @@ struct ServeFlags {
   std::string models_dir;
   std::string config_file;
   std::string chat_template;
-  std::string backend;
   int64_t max_concurrent = 0;
   int64_t max_tokens = 0;
 };
@@ -44,8 +43,6 @@ Registrar reg("serve", [](CLI::App& root) {
                   "Generations running at once (limits.max_concurrent_requests)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
-  cmd->add_option("--backend", flags->backend, "runtime (default) or fake (model-free, for tests)")
-      ->group("");
   cmd->callback([flags] {
     server::ServerConfig config;
     if (!flags->config_file.empty()) {
@@ -65,7 +62,6 @@ Registrar reg("serve", [](CLI::App& root) {
     if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
     if (!flags->chat_template.empty()) config.chat_template = flags->chat_template;
-    if (!flags->backend.empty()) config.backend = flags->backend;
     if (flags->max_concurrent > 0) config.limits.max_concurrent_requests = flags->max_concurrent;
     if (flags->max_tokens > 0) config.limits.max_tokens = flags->max_tokens;
     exit_code() = server::run_server(config);

@@ -9,8 +9,9 @@
 
 namespace hearth::runtime {
 
-// "stub" -> StubBackend; "engine" -> EngineBackend over hearth::Engine (when built in).
-Result<BackendFactory> named_backend_factory(const ModelConfig& config);
+// The backend of a model whose ModelConfig::factory is unset: EngineBackend over
+// hearth::Engine, loading config.model_path.
+Result<BackendFactory> default_backend_factory(const ModelConfig& config);
 
 // The shared row store for a runtime.
 Result<std::shared_ptr<RowStore>> make_row_store(const CacheOptions& options);

@@ -14,7 +14,7 @@ namespace hearth::runtime {
 Result<Digest256> fingerprint_gguf_chunked(const std::string& path);
 
 // Fingerprint, quant byte and ctx_params_hash for `config` and its backend's identity.
-// For backends without a file (stub) the path string itself is hashed in safe and
+// For backends without a file (a custom one, e.g. the tests' stub) the path string itself is hashed in safe and
 // gguf_chunked modes when the file does not exist.
 Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdentity& identity,
                                        const std::string& adapters_digest);

@@ -47,19 +47,4 @@ const char* finish_reason_name(FinishReason reason) {
   return "unknown";
 }
 
-std::string render_chatml(const ChatRequest& request) {
-  std::string out;
-  auto add = [&out](std::string_view role, std::string_view content) {
-    out += "<|im_start|>";
-    out += role;
-    out += '\n';
-    out += content;
-    out += "<|im_end|>\n";
-  };
-  if (!request.system.empty()) add("system", request.system);
-  for (const ChatMessage& m : request.messages) add(m.role, m.content);
-  if (request.add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
-}
-
 }  // namespace hearth::runtime

@@ -134,7 +134,7 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
   };
   auto built = [&]() -> Result<std::shared_ptr<ModelWorker>> {
     if (!config.factory) {
-      HEARTH_ASSIGN_OR_RETURN(config.factory, named_backend_factory(config));
+      HEARTH_ASSIGN_OR_RETURN(config.factory, default_backend_factory(config));
     }
     if (!config.adapters.empty()) {
       // Attach adapters inside the factory so a restarted worker gets them too.
@@ -277,18 +277,6 @@ Result<std::string> Runtime::detokenize(std::string_view model_id,
                                         std::span<const TokenId> tokens) const {
   HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
   return worker->backend()->detokenize(tokens);
-}
-
-Result<std::string> Runtime::render_chat(std::string_view model_id,
-                                         const ChatRequest& request) const {
-  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
-  return worker->backend()->render_chat(request);
-}
-
-Result<std::vector<TokenId>> Runtime::apply_chat_template(std::string_view model_id,
-                                                          const ChatRequest& request) const {
-  HEARTH_ASSIGN_OR_RETURN(std::string text, render_chat(model_id, request));
-  return tokenize(model_id, text, /*add_special=*/true, /*parse_special=*/true);
 }
 
 Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view model_id,

@@ -1,7 +1,7 @@
 // The path every text endpoint shares: resolve the model, render the chat
 // template, tokenize, enforce context and token limits (a clear error, never a
 // silent truncation), then run the generation with stop strings applied and
-// metrics recorded. Independent of HTTP, so it is unit-testable with a fake.
+// metrics recorded. Independent of HTTP.
 #pragma once
 
 #include <atomic>

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -20,7 +19,6 @@
 #include "hearth/gguf.h"
 #include "hearth/log.h"
 #include "hearth/runtime.h"
-#include "runtime/stub_backend.h"
 
 namespace hearth::server {
 namespace {
@@ -43,7 +41,8 @@ Result<int32_t> checked_int32(int64_t value, const std::string& name, int64_t mi
   return static_cast<int32_t>(value);
 }
 
-// The Jinja chat template stored in the GGUF, or "" (stub models, no template).
+// The Jinja chat template stored in the GGUF, or "" (no such file, e.g. a custom
+// backend's model, or no template in it).
 std::string read_chat_template(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return {};
@@ -66,8 +65,11 @@ struct Channel {
 class RuntimeService : public ServiceApi {
  public:
   RuntimeService(std::unique_ptr<rt::Runtime> runtime, const ServerConfig& config,
-                 const rt::CacheOptions& cache)
-      : runtime_(std::move(runtime)), config_(config), cache_(cache) {}
+                 const rt::CacheOptions& cache, RuntimeServiceOptions options)
+      : runtime_(std::move(runtime)),
+        config_(config),
+        cache_(cache),
+        options_(std::move(options)) {}
 
   std::vector<ModelDescription> list_models() override {
     std::vector<ModelDescription> out;
@@ -84,7 +86,6 @@ class RuntimeService : public ServiceApi {
     rt::ModelConfig c;
     c.id = options.id;
     c.model_path = options.path;
-    c.backend = config_.backend == "stub" ? "stub" : "engine";
     HEARTH_ASSIGN_OR_RETURN(c.n_ctx, checked_int32(options.context, "context", 0));
     HEARTH_ASSIGN_OR_RETURN(
         c.n_seq_max, checked_int32(options.n_seq_max > 0 ? options.n_seq_max : 4, "n_seq_max", 1));
@@ -109,17 +110,7 @@ class RuntimeService : public ServiceApi {
       else
         return InvalidArgument("policy." + key + " is not a save-policy setting");
     }
-    if (c.backend == "stub") {
-      // Tests slow the stub down (HEARTH_STUB_STEP_DELAY_US) so a client can leave mid-stream.
-      rt::StubOptions stub;
-      if (c.n_ctx > 0) stub.n_ctx = c.n_ctx;
-      stub.n_seq_max = c.n_seq_max;
-      if (!c.model_path.empty()) stub.model_path = c.model_path;
-      if (const char* delay = std::getenv("HEARTH_STUB_STEP_DELAY_US")) {
-        stub.control->step_delay_us.store(std::atoi(delay));
-      }
-      c.factory = rt::stub_factory(stub);
-    }
+    if (options_.backend_for) c.factory = options_.backend_for(c);
     std::string chat_template = read_chat_template(options.path);
     HEARTH_ASSIGN_OR_RETURN(std::string id, runtime_->load_model(std::move(c)));
     {
@@ -298,13 +289,15 @@ class RuntimeService : public ServiceApi {
   std::unique_ptr<rt::Runtime> runtime_;
   const ServerConfig config_;
   const rt::CacheOptions cache_;
+  const RuntimeServiceOptions options_;
   std::mutex mu_;
   std::map<std::string, std::string> templates_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& config) {
+Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& config,
+                                                         RuntimeServiceOptions service_options) {
   rt::RuntimeOptions options;
   if (config.ram.quota_bytes > 0)
     options.cache.ram_bytes = static_cast<uint64_t>(config.ram.quota_bytes);
@@ -336,7 +329,8 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
     sched.evict_tiers.push_back(tier);
   }
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
-  auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache);
+  auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache,
+                                                  std::move(service_options));
   for (const auto& m : config.models) {
     auto loaded = service->load_model(m);
     if (!loaded.ok()) {

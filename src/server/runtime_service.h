@@ -2,13 +2,25 @@
 // from the server's models and tiers.
 #pragma once
 
+#include <functional>
 #include <memory>
 
+#include "hearth/runtime.h"
 #include "hearth/server.h"
 #include "server/service_api.h"
 
 namespace hearth::server {
 
-Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& config);
+struct RuntimeServiceOptions {
+  // Picks the backend of every model the service loads (at start and through POST
+  // /hearth/models), given the runtime config built from the model's settings. Unset,
+  // or returning an empty factory, is the engine loading the model's GGUF. The
+  // extension point for an embedder's own backend; the HTTP tests put the runtime's
+  // deterministic stub here.
+  std::function<runtime::BackendFactory(const runtime::ModelConfig&)> backend_for;
+};
+
+Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& config,
+                                                         RuntimeServiceOptions options = {});
 
 }  // namespace hearth::server

@@ -12,34 +12,10 @@
 
 #include "hearth/log.h"
 #include "hearth/server.h"
-#include "server/fake_service.h"
 #include "server/http_server.h"
 #include "server/runtime_service.h"
 
 namespace hearth::server {
-namespace {
-
-Result<std::unique_ptr<ServiceApi>> make_service(const ServerConfig& config) {
-  if (config.backend == "fake") {
-    auto fake = std::make_unique<FakeService>();
-    for (const auto& m : config.models) HEARTH_RETURN_IF_ERROR(fake->load_model(m).status());
-    if (config.models.empty()) {
-      ModelConfig demo;
-      demo.id = "fake";
-      HEARTH_RETURN_IF_ERROR(fake->load_model(demo).status());
-    }
-    if (const char* delay = std::getenv("HEARTH_FAKE_TOKEN_DELAY_MS"))
-      fake->set_token_delay_ms(std::atoi(delay));
-    return std::unique_ptr<ServiceApi>(std::move(fake));
-  }
-  if (config.backend != "runtime" && config.backend != "stub") {
-    return InvalidArgument("backend: expected \"runtime\", \"stub\" or \"fake\", got '" +
-                           config.backend + "'");
-  }
-  return make_runtime_service(config);
-}
-
-}  // namespace
 
 int run_server(const ServerConfig& input) {
   ServerConfig config = input;
@@ -65,7 +41,7 @@ int run_server(const ServerConfig& input) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);  // a vanished client must not kill the server
 
-  auto service = make_service(config);
+  auto service = make_runtime_service(config);
   if (!service.ok()) {
     std::fprintf(stderr, "hearth serve: %s\n", service.status().message().c_str());
     return 1;

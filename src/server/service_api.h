@@ -1,7 +1,7 @@
 // The narrow interface the HTTP layer needs from the inference runtime. The server
-// only ever talks to a ServiceApi: production wires it to hearth::Runtime through
-// an adapter, tests drive the HTTP layer with a deterministic fake. Keeping this
-// seam small is what lets the HTTP code be tested without a model.
+// only ever talks to a ServiceApi, which production wires to hearth::Runtime through
+// an adapter (runtime_service.h). Tests drive that same adapter over the real runtime,
+// with a deterministic backend in place of the engine, so the seam stays under test.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ using TokenId = int32_t;
 
 struct ModelDescription {
   std::string id;
-  std::string path;            // file it was loaded from (may be empty for stubs)
+  std::string path;            // file it was loaded from (may name no file for a custom backend)
   int64_t context_length = 0;  // tokens the model accepts per sequence
   int64_t n_vocab = 0;
   int64_t embedding_dim = 0;

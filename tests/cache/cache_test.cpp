@@ -9,6 +9,7 @@
 
 #include "cache/cache_impl.h"
 #include "test_util.h"
+#include "testing/cache_test_peer.h"
 
 namespace hearth::cache {
 namespace {
@@ -213,7 +214,7 @@ TEST(Cache, ConcurrentWritersOneKeyExactlyOnePublishes) {
 TEST(Cache, ResumeWaitsForInFlightSave) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  auto& impl = cache->internals();
+  auto& impl = CacheTestPeer::impl(*cache);
   auto meta = testing::make_meta(testing::seq_tokens(20), testing::test_ns(), SaveReason::kFinish);
   CacheKey key = make_key(meta.ns, meta.tokens);
   // Hold a reservation as an in-flight writer would, then publish it late.
@@ -251,7 +252,7 @@ TEST(Cache, ResumeWaitTimesOut) {
   auto cache = open_cache(file_config(d));
   CacheKey key{};
   key[0] = 1;
-  auto token = cache->internals().meta.reserve(key, Tier::kRam, 1, 60000);
+  auto token = CacheTestPeer::impl(*cache).meta.reserve(key, Tier::kRam, 1, 60000);
   ASSERT_TRUE(token.ok());
   auto start = std::chrono::steady_clock::now();
   EXPECT_FALSE(cache->lookup_exact_or_wait(key, 50));
@@ -263,7 +264,7 @@ TEST(Cache, ResumeWaitTimesOut) {
 TEST(Publish, EexistAdoptsValidFile) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  FileTier& ft = *cache->internals().files[2];
+  FileTier& ft = *CacheTestPeer::impl(*cache).files[2];
   auto meta = testing::make_meta(testing::seq_tokens(30));
   auto payload = testing::random_bytes(3000, 5);
   CacheKey key = make_key(meta.ns, meta.tokens);
@@ -292,7 +293,7 @@ TEST(Publish, EexistAdoptsValidFile) {
 TEST(Publish, EexistAdoptedRowDescribesTheFile) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  FileTier& ft = *cache->internals().files[2];
+  FileTier& ft = *CacheTestPeer::impl(*cache).files[2];
   auto meta = testing::make_meta(testing::seq_tokens(30));
   auto theirs = testing::random_bytes(3000, 8);
   auto ours = testing::random_bytes(3000, 9);
@@ -311,7 +312,7 @@ TEST(Publish, EexistAdoptedRowDescribesTheFile) {
 TEST(Publish, EexistReplacesJunk) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  FileTier& ft = *cache->internals().files[2];
+  FileTier& ft = *CacheTestPeer::impl(*cache).files[2];
   auto meta = testing::make_meta(testing::seq_tokens(30));
   auto payload = testing::random_bytes(3000, 6);
   CacheKey key = make_key(meta.ns, meta.tokens);
@@ -338,7 +339,7 @@ TEST(Publish, TtlOrphanAdopt) {
   TempDir d;
   CacheConfig c = file_config(d);
   auto cache = open_cache(c);
-  auto& impl = cache->internals();
+  auto& impl = CacheTestPeer::impl(*cache);
   FileTier& ft = *impl.files[2];
   auto meta = testing::make_meta(testing::seq_tokens(40));
   auto payload = testing::random_bytes(4000, 7);
@@ -359,7 +360,7 @@ TEST(Publish, TtlOrphanAdopt) {
 TEST(Publish, TtlOrphanDrop) {
   TempDir d;
   auto cache = open_cache(file_config(d));
-  auto& impl = cache->internals();
+  auto& impl = CacheTestPeer::impl(*cache);
   FileTier& ft = *impl.files[2];
   auto meta = testing::make_meta(testing::seq_tokens(40));
   CacheKey key = make_key(meta.ns, meta.tokens);
@@ -461,7 +462,7 @@ TEST(Cache, AsyncSavesAndBackPressure) {
   EXPECT_GT(dropped, 0);
   EXPECT_EQ(testing::counter(*cache, Counter::kSavesDropped), static_cast<uint64_t>(dropped));
   EXPECT_EQ(cache->row_count(), static_cast<size_t>(accepted));
-  for (const auto& w : cache->internals().writers) {
+  for (const auto& w : CacheTestPeer::impl(*cache).writers) {
     if (w) {
       EXPECT_EQ(w->slots.in_use(), 0u);  // every slot released
     }

@@ -21,6 +21,7 @@
 
 #include "cache/cache_impl.h"
 #include "test_util.h"
+#include "testing/cache_test_peer.h"
 
 namespace hearth::cache {
 namespace {
@@ -112,9 +113,9 @@ TEST(CrashTest, KilledWritersNeverLeaveBadRows) {
       for (const auto& key : reported) {
         ASSERT_TRUE(cache->lookup_exact(key)) << "round " << round << ": published row "
                                               << to_hex(key) << " lost";
-        ASSERT_TRUE(cache->internals().files[2]->verify(
-                                                    cache->internals().files[2]->final_path(key),
-                                                    key)
+        ASSERT_TRUE(CacheTestPeer::impl(*cache)
+                        .files[2]
+                        ->verify(CacheTestPeer::impl(*cache).files[2]->final_path(key), key)
                         .ok());
       }
       EXPECT_EQ(testing::counter(*cache, Counter::kCorruptFiles), 0u);

@@ -12,6 +12,7 @@
 #include "cache/cache_impl.h"
 #include "forwarding_io.h"
 #include "test_util.h"
+#include "testing/cache_test_peer.h"
 
 namespace hearth::cache {
 namespace {
@@ -95,7 +96,7 @@ TEST_P(SaveFault, FailsCleanlyIsCountedAndTierRecovers) {
   EXPECT_EQ(testing::counter(*f.cache, Counter::kSaveErrors), 1u);
   EXPECT_EQ(testing::counter(*f.cache, Counter::kSavesCold), 0u);
   EXPECT_FALSE(f.cache->lookup_exact(make_key(meta.ns, meta.tokens)));
-  EXPECT_FALSE(f.cache->internals().meta.reserved(make_key(meta.ns, meta.tokens)));
+  EXPECT_FALSE(CacheTestPeer::impl(*f.cache).meta.reserved(make_key(meta.ns, meta.tokens)));
   EXPECT_TRUE(f.no_tmp_files());
   EXPECT_TRUE(f.cache->tier_degraded(Tier::kDisk));
   // Other tiers are untouched by the disk tier's trouble.
@@ -188,7 +189,7 @@ TEST(Fault, TruncatedFileIsAMiss) {
   CacheKey key2 = *f.cache->save(Tier::kDisk, testing::make_meta(testing::seq_tokens(65)), payload);
   fs::resize_file(f.cache->lookup_exact(key2)->location, 100);
   uint64_t bad = 0;
-  auto scanned = f.cache->internals().files[2]->scan(nullptr, &bad);
+  auto scanned = CacheTestPeer::impl(*f.cache).files[2]->scan(nullptr, &bad);
   ASSERT_TRUE(scanned.ok());
   EXPECT_EQ(scanned->size(), 0u);
   EXPECT_EQ(bad, 1u);

@@ -16,6 +16,7 @@
 #include "cache/cache_impl.h"
 #include "forwarding_io.h"
 #include "test_util.h"
+#include "testing/cache_test_peer.h"
 
 namespace hearth::cache {
 namespace {
@@ -84,7 +85,7 @@ struct Fixture {
     c.reservation_ttl_ms = 1;  // expired by the time anyone sweeps
     c.io = io;
     cache = std::move(Cache::open(c)).value();
-    final_path = cache->internals().files[2]->final_path(key);
+    final_path = CacheTestPeer::impl(*cache).files[2]->final_path(key);
   }
   ~Fixture() {  // hooks capture test locals: detach them before those die
     io->before_link = io->after_link = nullptr;
@@ -106,8 +107,8 @@ struct Fixture {
     auto loaded = cache->load(key);
     ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
     EXPECT_EQ(*loaded, payload);
-    EXPECT_EQ(cache->internals().meta.tier_bytes(Tier::kDisk), row->size);
-    EXPECT_FALSE(cache->internals().meta.reserved(key));
+    EXPECT_EQ(CacheTestPeer::impl(*cache).meta.tier_bytes(Tier::kDisk), row->size);
+    EXPECT_FALSE(CacheTestPeer::impl(*cache).meta.reserved(key));
   }
 };
 

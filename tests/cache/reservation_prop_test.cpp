@@ -13,6 +13,7 @@
 
 #include "cache/cache_impl.h"
 #include "test_util.h"
+#include "testing/cache_test_peer.h"
 
 namespace hearth::cache {
 namespace {
@@ -338,7 +339,7 @@ RC_GTEST_PROP(ReservationProp, ConcurrentWritersOneKeyExactlyOnePublishes, ()) {
   auto loaded = cache.load(key);
   RC_ASSERT(loaded.ok());
   RC_ASSERT(*loaded == payloads[static_cast<size_t>(winner)]);
-  Cache::Impl& impl = cache.internals();
+  Cache::Impl& impl = CacheTestPeer::impl(cache);
   RC_ASSERT(!impl.meta.reserved(key));
   RC_ASSERT(impl.meta.tier_bytes(tier) == row->size);
   if (FileTier* ft = impl.file_tier(tier)) {

@@ -9,6 +9,7 @@
 #include "cache/cache_impl.h"
 #include "slow_link_io.h"
 #include "test_util.h"
+#include "testing/cache_test_peer.h"
 
 namespace hearth::cache {
 namespace {
@@ -65,7 +66,7 @@ TEST(TierWriter, StuckDiskDoesNotHoldUpRamSaves) {
   cache->wait_idle();
   EXPECT_EQ(cache->row_count(), 4u);  // two disk rows, two RAM rows
   EXPECT_EQ(testing::counter(*cache, Counter::kSavesDropped), 1u);
-  for (const auto& w : cache->internals().writers) {
+  for (const auto& w : CacheTestPeer::impl(*cache).writers) {
     if (w) {
       EXPECT_EQ(w->slots.in_use(), 0u);
     }
@@ -98,7 +99,7 @@ TEST(TierWriter, QueuedSaveIsInFlightBeforeAWriterReservesIt) {
   const auto queued = testing::make_meta(testing::seq_tokens(16, 200), ns);
   const CacheKey key = make_key(queued.ns, queued.tokens);
   ASSERT_TRUE(cache->save_async(Tier::kDisk, queued, payload));
-  EXPECT_FALSE(cache->internals().meta.reserved(key)) << "no writer has picked it up yet";
+  EXPECT_FALSE(CacheTestPeer::impl(*cache).meta.reserved(key)) << "no writer has picked it up yet";
   EXPECT_TRUE(cache->save_pending(key));
   bool listed = false;
   for (const RowInfo& r : cache->dump()) {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "hearth/runtime.h"
-#include "runtime/stub_backend.h"
+#include "testing/stub_backend.h"
 
 namespace hearth::runtime::testing {
 

@@ -6,7 +6,7 @@
 #include "runtime/basic_sampler.h"
 #include "runtime/batch_planner.h"
 #include "runtime/stop_matcher.h"
-#include "runtime/stub_backend.h"
+#include "testing/stub_backend.h"
 
 namespace hearth::runtime {
 namespace {
@@ -157,15 +157,6 @@ TEST(BasicSampler, FrequencyAndPresencePenalties) {
   EXPECT_EQ(s.sample(logits), 1);
   s.accept(3);
   EXPECT_EQ(s.sample(logits), 3);  // 1.0 + 1.5 > 2.0
-}
-
-TEST(ChatTemplate, ChatmlDefault) {
-  ChatRequest r;
-  r.system = "be brief";
-  r.messages = {{"user", "hi"}};
-  EXPECT_EQ(render_chatml(r),
-            "<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n"
-            "<|im_start|>assistant\n");
 }
 
 }  // namespace

@@ -1,4 +1,7 @@
-// The HTTP layer driven in-process against the deterministic FakeService.
+// The HTTP layer driven in-process over the real runtime (RuntimeService over
+// hearth::runtime::Runtime) with the deterministic stub backend: tokens are bytes + 3
+// with no BOS, the model never emits EOS, and StubControl slows its steps when a test
+// needs a generation to still be running.
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -15,8 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protected_routes.h"
-#include "server/fake_service.h"
-#include "server/http_server.h"
+#include "stub_server.h"
 
 namespace hearth::server {
 namespace {
@@ -25,20 +27,37 @@ using nlohmann::json;
 
 class HttpApiTest : public ::testing::Test {
  protected:
-  void start(ServerConfig config = {}) {
-    config.port = 0;
+  // One stub model, "tiny", whose save policy lets short test prompts be cached.
+  void start(ServerConfig config = {}, int64_t context = 1024) {
     ModelConfig m;
-    m.id = "fake";
-    ASSERT_TRUE(fake_.load_model(m).ok());
-    server_ = std::make_unique<HttpServer>(fake_, config);
-    ASSERT_TRUE(server_->bind().ok());
-    thread_ = std::thread([this] { server_->run(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    m.id = "tiny";
+    m.path = "tiny.gguf";
+    m.context = context;
+    m.policy = {{"min_tokens", 8},
+                {"cold_min_tokens", 8},
+                {"boundary_trim_tokens", 0},
+                {"boundary_align_tokens", 8}};
+    config.models.push_back(m);
+    Status s = server_.start(config);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
     client_->set_read_timeout(10, 0);
   }
-  void TearDown() override {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
+  void TearDown() override { server_.stop(); }
+
+  // Polls the runtime until `model`'s sequences in use reach `n` (bounded).
+  bool wait_active(int64_t n, int timeout_ms = 2000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (server_.active("tiny") != n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+  }
+
+  std::string metrics() {
+    auto r = client_->Get("/metrics");
+    return r ? r->body : std::string();
   }
 
   httplib::Result post(const std::string& path, const json& body, httplib::Headers headers = {}) {
@@ -46,7 +65,7 @@ class HttpApiTest : public ::testing::Test {
   }
 
   static json chat_body(const std::string& content, int max_tokens = 4) {
-    return {{"model", "fake"},
+    return {{"model", "tiny"},
             {"messages", json::array({{{"role", "user"}, {"content", content}}})},
             {"max_tokens", max_tokens},
             {"temperature", 0}};
@@ -66,9 +85,7 @@ class HttpApiTest : public ::testing::Test {
     }
   }
 
-  FakeService fake_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  testing::StubServer server_;
   std::unique_ptr<httplib::Client> client_;
 };
 
@@ -160,7 +177,7 @@ TEST_F(HttpApiTest, StopStringsCutTheTextAndReportStop) {
 
 TEST_F(HttpApiTest, AnthropicMessagesNonStreamingAndStreaming) {
   start();
-  json body = {{"model", "fake"},
+  json body = {{"model", "tiny"},
                {"max_tokens", 3},
                {"system", "be brief"},
                {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
@@ -195,7 +212,7 @@ TEST_F(HttpApiTest, AnthropicMessagesNonStreamingAndStreaming) {
 
 TEST_F(HttpApiTest, AnthropicErrorShape) {
   start();
-  auto r = post("/v1/messages", {{"model", "fake"}, {"messages", json::array()}});
+  auto r = post("/v1/messages", {{"model", "tiny"}, {"messages", json::array()}});
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   json j = json::parse(r->body);
@@ -207,8 +224,7 @@ TEST_F(HttpApiTest, AnthropicErrorShape) {
 TEST_F(HttpApiTest, ValidationErrorsAndServerKeepsServing) {
   ServerConfig config;
   config.limits.max_tokens = 200;
-  fake_.set_context_length(128);
-  start(config);
+  start(config, /*context=*/128);
   auto bad_json = client_->Post("/v1/chat/completions", "{not json", "application/json");
   expect_error(bad_json, 400, "");
   expect_error(post("/v1/chat/completions", {{"messages", 5}}), 400, "messages");
@@ -220,8 +236,9 @@ TEST_F(HttpApiTest, ValidationErrorsAndServerKeepsServing) {
   expect_error(post("/v1/chat/completions", unknown_model), 404, "model");
   expect_error(post("/v1/chat/completions", chat_body(std::string(200, 'a'))), 400, "messages");
   expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 500}}), 400, "max_tokens");
-  expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 126}}), 400, "max_tokens");
-  expect_error(post("/v1/embeddings", {{"model", "fake"}}), 400, "input");
+  // "hi" is 2 tokens: 126 more fill the context exactly, 127 do not fit.
+  expect_error(post("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 127}}), 400, "max_tokens");
+  expect_error(post("/v1/embeddings", {{"model", "tiny"}}), 400, "input");
   auto not_found = client_->Get("/v1/nothing");
   ASSERT_TRUE(not_found);
   EXPECT_EQ(not_found->status, 404);
@@ -242,33 +259,50 @@ TEST_F(HttpApiTest, BodyLimitGives413) {
 
 TEST_F(HttpApiTest, EmbeddingsFloatAndBase64) {
   start();
-  auto r = post("/v1/embeddings", {{"model", "fake"}, {"input", json::array({"a", "bb"})}});
+  auto r = post("/v1/embeddings", {{"model", "tiny"}, {"input", json::array({"a", "bb"})}});
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   json j = json::parse(r->body);
   ASSERT_EQ(j["data"].size(), 2u);
   EXPECT_EQ(j["data"][1]["index"], 1);
-  EXPECT_EQ(j["data"][0]["embedding"].size(), 8u);
+  EXPECT_EQ(j["data"][0]["embedding"].size(), 16u);
+  EXPECT_NE(j["data"][0]["embedding"], j["data"][1]["embedding"]);
   auto b = post("/v1/embeddings", {{"input", "a"}, {"encoding_format", "base64"}});
   json jb = json::parse(b->body);
-  EXPECT_EQ(jb["data"][0]["embedding"].get<std::string>().size(), 44u);  // 32 bytes -> 44 chars
+  EXPECT_EQ(jb["data"][0]["embedding"].get<std::string>().size(), 88u);  // 64 bytes -> 88 chars
 }
 
 TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
   start();
   auto models = client_->Get("/v1/models");
   ASSERT_TRUE(models);
-  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "fake");
+  EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "tiny");
   auto tok = post("/hearth/tokenize", {{"text", "ab"}});
   json tj = json::parse(tok->body);
-  ASSERT_EQ(tj["tokens"].size(), 3u);  // BOS + 2 bytes
+  EXPECT_EQ(tj["tokens"], json::array({'a' + 3, 'b' + 3})) << tok->body;  // the stub's bytes + 3
   auto detok = post("/hearth/detokenize", {{"tokens", tj["tokens"]}});
   EXPECT_EQ(json::parse(detok->body)["text"], "ab");
-  post("/v1/completions", {{"prompt", "abc"}, {"max_tokens", 2}});
-  auto counters = client_->Get("/hearth/cache/counters");
-  EXPECT_EQ(json::parse(counters->body)["counters"]["saves"], 1);
-  auto rows = client_->Get("/hearth/cache/rows");
-  EXPECT_EQ(json::parse(rows->body)["rows"].size(), 1u);
+  auto done = post("/v1/completions", {{"prompt", "a prompt the policy saves"}, {"max_tokens", 2}});
+  ASSERT_EQ(done->status, 200) << done->body;
+  // The response is sent once its saves (a cold save of the aligned prompt, the finish
+  // save) are queued; the rows publish soon after.
+  json counters, rows;
+  auto all_available = [&] {
+    for (const auto& row : rows)
+      if (row["status"] != "available") return false;
+    return !rows.empty();
+  };
+  for (int i = 0; i < 500; ++i) {
+    counters = json::parse(client_->Get("/hearth/cache/counters")->body)["counters"];
+    rows = json::parse(client_->Get("/hearth/cache/rows")->body)["rows"];
+    if (counters.value("saves_finish", 0) == 1 && all_available()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+  }
+  EXPECT_EQ(counters.value("saves_finish", 0), 1) << counters.dump();
+  EXPECT_TRUE(all_available()) << rows.dump();
+  EXPECT_EQ(rows.size(), static_cast<size_t>(counters.value("saves_cold", 0) +
+                                             counters.value("saves_finish", 0)))
+      << counters.dump() << rows.dump();
   auto evict = post("/hearth/cache/evict", {{"bytes", 1}});
   EXPECT_GT(json::parse(evict->body)["freed_bytes"].get<int>(), 0);
   expect_error(post("/hearth/cache/evict", {{"bytes", "x"}}), 400, "bytes");
@@ -277,7 +311,7 @@ TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
   auto metrics = client_->Get("/metrics");
   ASSERT_TRUE(metrics);
   for (const char* m : {"hearth_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1",
-                        "hearth_time_to_first_token_seconds_count 1", "hearth_cache_saves 1",
+                        "hearth_time_to_first_token_seconds_count 1", "hearth_cache_saves_finish 1",
                         "hearth_cache_tier_bytes{tier=\"ram\"}", "hearth_queue_depth 0"}) {
     EXPECT_NE(metrics->body.find(m), std::string::npos) << m;
   }
@@ -347,13 +381,13 @@ TEST_F(HttpApiTest, AuthProtectsEverythingButHealth) {
 // Non-streaming replies are written only at the end, so the server watches the socket:
 // a client that closes while waiting cancels the generation too.
 TEST_F(HttpApiTest, ClientDisconnectCancelsNonStreamingGeneration) {
-  fake_.set_token_delay_ms(20);  // 500 tokens would take 10 s
+  server_.control().step_delay_us = 20000;  // 500 tokens would take 10 s
   start();
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(fd, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_port = htons(static_cast<uint16_t>(server_.port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   const std::string body = chat_body("wait for me", 500).dump();
@@ -362,33 +396,26 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsNonStreamingGeneration) {
       "Content-Type: application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
-  for (int i = 0; i < 500 && fake_.active_generations() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ASSERT_EQ(fake_.active_generations(), 1);
+  ASSERT_TRUE(wait_active(1));
   ::close(fd);  // the client gives up
   const auto closed = std::chrono::steady_clock::now();
-  for (int i = 0; i < 300 && fake_.active_generations() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_EQ(fake_.active_generations(), 0) << "generation still running after the client left";
-  EXPECT_EQ(fake_.cancelled_generations(), 1);
+  EXPECT_TRUE(wait_active(0, 1500)) << "generation still running after the client left";
   // Noticed at the next generated fragment (20 ms apart), not at the end (10 s).
   EXPECT_LT(std::chrono::steady_clock::now() - closed, std::chrono::milliseconds(1000));
-  auto metrics = client_->Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->body.find("hearth_client_disconnects_total 1"), std::string::npos);
-  EXPECT_NE(metrics->body.find(
-                "hearth_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"499\"} 1"),
-            std::string::npos)
-      << metrics->body.substr(0, 600);
+  const std::string m = metrics();
+  EXPECT_NE(m.find("hearth_client_disconnects_total 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("hearth_cancelled_generations_total 1"), std::string::npos) << m;
+  EXPECT_NE(
+      m.find("hearth_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"499\"} 1"),
+      std::string::npos)
+      << m.substr(0, 600);
 }
 
 TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
-  fake_.set_token_delay_ms(20);
+  server_.control().step_delay_us = 20000;
   start();
   // A receiver that aborts after a few chunks plays the client that goes away.
-  httplib::Client c("127.0.0.1", server_->port());
+  httplib::Client c("127.0.0.1", server_.port());
   json body = chat_body("long two", 500);
   body["stream"] = true;
   int chunks = 0;
@@ -402,28 +429,23 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
   (void)c.send(req);
   c.stop();
   // Within a few token ticks the generation must be cancelled and its slot freed.
-  for (int i = 0; i < 200 && fake_.active_generations() > 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(fake_.active_generations(), 0);
-  EXPECT_GE(fake_.cancelled_generations(), 1);
+  EXPECT_TRUE(wait_active(0));
+  EXPECT_NE(metrics().find("hearth_cancelled_generations_total 1"), std::string::npos);
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
 TEST_F(HttpApiTest, FullQueueAnswers429WithRetryAfter) {
-  fake_.set_token_delay_ms(50);
+  server_.control().step_delay_us = 50000;
   ServerConfig config;
   config.limits.max_concurrent_requests = 1;
   config.limits.max_queued_requests = 0;
   start(config);
   std::thread busy([this] {
-    httplib::Client c("127.0.0.1", server_->port());
+    httplib::Client c("127.0.0.1", server_.port());
     c.set_read_timeout(20, 0);
     c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 20}}.dump(), "application/json");
   });
-  for (int i = 0; i < 200 && fake_.active_generations() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  EXPECT_TRUE(wait_active(1));  // not ASSERT: `busy` must be joined
   auto r = post("/v1/completions", {{"prompt", "b"}, {"max_tokens", 2}});
   busy.join();
   ASSERT_TRUE(r);

@@ -13,6 +13,7 @@
 
 #include "server/http_server.h"
 #include "server/runtime_service.h"
+#include "testing/stub_backend.h"
 
 namespace hearth::server {
 namespace {
@@ -25,7 +26,6 @@ class RuntimeCacheAdminTest : public ::testing::Test {
   void start(const std::function<void(ServerConfig&)>& tweak = {}) {
     ServerConfig config;
     config.port = 0;
-    config.backend = "stub";
     ModelConfig m;
     m.id = "s";
     m.path = "stub-admin.gguf";
@@ -33,7 +33,11 @@ class RuntimeCacheAdminTest : public ::testing::Test {
     m.policy = {{"min_tokens", 8}, {"cold_min_tokens", 8}, {"boundary_align_tokens", 16}};
     config.models.push_back(m);
     if (tweak) tweak(config);
-    auto service = make_runtime_service(config);
+    RuntimeServiceOptions options;
+    options.backend_for = [](const runtime::ModelConfig& c) {
+      return runtime::stub_factory_for(c);
+    };
+    auto service = make_runtime_service(config, std::move(options));
     ASSERT_TRUE(service.ok()) << service.status().to_string();
     service_ = std::move(service).value();
     server_ = std::make_unique<HttpServer>(*service_, config);

@@ -1,4 +1,4 @@
-#include "runtime/stub_backend.h"
+#include "testing/stub_backend.h"
 
 #include <cmath>
 #include <cstring>
@@ -215,6 +215,15 @@ BackendFactory stub_factory(StubOptions options) {
   return [options]() -> Result<std::unique_ptr<Backend>> {
     return std::unique_ptr<Backend>(std::make_unique<StubBackend>(options));
   };
+}
+
+BackendFactory stub_factory_for(const ModelConfig& config, std::shared_ptr<StubControl> control) {
+  StubOptions o;
+  if (config.n_ctx > 0) o.n_ctx = config.n_ctx;
+  o.n_seq_max = config.n_seq_max;
+  if (!config.model_path.empty()) o.model_path = config.model_path;
+  if (control) o.control = std::move(control);
+  return stub_factory(std::move(o));
 }
 
 }  // namespace hearth::runtime

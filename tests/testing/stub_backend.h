@@ -1,5 +1,6 @@
 // A deterministic Backend for tests: no weights, no maths, but the same contracts as the
-// engine, so scheduler and cache bugs show up as wrong outputs.
+// engine, so scheduler and cache bugs show up as wrong outputs. It lives in hearth_testing,
+// which only test binaries link; tests hand it to the runtime through ModelConfig::factory.
 //   tokens   = bytes + 3 (0 = BOS, 1 = EOS, 2 = unused); tokenize adds no BOS
 //   KV cell  = chain hash: cell[p] = mix(cell[p-1], token[p], p); cells live per sequence
 //   logits   = a pure function of all cells of the sequence (so of its token history), with
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "hearth/backend.h"
+#include "hearth/runtime.h"
 
 namespace hearth::runtime {
 
@@ -77,5 +79,9 @@ class StubBackend : public Backend {
 
 // Factory for ModelConfig::factory.
 BackendFactory stub_factory(StubOptions options);
+// A stub shaped by a model's config (n_ctx, n_seq_max, model_path), as the runtime
+// would load it; `control` (optional) steers every backend the factory builds.
+BackendFactory stub_factory_for(const ModelConfig& config,
+                                std::shared_ptr<StubControl> control = nullptr);
 
 }  // namespace hearth::runtime
