@@ -2,28 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <random>
 #include <thread>
 
 #include "hearth/cache_types.h"
-#include "hearth/sampler.h"
+#include "runtime/token_sampler.h"
 
 namespace hearth::runtime {
 namespace {
-
-class EngineSampler : public TokenSampler {
- public:
-  EngineSampler(const SamplingParams& params, std::span<const TokenId> history)
-      : sampler_(params), history_(history.begin(), history.end()) {}
-  TokenId sample(std::span<const float> logits) override {
-    return sampler_.sample(logits, history_);
-  }
-  void accept(TokenId token) override { history_.push_back(token); }
-
- private:
-  Sampler sampler_;
-  std::vector<int32_t> history_;
-};
 
 class EngineTextStream : public TextStream {
  public:
@@ -92,16 +77,7 @@ std::unique_ptr<TextStream> EngineBackend::text_stream() const {
 
 Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
     const SamplingOptions& o, std::span<const TokenId> history) const {
-  SamplingParams p;
-  p.temperature = o.temperature;
-  p.top_k = o.top_k;
-  p.top_p = o.top_p;
-  p.min_p = o.min_p;
-  p.repetition_penalty = o.repetition_penalty;
-  p.frequency_penalty = o.frequency_penalty;
-  p.presence_penalty = o.presence_penalty;
-  p.seed = o.seed ? *o.seed : std::random_device{}();
-  return std::unique_ptr<TokenSampler>(std::make_unique<EngineSampler>(p, history));
+  return make_token_sampler(o, history);
 }
 
 Status EngineBackend::step(std::span<const StepRow> rows,

@@ -6,7 +6,7 @@
 #include <thread>
 #include <utility>
 
-#include "runtime/basic_sampler.h"
+#include "runtime/token_sampler.h"
 
 namespace hearth::runtime {
 namespace {
@@ -101,7 +101,7 @@ std::unique_ptr<TextStream> StubBackend::text_stream() const {
 
 Result<std::unique_ptr<TokenSampler>> StubBackend::make_sampler(
     const SamplingOptions& options, std::span<const TokenId> history) const {
-  return make_basic_sampler(options, history);
+  return make_token_sampler(options, history);
 }
 
 uint64_t StubBackend::next_cell(uint64_t prev, TokenId token, int32_t pos) {
