@@ -2,7 +2,6 @@
 
 #include "hearth/log.h"
 #include "server/chat_template.h"
-#include "server/stop_matcher.h"
 
 namespace hearth::server {
 
@@ -55,33 +54,22 @@ ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
   return ChatFamily::kChatml;
 }
 
-// Forwards service tokens through the stop matcher to the client.
+// Forwards the service's text to the client (stop strings were already applied by the
+// runtime: nothing of a stop string ever arrives here).
 class StreamingSink : public GenerateSink {
  public:
-  StreamingSink(ServerContext& ctx, const GenerationPlan& plan,
-                const std::function<bool(const std::string&)>& emit, GenerationOutcome& out)
-      : ctx_(ctx), matcher_(plan.stop), emit_(emit), out_(out), start_ms_(steady_now_ms()) {}
+  StreamingSink(ServerContext& ctx, const std::function<bool(const std::string&)>& emit,
+                GenerationOutcome& out)
+      : ctx_(ctx), emit_(emit), out_(out), start_ms_(steady_now_ms()) {}
 
   bool on_token(const std::string& fragment, TokenId /*token*/) override {
     if (out_.ttft_seconds < 0) out_.ttft_seconds = (steady_now_ms() - start_ms_) / 1000.0;
-    const std::string text = matcher_.push(fragment);
-    if (!text.empty() && !send(text)) return false;
-    if (matcher_.stopped()) return false;
+    if (!fragment.empty() && !send(fragment)) return false;
     if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
       return false;
     }
     return true;
   }
-
-  void finish() {
-    if (!out_.client_gone) {
-      const std::string rest = matcher_.flush();
-      if (!rest.empty()) send(rest);
-    }
-  }
-
-  bool stopped_by_string() const { return matcher_.stopped(); }
-  const std::string& matched_stop() const { return matcher_.matched(); }
 
  private:
   bool send(const std::string& text) {
@@ -94,7 +82,6 @@ class StreamingSink : public GenerateSink {
   }
 
   ServerContext& ctx_;
-  StopMatcher matcher_;
   const std::function<bool(const std::string&)>& emit_;
   GenerationOutcome& out_;
   int64_t start_ms_;
@@ -169,7 +156,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.prompt = std::move(tokens);
   plan.request.max_tokens = max_tokens;
   plan.request.sampling = req.sampling;
-  plan.stop = req.stop;
+  plan.request.stop = req.stop;
   return std::nullopt;
 }
 
@@ -177,7 +164,7 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  const std::function<bool(const std::string&)>& emit) {
   GenerationOutcome out;
   const int64_t start_ms = steady_now_ms();
-  StreamingSink sink(ctx, plan, emit, out);
+  StreamingSink sink(ctx, emit, out);
   ctx.metrics.in_flight.fetch_add(1);
   auto result = ctx.service.generate(plan.request, sink);
   ctx.metrics.in_flight.fetch_sub(1);
@@ -186,10 +173,9 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
     return out;
   }
   out.stats = std::move(result).value();
-  sink.finish();
-  if (sink.stopped_by_string()) {
+  if (!out.stats.matched_stop.empty()) {
     out.finish_reason = "stop";
-    out.matched_stop = sink.matched_stop();
+    out.matched_stop = out.stats.matched_stop;
   } else if (out.stats.finish_reason == "length") {
     out.finish_reason = "length";
   } else {

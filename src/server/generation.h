@@ -43,7 +43,6 @@ struct ServerContext {
 struct GenerationPlan {
   ModelDescription model;
   GenerateRequest request;
-  std::vector<std::string> stop;
   std::string chat_family;  // empty for plain completions
 };
 

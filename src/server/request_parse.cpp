@@ -72,21 +72,34 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
     out.model = body["model"].get<std::string>();
   }
   if (auto e = get_bool(body, "stream", out.stream)) return e;
-  auto& s = out.sampling;
-  if (auto e = get_number(body, "temperature", s.temperature, 0.0, openai ? 2.0 : 1.0)) return e;
-  if (auto e = get_number(body, "top_p", s.top_p, 0.0, 1.0)) return e;
-  if (auto e = get_int(body, "top_k", s.top_k, 0)) return e;
-  if (auto e = get_number(body, "min_p", s.min_p, 0.0, 1.0)) return e;
-  if (auto e = get_number(body, "repetition_penalty", s.repetition_penalty, 0.0, 10.0)) return e;
-  if (present(body, "repetition_penalty") && s.repetition_penalty <= 0) {
+  // Parsed as the JSON numbers they are, range-checked, then stored in the runtime's
+  // own knobs (float / int32 / optional seed).
+  SamplingOptions& s = out.sampling;
+  double temperature = s.temperature, top_p = s.top_p, min_p = s.min_p;
+  double repetition = s.repetition_penalty, frequency = s.frequency_penalty,
+         presence = s.presence_penalty;
+  int64_t top_k = s.top_k;
+  if (auto e = get_number(body, "temperature", temperature, 0.0, openai ? 2.0 : 1.0)) return e;
+  if (auto e = get_number(body, "top_p", top_p, 0.0, 1.0)) return e;
+  if (auto e = get_int(body, "top_k", top_k, 0)) return e;
+  if (top_k > INT32_MAX) return value_error("top_k", "must be <= " + std::to_string(INT32_MAX));
+  if (auto e = get_number(body, "min_p", min_p, 0.0, 1.0)) return e;
+  if (auto e = get_number(body, "repetition_penalty", repetition, 0.0, 10.0)) return e;
+  if (present(body, "repetition_penalty") && repetition <= 0) {
     return value_error("repetition_penalty", "must be > 0");
   }
-  if (auto e = get_number(body, "frequency_penalty", s.frequency_penalty, -2.0, 2.0)) return e;
-  if (auto e = get_number(body, "presence_penalty", s.presence_penalty, -2.0, 2.0)) return e;
+  if (auto e = get_number(body, "frequency_penalty", frequency, -2.0, 2.0)) return e;
+  if (auto e = get_number(body, "presence_penalty", presence, -2.0, 2.0)) return e;
+  s.temperature = static_cast<float>(temperature);
+  s.top_p = static_cast<float>(top_p);
+  s.top_k = static_cast<int32_t>(top_k);
+  s.min_p = static_cast<float>(min_p);
+  s.repetition_penalty = static_cast<float>(repetition);
+  s.frequency_penalty = static_cast<float>(frequency);
+  s.presence_penalty = static_cast<float>(presence);
   if (present(body, "seed")) {
     const json& v = body["seed"];
     if (!v.is_number_integer()) return type_error("seed", "an integer");
-    s.has_seed = true;
     s.seed = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
   }
   int64_t max_tokens = -1;

@@ -24,7 +24,7 @@ struct TextRequest {
   std::optional<std::vector<TokenId>> prompt_tokens;  // completions: pre-tokenized prompt
   std::vector<ChatMessage> messages;                  // chat / messages
   std::optional<int64_t> max_tokens;                  // nullopt = fill the context (capped)
-  SamplingParams sampling;
+  SamplingOptions sampling;
   std::vector<std::string> stop;
   std::string prompt_field = "prompt";  // which field the prompt came from (for errors)
 };

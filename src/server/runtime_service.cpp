@@ -136,15 +136,8 @@ class RuntimeService : public ServiceApi {
   Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) override {
     rt::RequestParams params;
     params.response_tokens = static_cast<int32_t>(request.max_tokens);
-    const auto& s = request.sampling;
-    params.sampling.temperature = static_cast<float>(s.temperature);
-    params.sampling.top_k = static_cast<int32_t>(s.top_k);
-    params.sampling.top_p = static_cast<float>(s.top_p);
-    params.sampling.min_p = static_cast<float>(s.min_p);
-    params.sampling.repetition_penalty = static_cast<float>(s.repetition_penalty);
-    params.sampling.frequency_penalty = static_cast<float>(s.frequency_penalty);
-    params.sampling.presence_penalty = static_cast<float>(s.presence_penalty);
-    if (s.has_seed) params.sampling.seed = s.seed;
+    params.sampling = request.sampling;
+    params.stop_sequences = request.stop;
 
     auto channel = std::make_shared<Channel>();
     rt::StreamSink rsink;
@@ -195,6 +188,7 @@ class RuntimeService : public ServiceApi {
     out.steps_after_cancel = st.steps_after_cancel;
     out.finish_reason =
         cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
+    if (st.stop_sequence) out.matched_stop = *st.stop_sequence;
     return out;
   }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "hearth/runtime.h"
 #include "hearth/server.h"
 #include "hearth/status.h"
 #include "hearth/text_range.h"
@@ -35,37 +36,33 @@ struct ModelDescription {
 
 using ModelLoadOptions = ModelConfig;
 
-struct SamplingParams {
-  double temperature = 1.0;
-  double top_p = 1.0;
-  int64_t top_k = 0;  // 0 = disabled
-  double min_p = 0.0;
-  bool has_seed = false;
-  uint64_t seed = 0;
-  double repetition_penalty = 1.0;
-  double frequency_penalty = 0.0;
-  double presence_penalty = 0.0;
-};
+// The runtime's own sampling knobs: the request parser fills them, the runtime
+// validates and honours them; nothing converts between two copies.
+using runtime::SamplingOptions;
 
 struct GenerateRequest {
   std::string model;
   std::vector<TokenId> prompt;
   int64_t max_tokens = 16;
-  SamplingParams sampling;
+  SamplingOptions sampling;
+  // Matched by the runtime, which ends the generation before the first match and
+  // never streams any part of it.
+  std::vector<std::string> stop;
 };
 
 struct GenerateStats {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // prompt tokens restored from the KV cache
   int64_t completion_tokens = 0;
-  std::string finish_reason;  // "stop" (EOS) or "length"
+  std::string finish_reason;  // "stop" (EOS or a stop string), "length" or "cancelled"
+  std::string matched_stop;   // the stop string that ended it, if one did
   // Cancelled generations: scheduler steps between the cancel and the sequence being
   // freed (0 or 1 for the runtime); -1 when not cancelled or unknown.
   int64_t steps_after_cancel = -1;
 };
 
 // Receives a generation as it happens. on_token returns false to cancel (client
-// gone, stop string matched); the service then finishes with on_done or on_error.
+// gone, shutdown deadline); the service then finishes with on_done or on_error.
 class GenerateSink {
  public:
   virtual ~GenerateSink() = default;

@@ -21,10 +21,14 @@ TEST(RequestParse, ChatAcceptsSamplingParameters) {
   ASSERT_EQ(r.messages.size(), 2u);
   EXPECT_EQ(r.messages[0].role, "system");
   EXPECT_EQ(r.messages[1].content, "ab");
-  EXPECT_DOUBLE_EQ(r.sampling.temperature, 0.5);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
   EXPECT_EQ(r.sampling.top_k, 40);
-  EXPECT_TRUE(r.sampling.has_seed);
-  EXPECT_EQ(r.sampling.seed, 7u);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(r.sampling.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(r.sampling.frequency_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.presence_penalty, -0.5f);
+  EXPECT_EQ(r.sampling.seed, std::optional<uint64_t>(7u));
   EXPECT_EQ(r.max_tokens, 12);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "y"}));
   EXPECT_TRUE(r.stream);
