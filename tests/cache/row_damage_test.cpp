@@ -11,22 +11,15 @@
 
 #include "hearth/cache.h"
 #include "test_util.h"
+#include "testing/file_bytes.h"
 
 namespace hearth::cache {
 namespace {
 
 using testing::TempDir;
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-}
+using hearth::testing::read_file_bytes;
+using hearth::testing::write_file_bytes;
 
 struct Saved {
   KvcBuildMeta meta;
@@ -70,20 +63,20 @@ class RowDamage : public ::testing::TestWithParam<Tier> {
     ASSERT_TRUE(key.ok()) << key.status().to_string();
     saved_.key = *key;
     path_ = cache_->lookup_exact(saved_.key)->location;
-    original_ = read_file(path_);
+    original_ = read_file_bytes(path_);
     ASSERT_FALSE(original_.empty());
   }
 
   // Puts the undamaged row back under the index (the cache may have dropped it).
   void restore() {
-    write_file(path_, original_);
+    write_file_bytes(path_, original_);
     ASSERT_TRUE(cache_->rescan_tier(GetParam()).ok());
     ASSERT_EQ(differs(*cache_, saved_), "");
   }
 
   // One damaged file, seen through a published row and through a fresh start.
   void check(const std::vector<uint8_t>& damaged, const std::string& what) {
-    write_file(path_, damaged);
+    write_file_bytes(path_, damaged);
     const uint64_t corrupt_before = testing::counter(*cache_, Counter::kCorruptFiles);
     const uint64_t errors_before = testing::counter(*cache_, Counter::kLoadErrors);
     std::string d = differs(*cache_, saved_);
@@ -96,7 +89,7 @@ class RowDamage : public ::testing::TestWithParam<Tier> {
     }
     restore();
 
-    write_file(path_, damaged);
+    write_file_bytes(path_, damaged);
     cache_.reset();
     auto c = Cache::open(cfg_);
     ASSERT_TRUE(c.ok()) << c.status().to_string();

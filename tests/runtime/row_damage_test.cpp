@@ -15,6 +15,7 @@
 
 #include "hearth/cache_kvc.h"
 #include "stub_fixture.h"
+#include "testing/file_bytes.h"
 
 namespace hearth::runtime {
 namespace {
@@ -23,16 +24,8 @@ namespace fs = std::filesystem;
 
 const std::string kModel = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
 
-std::vector<uint8_t> read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-}
+using hearth::testing::read_file_bytes;
+using hearth::testing::write_file_bytes;
 
 uint64_t u64_at(const std::vector<uint8_t>& b, size_t at) {
   uint64_t v = 0;
@@ -97,7 +90,7 @@ TEST(RowDamage, DamagedRowGivesTheColdOutputOrAMissNeverOtherOutput) {
     reference = std::move(r).value();
   }
   const fs::path row = dir / (key + ".kvc");
-  const std::vector<uint8_t> original = read_file(row);
+  const std::vector<uint8_t> original = read_file_bytes(row);
   ASSERT_GT(original.size(), 72u);
   const size_t payload_offset = static_cast<size_t>(u64_at(original, 48));
   ASSERT_LT(payload_offset, original.size());
@@ -153,7 +146,7 @@ TEST(RowDamage, DamagedRowGivesTheColdOutputOrAMissNeverOtherOutput) {
   for (const auto& [what, damaged] : cases) {
     SCOPED_TRACE(what);
     if (!rt) {  // a fresh start scans the directory: the damage is seen at scan time too
-      write_file(row, original);
+      write_file_bytes(row, original);
       rt = open_runtime(dir);
       ASSERT_TRUE(rt);
       auto clean = rt->complete_tokens("m", prompt2, pk);
@@ -161,7 +154,7 @@ TEST(RowDamage, DamagedRowGivesTheColdOutputOrAMissNeverOtherOutput) {
       ASSERT_EQ(clean->cache_hit_kind, CacheHitKind::kExact) << "the undamaged row must hit";
       expect_same_output(*clean, reference);
     }
-    write_file(row, damaged);
+    write_file_bytes(row, damaged);
     const uint64_t corrupt_before = rt->cache_counters()["corrupt_files"];
     auto r = rt->complete_tokens("m", prompt2, pk);
     ASSERT_TRUE(r.ok()) << r.status().to_string();
