@@ -201,14 +201,14 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
              for (const auto& m : ctx.service.list_models()) data.push_back(model_json(m));
              reply_json(res, {{"models", data}});
            }));
-  http.Post("/hearth/models",
+  post_json(http, ctx, "/hearth/models",
             with_metrics(ctx, "/hearth/models",
                          [&ctx](const auto& req, auto& res) { load_model(ctx, req, res); }));
-  http.Delete(R"(/hearth/models/([^/]+))",
+  delete_json(http, ctx, R"(/hearth/models/([^/]+))",
               with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
                 unload_model(ctx, req.matches[1].str(), res);
               }));
-  http.Delete("/hearth/models",
+  delete_json(http, ctx, "/hearth/models",
               with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
                 json body;
                 if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
@@ -216,10 +216,10 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
                 if (auto e = optional_string(body, "id", id)) return reply_error(res, *e);
                 unload_model(ctx, id, res);
               }));
-  http.Post("/hearth/tokenize",
+  post_json(http, ctx, "/hearth/tokenize",
             with_metrics(ctx, "/hearth/tokenize",
                          [&ctx](const auto& req, auto& res) { tokenize(ctx, req, res); }));
-  http.Post("/hearth/detokenize",
+  post_json(http, ctx, "/hearth/detokenize",
             with_metrics(ctx, "/hearth/detokenize",
                          [&ctx](const auto& req, auto& res) { detokenize(ctx, req, res); }));
   http.Get("/hearth/cache/counters",
@@ -252,10 +252,10 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
              if (parsed.is_discarded()) parsed = json::array();
              reply_json(res, {{"rows", parsed}});
            }));
-  http.Post("/hearth/cache/evict",
+  post_json(http, ctx, "/hearth/cache/evict",
             with_metrics(ctx, "/hearth/cache/evict",
                          [&ctx](const auto& req, auto& res) { cache_evict(ctx, req, res); }));
-  http.Post("/hearth/cache/gc",
+  post_json(http, ctx, "/hearth/cache/gc",
             with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
               auto removed = ctx.service.cache_gc();
               if (!removed.ok()) return reply_error(res, cache_error(removed.status()));
