@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "server/connection_guard.h"
 #include "server/fake_service.h"
 #include "server/http_server.h"
+#include "server/runtime_service.h"
 
 namespace hearth::server {
 namespace {
@@ -433,6 +435,53 @@ TEST_F(HttpHardeningTest, SlowlorisAndIdleConnectionsDoNotBlockHealth) {
   EXPECT_GE(server_->guard_counters().header_timeouts.load(), 100);
   EXPECT_GE(server_->guard_counters().idle_closed.load(), 150);
   expect_served();
+}
+
+// Item 2 of the issue: an 8 MiB prompt (within the body limit) is refused from its byte
+// length, without being tokenized in full, on the real runtime and tokenizer.
+TEST(PromptBound, OversizedPromptIsRefusedBeforeTokenizing) {
+  const std::string path = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "SKIPPED: " << path << " absent";
+  ServerConfig config;
+  config.port = 0;
+  ModelConfig m;
+  m.id = "stories";
+  m.path = path;
+  m.context = 256;
+  m.n_seq_max = 1;
+  config.models.push_back(m);
+  auto service = make_runtime_service(config);
+  ASSERT_TRUE(service.ok()) << service.status().to_string();
+  HttpServer server(*service.value(), config);
+  ASSERT_TRUE(server.bind().ok());
+  std::thread thread([&] { server.run(); });
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(60, 0);
+  auto complete = [&](const std::string& prompt) {
+    json body = {{"model", "stories"}, {"prompt", prompt}, {"max_tokens", 2}};
+    return c.Post("/v1/completions", body.dump(), "application/json");
+  };
+  const auto t0 = Clock::now();
+  auto big = complete(std::string((8 << 20) - 4096, 'a'));
+  const int64_t big_ms = ms_since(t0);
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 400) << big->body;
+  EXPECT_NE(big->body.find("context_length_exceeded"), std::string::npos) << big->body;
+  // The byte bound answered (its message counts bytes), not the token count after a
+  // full tokenization (which counts tokens).
+  EXPECT_NE(big->body.find("bytes, more than the context"), std::string::npos) << big->body;
+  EXPECT_LT(big_ms, 2000);
+  // Short enough in bytes to be tokenized, too long in tokens: still refused, exactly.
+  auto tokens = complete(std::string(2000, 'a') + " " + std::string(2000, 'b'));
+  ASSERT_TRUE(tokens);
+  EXPECT_EQ(tokens->status, 400) << tokens->body;
+  EXPECT_NE(tokens->body.find("context_length_exceeded"), std::string::npos) << tokens->body;
+  auto ok = complete("Once upon a time");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  server.stop();
+  thread.join();
+  service.value()->shutdown();
 }
 
 }  // namespace
