@@ -409,6 +409,48 @@ TEST_F(HttpHardeningTest, ConnectionsBeyondTheCapGet503) {
   expect_served();
 }
 
+// A streaming client that stops reading must not hold its generation: once the socket
+// buffers are full, the next event write waits at most limits.write_timeout_ms, then
+// the connection is cut and the generation cancelled (its sequence freed).
+TEST_F(HttpHardeningTest, StalledStreamReaderIsCutAndItsGenerationCancelled) {
+  fake_.set_context_length(1000000);
+  ServerConfig config;
+  config.limits.max_tokens = 900000;
+  config.limits.write_timeout_ms = 500;
+  start(config);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  const int small = 4096;  // a small receive window fills sooner
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string body =
+      R"({"model":"fake","stream":true,"max_tokens":900000,"messages":[{"role":"user","content":"go"}]})";
+  const std::string request =
+      post_head("/v1/chat/completions",
+                "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n") +
+      body;
+  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  // The client reads nothing from here on.
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 200 && fake_.active_generations() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(fake_.active_generations(), 1);
+  while (fake_.active_generations() > 0 && ms_since(t0) < 5000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(fake_.active_generations(), 0) << "generation still held by a stalled reader";
+  EXPECT_EQ(fake_.cancelled_generations(), 1);
+  EXPECT_GE(server_->guard_counters().deadline_cuts.load(), 1);
+  ::close(fd);
+  expect_served();
+}
+
 // A bounded version of the issue's measure: 100 slowloris clients (headers trickled a
 // byte at a time) and 150 idle ones held open while /health is asked 50 times; then
 // both kinds are cut off by their timeouts.
