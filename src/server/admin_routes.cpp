@@ -1,8 +1,10 @@
 // hearth's native endpoints: model management, tokenizer access, cache
 // administration, Prometheus metrics and the health probe.
 #include <filesystem>
+#include <tuple>
 
 #include "hearth/runtime.h"
+#include "server/connection_guard.h"
 #include "server/http_util.h"
 #include "server/model_path.h"
 
@@ -194,7 +196,29 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
                stopping ? 503 : 200);
   });
   http.Get("/metrics", [&ctx](const auto&, auto& res) {
-    res.set_content(ctx.metrics.render(ctx.service), "text/plain; version=0.0.4");
+    std::string text = ctx.metrics.render(ctx.service);
+    if (ctx.guard != nullptr) {
+      const GuardCounters& g = *ctx.guard;
+      for (const auto& [name, help, value] :
+           {std::tuple{"hearth_connections_shed_total",
+                       "connections refused with 503 at limits.max_connections", &g.shed},
+            std::tuple{"hearth_connections_idle_closed_total",
+                       "connections closed before their first byte (limits.idle_timeout_ms)",
+                       &g.idle_closed},
+            std::tuple{"hearth_connections_header_timeouts_total",
+                       "connections closed with an incomplete request head "
+                       "(limits.header_timeout_ms)",
+                       &g.header_timeouts},
+            std::tuple{"hearth_requests_bad_head_total",
+                       "requests refused from their head (framing, size) before routing",
+                       &g.bad_heads},
+            std::tuple{"hearth_connections_deadline_cuts_total",
+                       "body reads or response writes cut at their deadline", &g.deadline_cuts}}) {
+        text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" +
+                name + " " + std::to_string(value->load()) + "\n";
+      }
+    }
+    res.set_content(text, "text/plain; version=0.0.4");
   });
   http.Get("/hearth/models", with_metrics(ctx, "/hearth/models", [&ctx](const auto&, auto& res) {
              json data = json::array();

@@ -126,6 +126,7 @@ HttpServer::HttpServer(ServiceApi& service, const ServerConfig& config)
     : config_(config),
       ctx_(service, config_),
       http_(std::make_unique<GuardedServer>(guard_limits(config_.limits))) {
+  ctx_.guard = &http_->counters();
   install_routes();
 }
 

@@ -406,6 +406,9 @@ TEST_F(HttpHardeningTest, ConnectionsBeyondTheCapGet503) {
   EXPECT_EQ(server_->guard_counters().shed.load(), 1);
   held.clear();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // their threads are free
+  const std::string metrics =
+      exchange("GET /metrics HTTP/1.1\r\nHost: " + host() + "\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(metrics.find("hearth_connections_shed_total 1"), std::string::npos) << metrics;
   expect_served();
 }
 
