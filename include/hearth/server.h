@@ -47,12 +47,22 @@ struct LimitsConfig {
   int64_t max_concurrent_requests = 8;  // generations running at once
   int64_t max_queued_requests = 64;     // waiting beyond that; more get 429
   int64_t retry_after_s = 1;            // Retry-After on 429
+  // Connection-level bounds (docs/api.md "Limits"); see src/server/connection_guard.h.
+  int64_t max_header_bytes = 16 << 10;  // request line + headers; larger get 431
+  int64_t max_connections = 512;        // open connections, one thread each; more get 503
+  int64_t idle_timeout_ms = 5000;       // a new connection's first byte must come by then
+  int64_t header_timeout_ms = 10000;    // ... and its whole request head by then
+  int64_t body_timeout_ms = 30000;      // the body, once the head is in; then 400
+  int64_t write_timeout_ms = 10000;     // one response write (an SSE event); then cut
 };
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;        // empty = no auth
+  // Host header values accepted besides the loopback names when bound to loopback
+  // ("name" matches any port, "name:port" only that one); DNS-rebinding defence.
+  std::vector<std::string> allowed_hosts;
   std::string models_dir;     // POST /hearth/models loads only from here; empty = refused
   std::string chat_template;  // force a family ("chatml", "llama-3", ...); empty = detect
   std::string cache_dir;      // --cache-dir: shorthand for an enabled disk tier in DIR

@@ -1,8 +1,10 @@
 // hearth's native endpoints: model management, tokenizer access, cache
 // administration, Prometheus metrics and the health probe.
 #include <filesystem>
+#include <tuple>
 
 #include "hearth/runtime.h"
+#include "server/connection_guard.h"
 #include "server/http_util.h"
 #include "server/model_path.h"
 
@@ -194,21 +196,43 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
                stopping ? 503 : 200);
   });
   http.Get("/metrics", [&ctx](const auto&, auto& res) {
-    res.set_content(ctx.metrics.render(ctx.service), "text/plain; version=0.0.4");
+    std::string text = ctx.metrics.render(ctx.service);
+    if (ctx.guard != nullptr) {
+      const GuardCounters& g = *ctx.guard;
+      for (const auto& [name, help, value] :
+           {std::tuple{"hearth_connections_shed_total",
+                       "connections refused with 503 at limits.max_connections", &g.shed},
+            std::tuple{"hearth_connections_idle_closed_total",
+                       "connections closed before their first byte (limits.idle_timeout_ms)",
+                       &g.idle_closed},
+            std::tuple{"hearth_connections_header_timeouts_total",
+                       "connections closed with an incomplete request head "
+                       "(limits.header_timeout_ms)",
+                       &g.header_timeouts},
+            std::tuple{"hearth_requests_bad_head_total",
+                       "requests refused from their head (framing, size) before routing",
+                       &g.bad_heads},
+            std::tuple{"hearth_connections_deadline_cuts_total",
+                       "body reads or response writes cut at their deadline", &g.deadline_cuts}}) {
+        text += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" +
+                name + " " + std::to_string(value->load()) + "\n";
+      }
+    }
+    res.set_content(text, "text/plain; version=0.0.4");
   });
   http.Get("/hearth/models", with_metrics(ctx, "/hearth/models", [&ctx](const auto&, auto& res) {
              json data = json::array();
              for (const auto& m : ctx.service.list_models()) data.push_back(model_json(m));
              reply_json(res, {{"models", data}});
            }));
-  http.Post("/hearth/models",
+  post_json(http, ctx, "/hearth/models",
             with_metrics(ctx, "/hearth/models",
                          [&ctx](const auto& req, auto& res) { load_model(ctx, req, res); }));
-  http.Delete(R"(/hearth/models/([^/]+))",
+  delete_json(http, ctx, R"(/hearth/models/([^/]+))",
               with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
                 unload_model(ctx, req.matches[1].str(), res);
               }));
-  http.Delete("/hearth/models",
+  delete_json(http, ctx, "/hearth/models",
               with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
                 json body;
                 if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
@@ -216,10 +240,10 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
                 if (auto e = optional_string(body, "id", id)) return reply_error(res, *e);
                 unload_model(ctx, id, res);
               }));
-  http.Post("/hearth/tokenize",
+  post_json(http, ctx, "/hearth/tokenize",
             with_metrics(ctx, "/hearth/tokenize",
                          [&ctx](const auto& req, auto& res) { tokenize(ctx, req, res); }));
-  http.Post("/hearth/detokenize",
+  post_json(http, ctx, "/hearth/detokenize",
             with_metrics(ctx, "/hearth/detokenize",
                          [&ctx](const auto& req, auto& res) { detokenize(ctx, req, res); }));
   http.Get("/hearth/cache/counters",
@@ -252,10 +276,10 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
              if (parsed.is_discarded()) parsed = json::array();
              reply_json(res, {{"rows", parsed}});
            }));
-  http.Post("/hearth/cache/evict",
+  post_json(http, ctx, "/hearth/cache/evict",
             with_metrics(ctx, "/hearth/cache/evict",
                          [&ctx](const auto& req, auto& res) { cache_evict(ctx, req, res); }));
-  http.Post("/hearth/cache/gc",
+  post_json(http, ctx, "/hearth/cache/gc",
             with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
               auto removed = ctx.service.cache_gc();
               if (!removed.ok()) return reply_error(res, cache_error(removed.status()));

@@ -115,10 +115,10 @@ void handle_count_tokens(ServerContext& ctx, const httplib::Request& req, httpli
 }  // namespace
 
 void register_anthropic_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Post("/v1/messages", with_metrics(ctx, "/v1/messages", [&ctx](const auto& req, auto& res) {
-              handle_messages(ctx, req, res);
-            }));
-  http.Post("/v1/messages/count_tokens",
+  post_json(http, ctx, "/v1/messages",
+            with_metrics(ctx, "/v1/messages",
+                         [&ctx](const auto& req, auto& res) { handle_messages(ctx, req, res); }));
+  post_json(http, ctx, "/v1/messages/count_tokens",
             with_metrics(ctx, "/v1/messages/count_tokens", [&ctx](const auto& req, auto& res) {
               handle_count_tokens(ctx, req, res);
             }));

@@ -215,6 +215,19 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     HEARTH_RETURN_IF_ERROR(s.string("chat_template", c.chat_template));
     HEARTH_RETURN_IF_ERROR(s.string("cache_dir", c.cache_dir));
     HEARTH_RETURN_IF_ERROR(s.integer("shutdown_grace_ms", c.shutdown_grace_ms));
+    if (const auto* n = s.get("allowed_hosts")) {
+      const auto* arr = n->as_array();
+      if (!arr) return s.type_error("allowed_hosts", "an array of host names");
+      c.allowed_hosts.clear();
+      for (const auto& e : *arr) {
+        auto v = e.value<std::string>();
+        if (!e.is_string() || v->empty()) {
+          return InvalidArgument(
+              "config: server.allowed_hosts: each entry must be a non-empty string");
+        }
+        c.allowed_hosts.push_back(*v);
+      }
+    }
     HEARTH_RETURN_IF_ERROR(s.check_unknown());
   }
 
@@ -227,6 +240,12 @@ Status read_document(const toml::table& root, ServerConfig& c) {
         s.integer("max_concurrent_requests", c.limits.max_concurrent_requests, 1));
     HEARTH_RETURN_IF_ERROR(s.integer("max_queued_requests", c.limits.max_queued_requests, 0));
     HEARTH_RETURN_IF_ERROR(s.integer("retry_after_s", c.limits.retry_after_s, 0));
+    HEARTH_RETURN_IF_ERROR(s.size("max_header_bytes", c.limits.max_header_bytes));
+    HEARTH_RETURN_IF_ERROR(s.integer("max_connections", c.limits.max_connections, 1));
+    HEARTH_RETURN_IF_ERROR(s.integer("idle_timeout_ms", c.limits.idle_timeout_ms, 1));
+    HEARTH_RETURN_IF_ERROR(s.integer("header_timeout_ms", c.limits.header_timeout_ms, 1));
+    HEARTH_RETURN_IF_ERROR(s.integer("body_timeout_ms", c.limits.body_timeout_ms, 1));
+    HEARTH_RETURN_IF_ERROR(s.integer("write_timeout_ms", c.limits.write_timeout_ms, 1));
     HEARTH_RETURN_IF_ERROR(s.check_unknown());
   }
 
@@ -363,6 +382,9 @@ Status validate_config(const ServerConfig& c) {
   }
   if (c.limits.max_body_bytes < 1024)
     return InvalidArgument("limits.max_body_bytes: must be >= 1024");
+  // Below this a browser's ordinary request head (cookies aside) would not fit.
+  if (c.limits.max_header_bytes < 1024)
+    return InvalidArgument("limits.max_header_bytes: must be >= 1024");
   return OkStatus();
 }
 

@@ -1,5 +1,7 @@
 #include "server/generation.h"
 
+#include <algorithm>
+
 #include "hearth/log.h"
 #include "server/chat_template.h"
 
@@ -87,6 +89,25 @@ class StreamingSink : public GenerateSink {
   int64_t start_ms_;
 };
 
+// Refuses, before tokenizing, text too long for the context whatever its tokens: none
+// stands for more input bytes than the longest stored token text (byte-level BPE and
+// SentencePiece store escaped forms, "Ġ" or "<0x0A>", never shorter than the bytes they
+// cover; an unknown character is one token for at most 4 bytes). So text over
+// context * that many bytes has more than `context` tokens, and an 8 MiB prompt is
+// answered without tokenizing 8 MiB. Shorter text is tokenized and counted exactly.
+std::optional<ApiError> check_prompt_bytes(const ModelDescription& model, size_t text_bytes,
+                                           const std::string& field) {
+  if (model.max_token_bytes <= 0 || model.context_length <= 0) return std::nullopt;
+  const auto per_token = static_cast<uint64_t>(std::max<int64_t>(model.max_token_bytes, 4));
+  const auto bound = static_cast<uint64_t>(model.context_length) * per_token;
+  if (text_bytes <= bound) return std::nullopt;
+  return invalid_request("'" + field + "' is " + std::to_string(text_bytes) +
+                             " bytes, more than the context of model '" + model.id + "' (" +
+                             std::to_string(model.context_length) +
+                             " tokens) can hold; shorten the prompt",
+                         field, "context_length_exceeded");
+}
+
 }  // namespace
 
 std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& req,
@@ -113,6 +134,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
       plan.chat_family = chat_family_name(family);
       rendered = render_chat(family, req.messages);
     }
+    if (auto e = check_prompt_bytes(model, rendered.text.size(), req.prompt_field)) return e;
     auto tok = ctx.service.tokenize(model.id, rendered.text, /*add_special=*/true,
                                     rendered.special_ranges);
     if (!tok.ok()) return from_status(tok.status(), req.prompt_field);

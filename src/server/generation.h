@@ -22,6 +22,8 @@
 namespace hearth::server {
 
 // State shared by all request handlers of one server.
+struct GuardCounters;
+
 struct ServerContext {
   ServerContext(ServiceApi& s, const ServerConfig& c)
       : service(s),
@@ -35,6 +37,8 @@ struct ServerContext {
   // Set on SIGTERM/SIGINT: generations still running after the grace deadline stop.
   std::atomic<bool> shutting_down{false};
   std::atomic<int64_t> shutdown_deadline_ms{0};  // steady-clock ms
+  // The connection layer's counters, for /metrics (set by HttpServer; may be null).
+  const GuardCounters* guard = nullptr;
 
   std::mutex warned_mu;
   std::set<std::string> warned_template_models;  // fallback warning logged once per model

@@ -23,10 +23,6 @@ std::string presented_key(const httplib::Request& req) {
   return req.get_header_value("x-api-key");
 }
 
-ErrorShape shape_for(const std::string& path) {
-  return path.rfind("/v1/messages", 0) == 0 ? ErrorShape::kAnthropic : ErrorShape::kOpenAi;
-}
-
 // Why a request's target or headers cannot be taken as text ("" when they can). Every
 // later step (routing, error messages, logs, metrics labels) may copy them into JSON.
 std::string malformed_request_text(const httplib::Request& req) {
@@ -41,6 +37,63 @@ std::string malformed_request_text(const httplib::Request& req) {
     if (bad(name) || bad(value)) return "a query parameter is not valid UTF-8 or contains NUL";
   }
   return {};
+}
+
+std::string lowercase(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+// Whether a Host header names this server. A web page can resolve any name it controls
+// to 127.0.0.1 (DNS rebinding) and would then be same-origin with a loopback server
+// that answers to every Host; so a loopback server answers only to loopback names and
+// config.allowed_hosts ("name" for any port, "name:port" for one). Requests without
+// Host (HTTP/1.0, raw tools) pass: every browser sends one.
+bool host_allowed(const ServerConfig& config, const std::string& host_header) {
+  if (host_header.empty()) return true;
+  const std::string host = lowercase(host_header);
+  std::string name = host;
+  if (host.front() == '[') {
+    name = host.substr(0, host.find(']') + 1);  // "[::1]:8080" -> "[::1]"
+  } else if (const size_t colon = host.rfind(':'); colon != std::string::npos) {
+    name = host.substr(0, colon);
+  }
+  if (name == "localhost" || name == "127.0.0.1" || name == "[::1]") return true;
+  for (const auto& allowed : config.allowed_hosts) {
+    const std::string a = lowercase(allowed);
+    if (a == host || a == name) return true;
+  }
+  return false;
+}
+
+GuardLimits guard_limits(const LimitsConfig& l) {
+  GuardLimits g;
+  g.max_connections = l.max_connections;
+  g.max_header_bytes = l.max_header_bytes;
+  g.max_body_bytes = l.max_body_bytes;
+  g.idle_timeout_ms = l.idle_timeout_ms;
+  g.header_timeout_ms = l.header_timeout_ms;
+  g.body_timeout_ms = l.body_timeout_ms;
+  g.write_timeout_ms = l.write_timeout_ms;
+  return g;
+}
+
+httplib::Server::HandlerResponse refuse(ServerContext& ctx, const httplib::Request& req,
+                                        httplib::Response& res, int status, const std::string& code,
+                                        const std::string& message, const char* metric) {
+  ApiError e;
+  e.http_status = status;
+  e.type = status == 403 ? "permission_error" : "invalid_request_error";
+  e.code = code;
+  e.message = message;
+  reply_error(res, e, shape_for_path(req.path));
+  if (request_has_body(req)) res.set_header("Connection", "close");  // left unread
+  ctx.metrics.record_request(metric, status, 0);
+  return httplib::Server::HandlerResponse::Handled;
 }
 
 void reply_internal_error(httplib::Response& res, const std::string& what) {
@@ -70,7 +123,10 @@ auto fenced(httplib::Response& res, Fn&& fn) -> decltype(fn()) {
 }  // namespace
 
 HttpServer::HttpServer(ServiceApi& service, const ServerConfig& config)
-    : config_(config), ctx_(service, config_), http_(std::make_unique<httplib::Server>()) {
+    : config_(config),
+      ctx_(service, config_),
+      http_(std::make_unique<GuardedServer>(guard_limits(config_.limits))) {
+  ctx_.guard = &http_->counters();
   install_routes();
 }
 
@@ -78,26 +134,34 @@ HttpServer::~HttpServer() = default;
 
 void HttpServer::install_routes() {
   auto& http = *http_;
-  // Each streaming client holds a worker thread for its whole generation, and
-  // keep-alive connections hold one while idle: size the pool for the admitted
-  // load plus headroom for admin calls, so /health and /metrics stay reachable.
-  const auto threads = static_cast<size_t>(config_.limits.max_concurrent_requests +
-                                           config_.limits.max_queued_requests + 16);
-  // httplib owns the queue it is handed and deletes it (its API takes a raw pointer).
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http.set_payload_max_length(static_cast<size_t>(config_.limits.max_body_bytes));
-  http.set_keep_alive_timeout(5);
-  http.set_read_timeout(30, 0);
-  http.set_write_timeout(30, 0);
+  // Thread pool, connection cap, timeouts, body and header limits: GuardedServer.
+  const bool check_host = is_loopback_host(config_.host) || !config_.allowed_hosts.empty();
 
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+  http.set_pre_routing_handler([this, check_host](const httplib::Request& req,
+                                                  httplib::Response& res) {
     return fenced(res, [&] {
       if (std::string why = malformed_request_text(req); !why.empty()) {
         ApiError e = invalid_request(why, "", "malformed_request");
-        reply_error(res, e, shape_for(req.path));
+        reply_error(res, e, shape_for_path(req.path));
         res.set_header("Connection", "close");
         ctx_.metrics.record_request("malformed", 400, 0);
         return httplib::Server::HandlerResponse::Handled;
+      }
+      if (check_host && !host_allowed(config_, req.get_header_value("Host"))) {
+        return refuse(ctx_, req, res, 403, "host_not_allowed",
+                      "Host '" + req.get_header_value("Host") +
+                          "' is not a loopback name or in server.allowed_hosts",
+                      "forbidden");
+      }
+      // Admin calls change server state; a web page must not make them with the
+      // user's network position. Same-origin is the only origin hearth serves.
+      if (req.path.rfind("/hearth/", 0) == 0 && req.has_header("Origin") &&
+          lowercase(req.get_header_value("Origin")) !=
+              "http://" + lowercase(req.get_header_value("Host"))) {
+        return refuse(ctx_, req, res, 403, "cross_origin_refused",
+                      "admin endpoints refuse cross-origin requests (Origin '" +
+                          req.get_header_value("Origin") + "')",
+                      "forbidden");
       }
       if (config_.api_key.empty() || req.path == "/health")
         return httplib::Server::HandlerResponse::Unhandled;
@@ -112,7 +176,7 @@ void HttpServer::install_routes() {
                       ? "invalid API key"
                       : "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
       res.set_header("WWW-Authenticate", "Bearer");
-      reply_error(res, e, shape_for(req.path));
+      reply_error(res, e, shape_for_path(req.path));
       ctx_.metrics.record_request("unauthorized", 401, 0);
       return httplib::Server::HandlerResponse::Handled;
     });
@@ -138,6 +202,9 @@ void HttpServer::install_routes() {
   register_openai_routes(http, ctx_);
   register_anthropic_routes(http, ctx_);
   register_admin_routes(http, ctx_);
+  // Last, so they match only what no route did: a body sent to an unknown path is
+  // refused unread (httplib would otherwise buffer it whole, chunked or not).
+  register_body_catch_all(http, ctx_);
 }
 
 void HttpServer::reply_httplib_error(const httplib::Request& req, httplib::Response& res) {
@@ -158,7 +225,7 @@ void HttpServer::reply_httplib_error(const httplib::Request& req, httplib::Respo
     e.message = "HTTP error " + std::to_string(res.status);
     if (res.status >= 500) e.type = "server_error";
   }
-  reply_error(res, e, shape_for(req.path));
+  reply_error(res, e, shape_for_path(req.path));
   res.status = e.http_status;
 }
 
@@ -166,6 +233,7 @@ Status HttpServer::bind() {
   if (config_.port == 0) {
     port_ = http_->bind_to_any_port(config_.host);
     if (port_ <= 0) return IoError("cannot bind " + config_.host + " on any port");
+    http_->widen_listen_backlog();
     return OkStatus();
   }
   if (!http_->bind_to_port(config_.host, config_.port)) {
@@ -173,6 +241,7 @@ Status HttpServer::bind() {
                    " (address in use or not available)");
   }
   port_ = config_.port;
+  http_->widen_listen_backlog();
   return OkStatus();
 }
 
@@ -184,6 +253,7 @@ void HttpServer::stop() {
   ctx_.shutdown_deadline_ms.store(steady_now_ms() + config_.shutdown_grace_ms);
   ctx_.shutting_down.store(true);
   ctx_.admission.close();
+  http_->begin_stop();
   http_->stop();
 }
 

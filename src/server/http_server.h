@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hearth/server.h"
+#include "server/connection_guard.h"
 #include "server/generation.h"
 #include "server/service_api.h"
 
@@ -27,6 +28,7 @@ class HttpServer {
   void stop();
 
   ServerContext& context() { return ctx_; }
+  const GuardCounters& guard_counters() const { return http_->counters(); }
 
  private:
   void install_routes();
@@ -35,7 +37,7 @@ class HttpServer {
 
   const ServerConfig config_;
   ServerContext ctx_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GuardedServer> http_;
   int port_ = 0;
 };
 

@@ -9,7 +9,13 @@
 #include <cstdlib>
 #include <random>
 
+#include "server/connection_guard.h"
+
 namespace hearth::server {
+
+ErrorShape shape_for_path(const std::string& path) {
+  return path.rfind("/v1/messages", 0) == 0 ? ErrorShape::kAnthropic : ErrorShape::kOpenAi;
+}
 
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status) {
   res.status = status;
@@ -56,6 +62,117 @@ RouteHandler with_metrics(ServerContext& ctx, std::string endpoint, RouteHandler
   };
 }
 
+bool request_has_body(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;  // only "chunked" gets this far
+  const std::string length = req.get_header_value("Content-Length");
+  return length.find_first_not_of('0') != std::string::npos;
+}
+
+namespace {
+
+// "application/json", any parameters (charset) aside, in any letter case.
+bool is_json_media_type(const std::string& value) {
+  std::string type = value.substr(0, value.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.pop_back();
+  for (auto& c : type) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return type == "application/json";
+}
+
+// Reads the request body into `body`; on failure replies and returns false.
+bool read_bounded_body(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+                       const httplib::ContentReader& reader, std::string& body) {
+  ApiError e;
+  const bool has_body = request_has_body(req);
+  if ((req.has_header("Content-Type") || has_body) &&
+      !is_json_media_type(req.get_header_value("Content-Type"))) {
+    e.http_status = 415;
+    e.code = "unsupported_media_type";
+    e.message = "the request body must be sent as 'Content-Type: application/json'";
+  } else if (!has_body) {
+    return true;
+  } else {
+    const auto limit = static_cast<size_t>(ctx.config.limits.max_body_bytes);
+    bool too_large = false;
+    const bool read = reader([&](const char* data, size_t n) {
+      if (n > limit - body.size()) {
+        too_large = true;
+        return false;  // stops httplib reading: the rest is never buffered
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (read) {
+      mark_request_body_consumed();
+      return true;
+    }
+    if (too_large) {
+      e.http_status = 413;
+      e.code = "request_too_large";
+      e.message = "request body exceeds limits.max_body_bytes (" +
+                  std::to_string(ctx.config.limits.max_body_bytes) + " bytes)";
+    } else if (res.status == 415) {
+      e.http_status = 415;
+      e.code = "unsupported_content_encoding";
+      e.message = "Content-Encoding must be gzip, deflate or br";
+    } else {
+      e.http_status = 400;
+      e.code = "incomplete_body";
+      e.message =
+          "the request body is malformed or shorter than its Content-Length (or did not "
+          "arrive within limits.body_timeout_ms)";
+    }
+  }
+  body.clear();
+  reply_error(res, e, shape_for_path(req.path));
+  if (has_body) res.set_header("Connection", "close");  // the body was not read to its end
+  ctx.metrics.record_request("malformed", e.http_status, 0);
+  return false;
+}
+
+httplib::Server::HandlerWithContentReader with_bounded_body(ServerContext& ctx,
+                                                            RouteHandler handler) {
+  return [&ctx, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                              const httplib::ContentReader& reader) {
+    std::string body;
+    if (!read_bounded_body(ctx, req, res, reader, body)) return;
+    // A copy, since httplib hands content-reader handlers a const request; its
+    // `matches` still point into req.path, which outlives the call.
+    httplib::Request full = req;
+    full.body = std::move(body);
+    handler(full, res);
+  };
+}
+
+}  // namespace
+
+void post_json(httplib::Server& http, ServerContext& ctx, const std::string& pattern,
+               RouteHandler handler) {
+  http.Post(pattern, with_bounded_body(ctx, std::move(handler)));
+}
+
+void delete_json(httplib::Server& http, ServerContext& ctx, const std::string& pattern,
+                 RouteHandler handler) {
+  http.Delete(pattern, with_bounded_body(ctx, std::move(handler)));
+}
+
+void register_body_catch_all(httplib::Server& http, ServerContext& ctx) {
+  auto unknown = [&ctx](const httplib::Request& req, httplib::Response& res,
+                        const httplib::ContentReader&) {
+    ApiError e;
+    e.http_status = 404;
+    e.type = "not_found_error";
+    e.code = "unknown_endpoint";
+    e.message = "no endpoint " + req.method + " " + req.path;
+    reply_error(res, e, shape_for_path(req.path));
+    if (request_has_body(req)) res.set_header("Connection", "close");  // left unread
+    ctx.metrics.record_request("unknown", 404, 0);
+  };
+  http.Post(".*", unknown);
+  http.Put(".*", unknown);
+  http.Patch(".*", unknown);
+  http.Delete(".*", unknown);
+}
+
 }  // namespace hearth::server
 
 namespace hearth::server {
@@ -97,9 +214,14 @@ void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
         if (*done) return false;
         *done = true;
         bool alive = true;
+        // A reader too slow to take one event within limits.write_timeout_ms is cut
+        // (a per-send() timeout alone never trips on a reader that trickles); the write
+        // then fails and the generation is cancelled, freeing its sequence.
         auto write = [&](const std::string& text) {
           if (!alive) return false;
+          arm_write_deadline(ctx.config.limits.write_timeout_ms);
           alive = sink.write(text.data(), text.size());
+          clear_write_deadline();
           return alive;
         };
         produce(write);

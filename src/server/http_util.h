@@ -16,6 +16,9 @@ namespace hearth::server {
 
 enum class ErrorShape { kOpenAi, kAnthropic };
 
+// /v1/messages* answers errors in Anthropic's shape, everything else in OpenAI's.
+ErrorShape shape_for_path(const std::string& path);
+
 void reply_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
 void reply_error(httplib::Response& res, const ApiError& error,
                  ErrorShape shape = ErrorShape::kOpenAi);
@@ -31,6 +34,22 @@ using RouteHandler = std::function<void(const httplib::Request&, httplib::Respon
 // Wraps a handler so its status and latency land in the metrics under `endpoint`
 // (streaming responses record when the stream ends, see the route files).
 RouteHandler with_metrics(ServerContext& ctx, std::string endpoint, RouteHandler handler);
+
+// True when the request announces a body: a Content-Length above 0, or chunked.
+bool request_has_body(const httplib::Request& req);
+
+// Registers a POST (DELETE) route whose body is JSON. The body is read here, not by
+// httplib (which buffers chunked and length-less bodies whole): at most
+// limits.max_body_bytes after any Content-Encoding is undone (413 beyond), within
+// limits.body_timeout_ms of the head (400), and only as "application/json" (415;
+// browsers send text/plain cross-origin without a preflight). A request without a
+// body reaches `handler` with an empty one.
+void post_json(httplib::Server& http, ServerContext& ctx, const std::string& pattern,
+               RouteHandler handler);
+void delete_json(httplib::Server& http, ServerContext& ctx, const std::string& pattern,
+                 RouteHandler handler);
+// Refuses, unread, a body sent to a path no route above took (404). Register last.
+void register_body_catch_all(httplib::Server& http, ServerContext& ctx);
 
 // Route registration, one file per API family.
 void register_openai_routes(httplib::Server& http, ServerContext& ctx);

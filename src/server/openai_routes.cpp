@@ -240,14 +240,14 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
 }  // namespace
 
 void register_openai_routes(httplib::Server& http, ServerContext& ctx) {
-  http.Post("/v1/completions",
+  post_json(http, ctx, "/v1/completions",
             with_metrics(ctx, "/v1/completions", [&ctx](const auto& req, auto& res) {
               handle_text(ctx, false, req, res);
             }));
-  http.Post("/v1/chat/completions",
+  post_json(http, ctx, "/v1/chat/completions",
             with_metrics(ctx, "/v1/chat/completions",
                          [&ctx](const auto& req, auto& res) { handle_text(ctx, true, req, res); }));
-  http.Post("/v1/embeddings",
+  post_json(http, ctx, "/v1/embeddings",
             with_metrics(ctx, "/v1/embeddings",
                          [&ctx](const auto& req, auto& res) { handle_embeddings(ctx, req, res); }));
   http.Get("/v1/models", with_metrics(ctx, "/v1/models", [&ctx](const auto&, auto& res) {

@@ -41,15 +41,29 @@ Result<int32_t> checked_int32(int64_t value, const std::string& name, int64_t mi
   return static_cast<int32_t>(value);
 }
 
-// The Jinja chat template stored in the GGUF, or "" (no such file, e.g. a custom
-// backend's model, or no template in it).
-std::string read_chat_template(const std::string& path) {
+// What the server takes from the GGUF besides what the runtime reports: the Jinja chat
+// template and the byte length of the longest stored token text ("" and 0 for stub
+// models and files without them).
+struct GgufFacts {
+  std::string chat_template;
+  int64_t max_token_bytes = 0;
+};
+
+GgufFacts read_gguf_facts(const std::string& path) {
+  GgufFacts facts;
   std::error_code ec;
-  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return {};
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return facts;
   auto file = gguf::GgufFile::open(path);
-  if (!file.ok()) return {};
+  if (!file.ok()) return facts;
   auto t = file->get_string("tokenizer.chat_template");
-  return t.ok() ? t.value() : std::string();
+  if (t.ok()) facts.chat_template = t.value();
+  auto tokens = file->get_string_array("tokenizer.ggml.tokens");
+  if (tokens.ok()) {
+    for (const auto& token : tokens.value()) {
+      facts.max_token_bytes = std::max(facts.max_token_bytes, static_cast<int64_t>(token.size()));
+    }
+  }
+  return facts;
 }
 
 // Events from the worker thread to the request's HTTP thread.
@@ -111,11 +125,11 @@ class RuntimeService : public ServiceApi {
         return InvalidArgument("policy." + key + " is not a save-policy setting");
     }
     if (options_.backend_for) c.factory = options_.backend_for(c);
-    std::string chat_template = read_chat_template(options.path);
+    GgufFacts facts = read_gguf_facts(options.path);
     HEARTH_ASSIGN_OR_RETURN(std::string id, runtime_->load_model(std::move(c)));
     {
       std::lock_guard<std::mutex> lock(mu_);
-      templates_[id] = std::move(chat_template);
+      templates_[id] = std::move(facts);
     }
     return model_info(id);
   }
@@ -276,7 +290,10 @@ class RuntimeService : public ServiceApi {
         std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
     std::lock_guard<std::mutex> lock(mu_);
     auto it = templates_.find(info.id);
-    if (it != templates_.end()) d.chat_template = it->second;
+    if (it != templates_.end()) {
+      d.chat_template = it->second.chat_template;
+      d.max_token_bytes = it->second.max_token_bytes;
+    }
     return d;
   }
 
@@ -285,7 +302,7 @@ class RuntimeService : public ServiceApi {
   const rt::CacheOptions cache_;
   const RuntimeServiceOptions options_;
   std::mutex mu_;
-  std::map<std::string, std::string> templates_;
+  std::map<std::string, GgufFacts> templates_;
 };
 
 }  // namespace

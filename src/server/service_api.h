@@ -28,6 +28,9 @@ struct ModelDescription {
   int64_t n_vocab = 0;
   int64_t embedding_dim = 0;
   std::string chat_template;  // tokenizer.chat_template (Jinja text) or empty
+  // Bytes of the longest stored token text (0 = unknown): no token stands for more bytes
+  // of input than that, which bounds a prompt's length before it is tokenized.
+  int64_t max_token_bytes = 0;
   int64_t created_unix = 0;
   // Scheduler state at the time of the call (-1: the service does not know).
   int64_t active_sequences = -1;  // requests holding a sequence

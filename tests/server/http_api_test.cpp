@@ -392,7 +392,7 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsNonStreamingGeneration) {
   ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   const std::string body = chat_body("wait for me", 500).dump();
   const std::string request =
-      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
       "Content-Type: application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_EQ(::send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
