@@ -37,10 +37,10 @@ crash-test: deps build
 	HEARTH_SERVE_KILLS=500 $(BUILD)/tests/test_server --gtest_filter='ServeCrash.*'
 
 # libFuzzer on every parser of outside input (GGUF files, KVC rows, HTTP request
-# bodies, the TOML config), FUZZ_SECONDS each (default 60), on seeded corpora;
+# bodies, the TOML config, raw bytes on a connection to the live server), FUZZ_SECONDS each (default 60), on seeded corpora;
 # crashes are written to build-fuzz/crashes/<target>/ and fail the run.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = gguf_fuzz kvc_fuzz request_fuzz config_fuzz
+FUZZ_TARGETS = gguf_fuzz kvc_fuzz request_fuzz config_fuzz http_fuzz
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DHEARTH_BUILD_FUZZ=ON -DHEARTH_BUILD_TESTS=OFF $(CMAKE_FLAGS)

@@ -5,6 +5,7 @@
 #   kvc      valid rows the target writes itself (kvc_fuzz --write-seed)
 #   request  OpenAI / Anthropic request bodies (first byte picks the endpoint)
 #   config   a complete `hearth serve --config` file
+#   http     raw HTTP/1.1 exchanges with the live server (stories260K; key "fuzz-key")
 # Crashes land in build-fuzz/crashes/<target>/; the script fails on the first one.
 # Usage: scripts/fuzz.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -30,7 +31,13 @@ seed request chat '\x01{"model":"m","messages":[{"role":"system","content":"Be b
 seed request messages '\x02{"model":"m","system":"Be brief.","messages":[{"role":"user","content":"Hi"}],"max_tokens":16,"stop_sequences":["x"],"top_k":40}'
 seed config full '[server]\nhost = "127.0.0.1"\nport = 8080\napi_key = "k"\n\n[limits]\nmax_body_bytes = "8MiB"\nmax_concurrent_requests = 4\n\n[tiers.disk]\nenabled = true\ndir = "/tmp/hearth-fuzz"\nquota = "1GiB"\n\n[pressure]\nenabled = true\nsource = "noop"\n\n[[models]]\nid = "m"\npath = "m.gguf"\ncontext = 512\nn_seq_max = 2\ntier = "disk"\npolicy = { min_tokens = 8 }\n'
 
-for target in gguf kvc request config; do
+seed http chat 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer fuzz-key\r\nContent-Type: application/json\r\nContent-Length: 80\r\n\r\n{"model":"stories","messages":[{"role":"user","content":"Once"}],"max_tokens":3}'
+seed http stream 'POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer fuzz-key\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2d\r\n{"prompt":"Once upon","max_tokens":4,"stream"\r\n7\r\n:true}\n\r\n0\r\n\r\n'
+seed http pipelined 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\nGET /v1/models HTTP/1.1\r\nHost: localhost\r\nx-api-key: fuzz-key\r\n\r\nGET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer fuzz-key\r\n\r\n'
+seed http admin 'POST /hearth/tokenize HTTP/1.1\r\nHost: [::1]:80\r\nAuthorization: Bearer fuzz-key\r\nContent-Type: application/json\r\nContent-Length: 57\r\n\r\n{"model":"stories","text":"a</s>b","parse_special":false}'
+seed http anthropic 'POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nx-api-key: fuzz-key\r\nContent-Type: application/json\r\nContent-Length: 78\r\n\r\n{"model":"stories","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}'
+
+for target in gguf kvc request config http; do
   fuzzer="$build/fuzz/${target}_fuzz"
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"
