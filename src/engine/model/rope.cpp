@@ -28,11 +28,10 @@ void rope_apply(float* x, int32_t n_heads, int32_t head_dim, int32_t n_rot, cons
       float* b = neox ? v + i0 / 2 + half : v + i0 + 1;
       const float x0 = *a, x1 = *b;
       // Explicit FMAs: every build gives the bits that the -march=native builds got
-      // from GCC's contraction (a portable build has no FMA to contract into). GCC
-      // fused these products: the vectorized adjacent-pair loop (fmaddsub) fuses x1 * c
-      // into b, the scalar loop that NeoX's split halves take fuses x0 * s.
+      // from GCC's contraction (a portable build has no FMA to contract into); its
+      // scalar and fmaddsub loops both fused the x0 products.
       *a = std::fma(x0, c, -(x1 * s));
-      *b = neox ? std::fma(x0, s, x1 * c) : std::fma(x1, c, x0 * s);
+      *b = std::fma(x0, s, x1 * c);
     }
   }
 }
