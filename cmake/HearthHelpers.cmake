@@ -1,6 +1,8 @@
 # Shared build conventions. Each subsystem is one static library whose sources
 # are globbed from src/<name>/ (recursively), so adding a file needs no edit here.
 
+include(GNUInstallDirs)
+
 function(hearth_find_dependencies)
   find_package(Threads REQUIRED)
   find_package(OpenSSL REQUIRED)           # SHA-256 (libcrypto)
@@ -19,12 +21,14 @@ function(hearth_find_dependencies)
   find_package(benchmark QUIET)  # targets are global: bench/ tests for benchmark::benchmark
 endfunction()
 
-# Flags every hearth target gets.
+# Flags for hearth's own targets only: linked PRIVATE (and only in the build tree), so
+# neither -Werror, -march=native, the sanitizers nor the private src/ include path
+# reach a program built against the installed package.
 add_library(hearth_flags INTERFACE)
 target_compile_options(hearth_flags INTERFACE -Wall -Wextra -Werror
                        $<$<CXX_COMPILER_ID:GNU>:-Wno-stringop-overflow>)
-target_include_directories(hearth_flags INTERFACE ${CMAKE_SOURCE_DIR}/include
-                                                  ${CMAKE_SOURCE_DIR}/src)
+target_include_directories(hearth_flags INTERFACE ${PROJECT_SOURCE_DIR}/include
+                                                  ${PROJECT_SOURCE_DIR}/src)
 if(HEARTH_NATIVE)
   target_compile_options(hearth_flags INTERFACE -march=native)
 endif()
@@ -42,7 +46,8 @@ if(HEARTH_TSAN)
 endif()
 target_link_libraries(hearth_flags INTERFACE Threads::Threads)
 
-# hearth_add_library(<name> [DEPS ...]) builds src/<name>/**/*.cpp as hearth_<name>.
+# hearth_add_library(<name> [DEPS ...]) builds src/<name>/**/*.cpp as hearth_<name>,
+# exported and installed as hearth::<name>.
 function(hearth_add_library name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${name}/*.cpp
@@ -50,11 +55,41 @@ function(hearth_add_library name)
   if(NOT srcs)
     # Not written yet: an empty interface library keeps the dependency graph valid.
     add_library(hearth_${name} INTERFACE)
-    target_link_libraries(hearth_${name} INTERFACE hearth_flags ${ARG_DEPS})
-    return()
+    target_link_libraries(hearth_${name} INTERFACE ${ARG_DEPS})
+  else()
+    add_library(hearth_${name} STATIC ${srcs})
+    target_link_libraries(hearth_${name} PUBLIC ${ARG_DEPS} Threads::Threads
+                          PRIVATE $<BUILD_INTERFACE:hearth_flags>)
   endif()
-  add_library(hearth_${name} STATIC ${srcs})
-  target_link_libraries(hearth_${name} PUBLIC hearth_flags ${ARG_DEPS})
+  add_library(hearth::${name} ALIAS hearth_${name})
+  set_target_properties(hearth_${name} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(hearth_${name} INTERFACE
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  install(TARGETS hearth_${name} EXPORT hearthTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endfunction()
+
+# hearth_install_package() installs the public headers, the exported targets with
+# hearthConfig.cmake (find_package(hearth)) and hearth.pc (pkg-config).
+function(hearth_install_package)
+  include(CMakePackageConfigHelpers)
+  set(cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/hearth)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/hearth
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT hearthTargets NAMESPACE hearth:: DESTINATION ${cmake_dir})
+  configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/hearthConfig.cmake.in
+                                ${PROJECT_BINARY_DIR}/hearthConfig.cmake
+                                INSTALL_DESTINATION ${cmake_dir})
+  write_basic_package_version_file(${PROJECT_BINARY_DIR}/hearthConfigVersion.cmake
+                                   COMPATIBILITY SameMinorVersion)
+  install(FILES ${PROJECT_BINARY_DIR}/hearthConfig.cmake
+                ${PROJECT_BINARY_DIR}/hearthConfigVersion.cmake
+          DESTINATION ${cmake_dir})
+  file(RELATIVE_PATH HEARTH_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig
+       ${CMAKE_INSTALL_PREFIX})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/hearth.pc.in ${PROJECT_BINARY_DIR}/hearth.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/hearth.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endfunction()
 
 # hearth_add_test_dir(<name> [DEPS ...]) builds tests/<name>/**/*_test.cpp into one

@@ -1,4 +1,5 @@
-// The position-tiled attention (attend_tokens, on every tile width this build has)
+// The position-tiled attention (attend_tokens, on every kernel table and tile width
+// this CPU runs)
 // gives, head for head, exactly the bits of attend_reference, the definition; and
 // the definition's sums are the same with an FMA per step or a multiply and an add
 // (every product of two F16 values is exact in f32).
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "attention_test_util.h"
+#include "engine/cpu_features.h"
+#include "engine/kernels/kernel_set.h"
 #include "engine/model/attention.h"
 #include "engine/model/kv_store.h"
 #include "hearth/fp16.h"
@@ -58,46 +61,49 @@ const std::vector<std::vector<int32_t>>& position_sets() {
 
 TEST(AttentionTokens, EveryWidthMatchesTheReferenceBitForBit) {
   int widths_run = 0;
-  for (int32_t lanes : {8, 16}) {
-    bool ran = false;
-    for (int32_t head_dim : {32, 64, 80, 128}) {
-      for (int32_t group : {1, 3, 8}) {
-        const KvStore kv = random_kv(head_dim, static_cast<uint32_t>(head_dim * 31 + group));
-        Lcg rng{static_cast<uint32_t>(lanes + head_dim + group)};
-        std::vector<float> scratch(attend_tokens_scratch_floats(8, group, kCtx, head_dim));
-        for (const auto& positions : position_sets()) {
-          const size_t per_token = static_cast<size_t>(group * head_dim);
-          std::vector<float> q(positions.size() * per_token);
-          for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next() * 2.0f));
-          std::vector<float> got(q.size(), -1.0f);
-          std::vector<TokenQueries> tokens;
-          for (size_t i = 0; i < positions.size(); ++i)
-            tokens.push_back({positions[i], q.data() + i * per_token, got.data() + i * per_token});
-          const float scale = 1.0f / 8.0f;
-          if (!attend_tokens_lanes(lanes, kv, 0, 1, 1, group, tokens, head_dim, scale,
-                                   scratch.data())) {
-            continue;
-          }
-          ran = true;
-          for (size_t i = 0; i < positions.size(); ++i) {
-            for (int32_t h = 0; h < group; ++h) {
-              const size_t at = i * per_token + static_cast<size_t>(h * head_dim);
-              std::vector<float> want(static_cast<size_t>(head_dim));
-              std::vector<float> s1(kCtx);
-              attend_reference(kv, 0, 1, 1, positions[i], q.data() + at, head_dim, scale, s1.data(),
-                               want.data());
-              ASSERT_EQ(std::memcmp(want.data(), got.data() + at, want.size() * sizeof(float)), 0)
-                  << "lanes " << lanes << " head_dim " << head_dim << " group " << group
-                  << " token " << i << " at pos " << positions[i] << " head " << h;
+  for (const KernelSet* kernels : runnable_kernel_sets()) {
+    for (int32_t lanes : {8, 16}) {
+      bool ran = false;
+      for (int32_t head_dim : {32, 64, 80, 128}) {
+        for (int32_t group : {1, 3, 8}) {
+          const KvStore kv = random_kv(head_dim, static_cast<uint32_t>(head_dim * 31 + group));
+          Lcg rng{static_cast<uint32_t>(lanes + head_dim + group)};
+          std::vector<float> scratch(attend_tokens_scratch_floats(8, group, kCtx, head_dim));
+          for (const auto& positions : position_sets()) {
+            const size_t per_token = static_cast<size_t>(group * head_dim);
+            std::vector<float> q(positions.size() * per_token);
+            for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next() * 2.0f));
+            std::vector<float> got(q.size(), -1.0f);
+            std::vector<TokenQueries> tokens;
+            for (size_t i = 0; i < positions.size(); ++i)
+              tokens.push_back(
+                  {positions[i], q.data() + i * per_token, got.data() + i * per_token});
+            const float scale = 1.0f / 8.0f;
+            if (!attend_tokens_with(*kernels, lanes, kv, 0, 1, 1, group, tokens, head_dim, scale,
+                                    scratch.data())) {
+              continue;
+            }
+            ran = true;
+            for (size_t i = 0; i < positions.size(); ++i) {
+              for (int32_t h = 0; h < group; ++h) {
+                const size_t at = i * per_token + static_cast<size_t>(h * head_dim);
+                std::vector<float> want(static_cast<size_t>(head_dim));
+                std::vector<float> s1(kCtx);
+                attend_reference(kv, 0, 1, 1, positions[i], q.data() + at, head_dim, scale,
+                                 s1.data(), want.data());
+                ASSERT_EQ(std::memcmp(want.data(), got.data() + at, want.size() * sizeof(float)), 0)
+                    << kernels->isa << " lanes " << lanes << " head_dim " << head_dim << " group "
+                    << group << " token " << i << " at pos " << positions[i] << " head " << h;
+              }
             }
           }
         }
       }
+      widths_run += ran ? 1 : 0;
+      if (!ran) std::printf("SKIPPED: table %s has no %d-lane attention\n", kernels->isa, lanes);
     }
-    widths_run += ran ? 1 : 0;
-    if (!ran) std::printf("SKIPPED: this build has no %d-lane attention path\n", lanes);
   }
-  if (widths_run == 0) GTEST_SKIP() << "SKIPPED: this build has no SIMD attention path";
+  if (widths_run == 0) GTEST_SKIP() << "SKIPPED: no kernel table here has SIMD attention";
 }
 
 // attend_tokens itself (whatever width it picks, or the reference loop) agrees too,

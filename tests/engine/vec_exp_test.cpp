@@ -9,10 +9,11 @@
 #include <vector>
 
 #include "attention_test_util.h"
+#include "engine/cpu_features.h"
 #include "engine/kernels/canonical.h"
+#include "engine/kernels/kernel_set.h"
 #include "engine/model/activation.h"
 #include "engine/model/attention.h"
-#include "engine/model/vec_exp.h"
 #include "hearth/fp16.h"
 
 namespace hearth::engine {
@@ -57,26 +58,22 @@ TEST(CanonExp, EdgesFollowTheDefinition) {
   EXPECT_TRUE(std::isfinite(canon::exp_f32(88.0f)));
 }
 
+// Every table this CPU runs (in a portable build too: the twins are chosen at run
+// time), whole and with odd counts so the scalar tails are crossed as well.
 TEST(CanonExp, SimdTwinsGiveTheScalarBits) {
   const std::vector<float> xs = exp_inputs();
   int checked = 0;
-#if HEARTH_VEC_EXP_AVX512
-  for (size_t i = 0; i + 16 <= xs.size(); i += 16) {
-    float out[16];
-    _mm512_storeu_ps(out, exp_canon16(_mm512_loadu_ps(xs.data() + i)));
-    for (int j = 0; j < 16; ++j, ++checked)
-      ASSERT_EQ(bits_of(out[j]), bits_of(canon::exp_f32(xs[i + j]))) << "x = " << xs[i + j];
+  for (const KernelSet* k : runnable_kernel_sets()) {
+    if (k->exp_f32 == nullptr) continue;
+    for (size_t n : {xs.size(), size_t{23}, size_t{7}}) {
+      std::vector<float> out(n);
+      k->exp_f32(xs.data(), out.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i, ++checked)
+        ASSERT_EQ(bits_of(out[i]), bits_of(canon::exp_f32(xs[i])))
+            << k->isa << " x = " << xs[i] << " n = " << n;
+    }
   }
-#endif
-#if HEARTH_VEC_EXP_AVX2
-  for (size_t i = 0; i + 8 <= xs.size(); i += 8) {
-    float out[8];
-    _mm256_storeu_ps(out, exp_canon8(_mm256_loadu_ps(xs.data() + i)));
-    for (int j = 0; j < 8; ++j, ++checked)
-      ASSERT_EQ(bits_of(out[j]), bits_of(canon::exp_f32(xs[i + j]))) << "x = " << xs[i + j];
-  }
-#endif
-  if (checked == 0) GTEST_SKIP() << "SKIPPED: this build has no SIMD exp (portable build)";
+  if (checked == 0) GTEST_SKIP() << "SKIPPED: no kernel table here has a SIMD exp";
 }
 
 // softmax_f16 against its scalar definition, for lengths around the 16-lane blocks.
@@ -100,9 +97,18 @@ TEST(CanonExp, SoftmaxMatchesItsScalarDefinition) {
     const float inv = static_cast<float>(1.0 / sum.reduce());
     for (float& v : want) v = fp16_to_fp32(fp32_to_fp16(v * inv));
 
-    softmax_f16(s.data(), n, scale);
+    // The public entry (the active table's) and every runnable table's own.
+    std::vector<float> got = s;
+    softmax_f16(got.data(), n, scale);
     for (int32_t p = 0; p < n; ++p)
-      ASSERT_EQ(bits_of(s[p]), bits_of(want[p])) << "n = " << n << " p = " << p;
+      ASSERT_EQ(bits_of(got[p]), bits_of(want[p])) << "n = " << n << " p = " << p;
+    for (const KernelSet* k : runnable_kernel_sets()) {
+      if (k->softmax_f16 == nullptr) continue;
+      got = s;
+      k->softmax_f16(got.data(), n, scale);
+      for (int32_t p = 0; p < n; ++p)
+        ASSERT_EQ(bits_of(got[p]), bits_of(want[p])) << k->isa << " n = " << n << " p = " << p;
+    }
   }
 }
 
@@ -119,6 +125,13 @@ TEST(CanonExp, SiluMulMatchesItsScalarDefinition) {
   silu_mul(got.data(), u.data(), static_cast<int64_t>(got.size()));
   for (size_t i = 0; i < g.size(); ++i)
     ASSERT_EQ(bits_of(got[i]), bits_of(canon::silu_mul(g[i], u[i]))) << "g = " << g[i];
+  for (const KernelSet* k : runnable_kernel_sets()) {
+    if (k->silu_mul == nullptr) continue;
+    got = g;
+    k->silu_mul(got.data(), u.data(), static_cast<int64_t>(got.size()));
+    for (size_t i = 0; i < g.size(); ++i)
+      ASSERT_EQ(bits_of(got[i]), bits_of(canon::silu_mul(g[i], u[i]))) << k->isa << " g = " << g[i];
+  }
 }
 
 }  // namespace

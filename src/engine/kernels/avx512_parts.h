@@ -15,5 +15,7 @@ void install_avx512_kquants(KernelSet* k);
 void install_avx512_kquant_panels(KernelSet* k);
 // The F16 prefill GEMM, weights read in place (avx512_f16_gemm.cpp).
 void install_avx512_f16_gemm(KernelSet* k);
+// Exp, SiLU, the attention softmax and attention, 16 lanes (avx512_model_kernels.cpp).
+void install_avx512_model_kernels(KernelSet* k);
 
 }  // namespace hearth::engine

@@ -39,7 +39,7 @@ struct Lanes32 {
 };
 
 // exp(x) as the engine computes it everywhere (softmax, SiLU). The SIMD twins in
-// engine/model/vec_exp.h perform the same IEEE operations in the same order, so
+// engine/kernels/x86_model_kernels.inc perform the same IEEE operations in the same order, so
 // every ISA gets these bits:
 //   n = nearest-even(x * log2 e); r = x - n ln2 by two FMAs (ln2 split into a high
 //   part with 16 significant bits and the remainder); e^r by the degree-7 Taylor

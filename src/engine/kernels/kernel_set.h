@@ -81,11 +81,36 @@ using MultiDotFn = void (*)(const void* w, const uint8_t* x, size_t x_stride, in
 using MultiDot2Fn = void (*)(const void* w0, const void* w1, const uint8_t* x, size_t x_stride,
                              int nt, int64_t n, float* out0, float* out1);
 
-// Attention helpers on f16 K/V rows: dot of an f16 row with an f32 row (32-lane
-// canonical order, like the F16 weight dot), and y[i] += a * f16(x[i]) (one FMA
-// per element).
-
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
+
+// Attention over one KV head's F16 rows (engine/model/attention.h has the definition
+// and the canonical order every implementation keeps).
+//
+// One token's queries on one KV head: the `group` query heads that share it (GQA).
+struct TokenQueries {
+  int32_t pos;     // attends to positions 0..pos
+  const float* q;  // group * head_dim values, already rounded to F16, head after head
+  float* out;      // group * head_dim outputs, same layout
+};
+// Widest position tile of any table and the largest head_dim a tiled kernel takes:
+// they size the scratch (attend_tokens_scratch_floats) that AttendTask::scratch holds.
+inline constexpr int32_t kAttendMaxLanes = 16;
+inline constexpr int32_t kAttendMaxHeadDim = 256;
+struct AttendTask {
+  const uint16_t* k0;  // K of position 0, at this KV head's slice
+  const uint16_t* v0;  // V of position 0, likewise
+  size_t stride;       // halves from one position's K (V) to the next
+  int32_t group;
+  const TokenQueries* tokens;  // in increasing pos order
+  int32_t n_tokens;            // > 0
+  int32_t head_dim;
+  float scale;
+  float* scratch;  // kAttendMaxHeadDim * kAttendMaxLanes floats of K tile, then the scores
+};
+// Every query head of the task, positions tiled `lanes` at a time (0: the widest
+// this table has for head_dim). False, with nothing written, when the table has no
+// such tiling or head_dim does not fit it.
+using AttendFn = bool (*)(int32_t lanes, const AttendTask& task);
 
 // Prefill panels (optional, per weight type). A panel is kPanelRows consecutive
 // weight rows repacked so that one SIMD register holds the same 4-element group of
@@ -140,6 +165,17 @@ struct KernelSet {
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);
   // Optional: the F16-partner activation row in its working format, likewise.
   void (*quantize_f16)(const float* x, int64_t n, uint8_t* out);
+
+  // Optional model-side kernels, each giving exactly the bits of the portable code in
+  // engine/model (nullptr = that code). Here rather than compiled for the build's
+  // -march so that a portable binary still gets them, chosen at run time.
+  // y[i] = canon::exp_f32(x[i]).
+  void (*exp_f32)(const float* x, float* y, int64_t n);
+  // engine/model/activation.h's silu_mul.
+  void (*silu_mul)(float* gate, const float* up, int64_t n);
+  // engine/model/attention.h's softmax_f16.
+  void (*softmax_f16)(float* scores, int32_t n, float scale);
+  AttendFn attend;
 };
 
 // The portable reference (always available).

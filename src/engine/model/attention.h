@@ -16,19 +16,16 @@
 #include <cstdint>
 #include <span>
 
+#include "engine/kernels/kernel_set.h"
 #include "engine/model/kv_store.h"
 
 namespace hearth::engine {
 
-// One token's queries on one KV head: the `group` query heads that share it (GQA).
-struct TokenQueries {
-  int32_t pos;     // attends to positions 0..pos
-  const float* q;  // group * head_dim values, already rounded to F16, head after head
-  float* out;      // group * head_dim outputs, same layout
-};
+// TokenQueries (one token's queries on one KV head) is in engine/kernels/kernel_set.h,
+// beside the kernels that take it.
 
 // The definition above, plainly, for one query head (the tests' reference and the
-// path of builds without SIMD). scores: scratch of at least pos + 1 floats.
+// path of the scalar kernel table). scores: scratch of at least pos + 1 floats.
 void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t pos,
                       const float* q, int32_t head_dim, float scale, float* scores, float* out);
 
@@ -41,23 +38,26 @@ size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_c
 // kv_head. Each output has exactly attend_reference's bits. The tokens share the work
 // of reading K: positions are taken 16 (AVX-512) or 8 (AVX2) at a time, transposed once
 // to f32 columns, and every query's scores for them come from one FMA chain per query
-// (vectorized across positions, so no horizontal sums).
+// (vectorized across positions, so no horizontal sums). The tiling is the active kernel
+// table's (KernelSet::attend, chosen at run time); the scalar table takes
+// attend_reference head by head.
 // scratch: attend_tokens_scratch_floats(tokens.size(), group, n_ctx, head_dim) floats.
 void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                    std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
                    float* scratch);
 
-// attend_tokens on the tile width `lanes` (8: AVX2, 16: AVX-512), for tests that check
-// every width this build has. False (nothing done) when the build lacks it or
-// head_dim does not fit it.
-bool attend_tokens_lanes(int32_t lanes, const KvStore& kv, int32_t seq, int32_t layer,
-                         int32_t kv_head, int32_t group, std::span<const TokenQueries> tokens,
-                         int32_t head_dim, float scale, float* scratch);
+// attend_tokens on one kernel table's tiling of width `lanes` (8 or 16; 0: its widest
+// for head_dim), for tests that check every table and width the CPU can run. False
+// (nothing done) when the table has no tiled attention or head_dim does not fit it.
+bool attend_tokens_with(const KernelSet& kernels, int32_t lanes, const KvStore& kv, int32_t seq,
+                        int32_t layer, int32_t kv_head, int32_t group,
+                        std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
+                        float* scratch);
 
 // The softmax of attention, in place over n scores: scores[p] * scale, minus their
 // max, canon::exp_f32, summed in canon::SumLanes16's order (double lanes), times
-// 1/sum as float, rounded to F16 (probabilities as F16 values). SIMD per this
-// build's ISA; the bits are those of that scalar definition.
+// 1/sum as float, rounded to F16 (probabilities as F16 values). SIMD per the active
+// kernel table (chosen at run time); the bits are those of that scalar definition.
 void softmax_f16(float* scores, int32_t n, float scale);
 
 }  // namespace hearth::engine

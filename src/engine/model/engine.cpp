@@ -261,7 +261,7 @@ Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {
   double norm = 0.0;
   for (size_t i = 0; i < e; ++i) {
     acc[i] /= static_cast<double>(tokens.size());
-    norm += acc[i] * acc[i];
+    norm = std::fma(acc[i], acc[i], norm);  // explicit: the same bits in every build
   }
   norm = std::sqrt(norm);
   std::vector<float> out(e);

@@ -27,8 +27,11 @@ void rope_apply(float* x, int32_t n_heads, int32_t head_dim, int32_t n_rot, cons
       float* a = neox ? v + i0 / 2 : v + i0;
       float* b = neox ? v + i0 / 2 + half : v + i0 + 1;
       const float x0 = *a, x1 = *b;
-      *a = x0 * c - x1 * s;
-      *b = x0 * s + x1 * c;
+      // Explicit FMAs: every build gives the bits that the -march=native builds got
+      // from GCC's contraction (a portable build has no FMA to contract into); its
+      // scalar and fmaddsub loops both fused the x0 products.
+      *a = std::fma(x0, c, -(x1 * s));
+      *b = std::fma(x0, s, x1 * c);
     }
   }
 }

@@ -83,7 +83,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
       if (p.repetition_penalty != 1.0f) {
         l = l > 0 ? l / p.repetition_penalty : l * p.repetition_penalty;
       }
-      l -= count * p.frequency_penalty + p.presence_penalty;
+      // Explicit FMA: the same bits in every build (-march=native used to contract it).
+      l -= std::fma(count, p.frequency_penalty, p.presence_penalty);
     }
   }
   if (p.temperature <= 0.0f) return greedy(penalized_);

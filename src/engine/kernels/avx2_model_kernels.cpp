@@ -1,0 +1,41 @@
+// The AVX2 table's model-side kernels (x86_model_kernels.inc): exp, SiLU, the
+// attention softmax and the position-tiled attention, 8 lanes.
+#include "engine/kernels/avx2_parts.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "engine/kernels/canonical.h"
+#include "hearth/fp16.h"
+
+// clang-format off
+#include "engine/kernels/avx2_target_begin.inc"
+// clang-format on
+
+namespace hearth::engine {
+namespace {
+
+#define HEARTH_X86_ZMM 0
+#include "engine/kernels/x86_model_kernels.inc"
+#undef HEARTH_X86_ZMM
+
+}  // namespace
+}  // namespace hearth::engine
+
+#include "engine/kernels/x86_target_end.inc"
+
+namespace hearth::engine {
+
+void install_avx2_model_kernels(KernelSet* k) {
+  k->exp_f32 = exp_f32_rows;
+  k->silu_mul = silu_mul_rows;
+  k->softmax_f16 = softmax_f16_row;
+  k->attend = attend;
+}
+
+}  // namespace hearth::engine
+
+#endif  // x86

@@ -1,0 +1,42 @@
+// The AVX-512 table's model-side kernels (x86_model_kernels.inc): exp, SiLU, the
+// attention softmax on 16 lanes, and attention tiled 16 positions at a time (8 when
+// head_dim is not a multiple of 16).
+#include "engine/kernels/avx512_parts.h"
+
+#if defined(__x86_64__)
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "engine/kernels/canonical.h"
+#include "hearth/fp16.h"
+
+// clang-format off
+#include "engine/kernels/avx512_target_begin.inc"
+// clang-format on
+
+namespace hearth::engine {
+namespace {
+
+#define HEARTH_X86_ZMM 1
+#include "engine/kernels/x86_model_kernels.inc"
+#undef HEARTH_X86_ZMM
+
+}  // namespace
+}  // namespace hearth::engine
+
+#include "engine/kernels/x86_target_end.inc"
+
+namespace hearth::engine {
+
+void install_avx512_model_kernels(KernelSet* k) {
+  k->exp_f32 = exp_f32_rows;
+  k->silu_mul = silu_mul_rows;
+  k->softmax_f16 = softmax_f16_row;
+  k->attend = attend;
+}
+
+}  // namespace hearth::engine
+
+#endif  // x86-64
