@@ -9,7 +9,7 @@
 #
 # Usage: scripts/attack-test.sh [seconds=30] [streams=16] [slowloris=120] [idle=200]
 # Env:   HEARTH_ATTACK_MODEL  GGUF to serve (default $HEARTH_SHARED_DIR/models/stories260K.gguf,
-#                             HEARTH_SHARED_DIR defaulting to /work/shared)
+#                             HEARTH_SHARED_DIR defaulting to ../shared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,18 +17,13 @@ seconds=${1:-30}
 streams=${2:-16}
 slowloris=${3:-120}
 idle=${4:-200}
-model=${HEARTH_ATTACK_MODEL:-${HEARTH_SHARED_DIR:-/work/shared}/models/stories260K.gguf}
+model=${HEARTH_ATTACK_MODEL:-${HEARTH_SHARED_DIR:-../shared}/models/stories260K.gguf}
 HEARTH=./build/hearth
 [[ -x $HEARTH ]] || { echo "attack-test: $HEARTH is missing; run 'make build' first" >&2; exit 2; }
 [[ -s $model ]] || { echo "attack-test: $model is missing" >&2; exit 2; }
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/hearth-attack.XXXXXX")
-server_pid=""
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/serve-lib.sh
+serve_scratch attack
 
 cat >"$work/attack.toml" <<TOML
 [limits]
@@ -40,16 +35,7 @@ path = "$model"
 n_seq_max = 8
 TOML
 
-"$HEARTH" serve --config "$work/attack.toml" --port 0 >"$work/stdout" 2>"$work/server.log" &
-server_pid=$!
-url=""
-for _ in $(seq 1 300); do
-  url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/stdout")
-  [[ -n $url ]] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-[[ -n $url ]] || { echo "attack-test: the server did not start" >&2; cat "$work/server.log" >&2; exit 2; }
+serve_start "$work/attack.toml"
 hostport=${url#http://}
 host=${hostport%:*}
 port=${hostport##*:}

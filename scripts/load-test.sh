@@ -48,13 +48,8 @@ if [[ ! -s $model ]]; then
   mv "$model.tmp" "$model"
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/hearth-load.XXXXXX")
-server_pid=""
-cleanup() {
-  if [[ -n $server_pid ]] && kill -0 "$server_pid" 2>/dev/null; then kill -KILL "$server_pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source scripts/serve-lib.sh
+serve_scratch load
 
 # Short chats must be cacheable (the default policy saves from 512 tokens), so the
 # cache works and fills its RAM quota under load: that is what makes RSS interesting.
@@ -73,21 +68,7 @@ n_seq_max = $n_seq
 policy = { min_tokens = 32, cold_min_tokens = 32, boundary_trim_tokens = 0, boundary_align_tokens = 32, continued_interval = 128 }
 TOML
 
-"$HEARTH" serve --config "$work/load.toml" --port 0 --models-dir "$PWD/data" \
-  >"$work/stdout" 2>"$work/server.log" &
-server_pid=$!
-url=""
-for _ in $(seq 1 300); do
-  url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$work/stdout")
-  [[ -n $url ]] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z $url ]]; then
-  echo "load-test: the server did not start:" >&2
-  cat "$work/server.log" >&2
-  exit 2
-fi
+serve_start "$work/load.toml" --models-dir "$PWD/data"
 
 echo "load-test: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "load-test: $model served at $url (n_seq_max $n_seq, RAM tier $ram_quota);" \
