@@ -53,7 +53,7 @@ fuzz: deps
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_TSAN=ON $(CMAKE_FLAGS)
 	cmake --build build-tsan -j$(JOBS) --target test_cache test_runtime test_server hearth
-	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  HEARTH_SKIP_NODE_TESTS=1 HEARTH_TSAN=1 ctest --output-on-failure -j$(JOBS) \
 	  -L "cache|runtime|server" --timeout 1800
 
