@@ -246,18 +246,18 @@ TEST(Supervision, RestartLimitMarksModelFailed) {
 }
 
 TEST(Admission, QueueFullIsResourceExhausted) {
+  // The collectors outlive the runtime: its worker may still call their sinks.
+  Collector c1, c2, c3;
   auto ctl = std::make_shared<StubControl>();
-  ctl->step_delay_us = 2000;
+  ctl->step_delay_us = 10000;  // the first request holds the sequence for ~0.5 s
   auto rt = make_runtime();
   auto cfg = stub_config("m", 1, ctl);
   cfg.max_queue = 1;
   ASSERT_TRUE(rt->load_model(cfg).ok());
   auto prompt = *rt->tokenize("m", text_of(20));
-  Collector c1, c2;
   RequestParams p = greedy(50);
   ASSERT_TRUE(rt->infer("m", prompt, p, c1.sink()).ok());
   ASSERT_TRUE(rt->infer("m", prompt, p, c2.sink()).ok());
-  Collector c3;
   auto third = rt->infer("m", prompt, p, c3.sink());
   ASSERT_FALSE(third.ok());
   EXPECT_EQ(third.status().code(), ErrorCode::kResourceExhausted);

@@ -26,6 +26,7 @@
 #include "server/http_server.h"
 #include "server/runtime_service.h"
 #include "stub_server.h"
+#include "testing/sanitizers.h"
 
 namespace hearth::server {
 namespace {
@@ -294,7 +295,9 @@ TEST_F(HttpHardeningTest, ChunkedBodyOverLimitGets413WithBoundedMemory) {
   EXPECT_EQ(status_of(reply), 413) << reply.substr(0, 200);
   // The server keeps at most max_body_bytes (8 MiB) of it; buffering all 48 MiB would
   // show here.
-  EXPECT_LT(peak.load() - before, 24 << 20) << "RSS grew by " << (peak.load() - before);
+  if (!hearth::testing::under_sanitizer()) {
+    EXPECT_LT(peak.load() - before, 24 << 20) << "RSS grew by " << (peak.load() - before);
+  }
   expect_served();
 }
 
@@ -493,10 +496,12 @@ TEST_F(HttpHardeningTest, SlowlorisAndIdleConnectionsDoNotBlockHealth) {
     EXPECT_EQ(r->status, 200);
   }
   // All 250 were held during the measure (it is much shorter than the 3 s idle timeout).
-  EXPECT_LT(ms_since(t_open), 2500);
   std::sort(us.begin(), us.end());
   const int64_t p99 = us[us.size() * 99 / 100];
-  EXPECT_LT(p99, 100000) << "health p99 " << p99 << " us";
+  if (!hearth::testing::under_sanitizer()) {
+    EXPECT_LT(ms_since(t_open), 2500);
+    EXPECT_LT(p99, 100000) << "health p99 " << p99 << " us";
+  }
   // Past the header timeout every slowloris client has been cut off, and past the idle
   // timeout every idle one (all waits end 3 s after the longer timeout).
   auto left_ms = [&] { return static_cast<int>(std::max<int64_t>(0, 7000 - ms_since(t_open))); };
@@ -546,7 +551,9 @@ TEST(PromptBound, OversizedPromptIsRefusedBeforeTokenizing) {
   // The byte bound answered (its message counts bytes), not the token count after a
   // full tokenization (which counts tokens).
   EXPECT_NE(big->body.find("bytes, more than the context"), std::string::npos) << big->body;
-  EXPECT_LT(big_ms, 2000);
+  if (!hearth::testing::under_sanitizer()) {
+    EXPECT_LT(big_ms, 2000);
+  }
   // Short enough in bytes to be tokenized, too long in tokens: still refused, exactly.
   auto tokens = complete(std::string(2000, 'a') + " " + std::string(2000, 'b'));
   ASSERT_TRUE(tokens);
