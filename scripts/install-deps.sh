@@ -18,6 +18,7 @@ PACKAGES=(
   libbenchmark-dev                       # micro-benchmarks
   clang-format                           # make format
   curl                                   # server integration tests
+  python3                                # scripts/attack-test.sh driver (standard library only)
 )
 # Server tests drive hearth with the official openai / @anthropic-ai/sdk clients:
 # Node.js with npm. Machines that already ship a Node (e.g. a nodesource build that
