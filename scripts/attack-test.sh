@@ -26,9 +26,6 @@ source scripts/serve-lib.sh
 serve_scratch attack
 
 cat >"$work/attack.toml" <<TOML
-[limits]
-max_concurrent_requests = $streams
-
 [[models]]
 id = "stories"
 path = "$model"

@@ -55,7 +55,6 @@ serve_scratch load
 # cache works and fills its RAM quota under load: that is what makes RSS interesting.
 cat >"$work/load.toml" <<TOML
 [limits]
-max_concurrent_requests = $clients
 max_queued_requests = 64
 
 [tiers.ram]

@@ -39,6 +39,10 @@ struct BackendInfo {
   int32_t quant_bits = 0;
   uint64_t memory_estimate_bytes = 0;  // weights + KV for n_ctx * n_seq_max
   std::vector<TokenId> eog_tokens;     // end-of-generation tokens (EOS, EOT, ...)
+  std::string chat_template;           // tokenizer.chat_template (Jinja text) or empty
+  // Bytes of the longest token text (0 = unknown): no token stands for more bytes of
+  // input, which bounds a prompt's token count before it is tokenized.
+  int32_t max_token_bytes = 0;
 };
 
 // Everything that decides which cache namespace this model's KV bytes belong to. The

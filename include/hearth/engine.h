@@ -68,6 +68,7 @@ struct ModelInfo {
   // "huge-page copy" (the matrices were copied at load) or "file mapping" (read in
   // place: EngineOptions::weights_in_place, or the copy could not be allocated).
   std::string weights_placement;
+  std::string chat_template;  // tokenizer.chat_template (Jinja text), empty when absent
 };
 
 // One token of a batch. pos must equal the sequence's current length when the token is

@@ -54,16 +54,22 @@ enum class BatchStrategy {
 
 // Cache save-policy gates, per model (defaults from the spec's caching guide).
 struct ModelSavePolicy {
-  int32_t min_tokens = 512;             // no save shorter than this
-  int32_t cold_min_tokens = 512;        // no cold save for shorter prompts
-  int32_t cold_max_tokens = 30000;      // cold save length cap
-  int32_t continued_interval = 2048;    // continued save every N generated tokens
-  int32_t boundary_trim_tokens = 32;    // cold save drops the last N prompt tokens...
-  int32_t boundary_align_tokens = 2048; // ...then rounds down to a multiple of this;
-                                        // also the stride of the prefix walk
-  int32_t session_resume_wait_ms = 500; // wait for an in-flight parent finish save
+  int32_t min_tokens = 512;               // no save shorter than this
+  int32_t cold_min_tokens = 512;          // no cold save for shorter prompts
+  int32_t cold_max_tokens = 30000;        // cold save length cap
+  int32_t continued_interval = 2048;      // continued save every N generated tokens
+  int32_t boundary_trim_tokens = 32;      // cold save drops the last N prompt tokens...
+  int32_t boundary_align_tokens = 2048;   // ...then rounds down to a multiple of this;
+                                          // also the stride of the prefix walk
+  int32_t session_resume_wait_ms = 500;   // wait for an in-flight parent finish save
   int32_t evict_save_timeout_ms = 30000;  // bound on unload/shutdown saves
 };
+
+// Sets the gate named `key` ("min_tokens", "cold_min_tokens", "cold_max_tokens",
+// "continued_interval", "boundary_trim_tokens", "boundary_align_tokens"): the one list of
+// the names configuration files and the admin API accept. InvalidArgument names an unknown
+// key, or a value outside 0..INT32_MAX.
+Status set_save_policy_field(ModelSavePolicy& policy, std::string_view key, int64_t value);
 
 struct ModelConfig {
   std::string id;          // empty: generated ("model_1", "model_2", ...)
@@ -72,26 +78,27 @@ struct ModelConfig {
   // EngineBackend over hearth::Engine loading model_path.
   BackendFactory factory;
 
-  int32_t n_ctx = 0;              // context per sequence; 0 = model default (capped 4096)
-  int32_t n_batch = 512;          // max tokens per forward pass; must be >= n_seq_max
-  int32_t n_seq_max = 1;          // concurrent sequences (continuous batching)
-  int32_t prefill_chunk_size = 0; // per-row prefill slice cap; 0 = max(64, n_batch/4),
-                                  // -1 = unlimited
-  int32_t n_threads = 0;          // engine threads; 0 = hardware default
+  int32_t n_ctx = 0;               // context per sequence; 0 = model default (capped 4096)
+  int32_t n_batch = 512;           // max tokens per forward pass; must be >= n_seq_max
+  int32_t n_seq_max = 1;           // concurrent sequences (continuous batching)
+  int32_t prefill_chunk_size = 0;  // per-row prefill slice cap; 0 = max(64, n_batch/4),
+                                   // -1 = unlimited
+  int32_t n_threads = 0;           // engine threads; 0 = hardware default
   BatchStrategy batch_strategy = BatchStrategy::kDecodeFirst;
   // Prefer the free sequence whose resident KV cells share the longest prefix with a new
   // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
   bool slot_affinity = true;
 
   FingerprintMode fingerprint_mode = FingerprintMode::kGgufChunked;
-  std::string fingerprint_hex;              // required for kFastUnsafe (64 hex chars)
+  std::string fingerprint_hex;                     // required for kFastUnsafe (64 hex chars)
   std::optional<std::string> ctx_params_hash_hex;  // default: SHA-256 of KvIdentity::kv_layout
 
   // LoRA adapters to attach at load (and after every restart); folded into the
   // fingerprint. Backends without adapter support fail the load with Unsupported.
   std::vector<AdapterSpec> adapters;
 
-  Tier tier = Tier::kRam;  // where this model's saves go
+  // Where this model's saves go; unset: RuntimeOptions::default_tier.
+  std::optional<Tier> tier;
   ModelSavePolicy policy;
 
   int32_t max_queue = 64;           // waiting requests beyond n_seq_max; more -> 429
@@ -100,12 +107,12 @@ struct ModelConfig {
 };
 
 struct CacheOptions {
-  uint64_t ram_bytes = 1ull << 30;   // RAM tier quota
-  std::string ram_file_dir;          // ram_file tier directory (e.g. /dev/shm/hearth); "" = off
+  uint64_t ram_bytes = 1ull << 30;  // RAM tier quota
+  std::string ram_file_dir;         // ram_file tier directory (e.g. /dev/shm/hearth); "" = off
   uint64_t ram_file_bytes = 4ull << 30;
-  std::string disk_dir;              // disk tier directory; "" = off
+  std::string disk_dir;  // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
-  int32_t writer_threads = 2;        // async save workers per tier (the cache's writers)
+  int32_t writer_threads = 2;  // async save workers per tier (the cache's writers)
   // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
   // pressure.evict_tiers while used/total memory is above the high watermark.
   cache::SchedulerConfig pressure;
@@ -116,6 +123,9 @@ struct CacheOptions {
 
 struct RuntimeOptions {
   CacheOptions cache;
+  // The save tier of a model whose ModelConfig::tier is unset (the spec's default: RAM,
+  // the one tier every cache has; `hearth serve` picks its most durable enabled tier).
+  Tier default_tier = Tier::kRam;
 };
 
 // ---------------------------------------------------------------- models
@@ -152,6 +162,8 @@ struct LoadedModelInfo {
   int32_t queued_requests = 0;
   int32_t restarts = 0;
   uint64_t scheduler_steps = 0;  // Backend::step calls so far (one per tick with work)
+  std::string chat_template;     // BackendInfo::chat_template
+  int32_t max_token_bytes = 0;   // BackendInfo::max_token_bytes
 };
 
 // ---------------------------------------------------------------- requests
@@ -176,12 +188,12 @@ struct CacheDelta {
 };
 
 struct RequestParams {
-  int32_t response_tokens = 128;           // max tokens to generate
-  std::optional<std::string> parent_key;   // finish_key of an earlier turn (hex)
+  int32_t response_tokens = 128;          // max tokens to generate
+  std::optional<std::string> parent_key;  // finish_key of an earlier turn (hex)
   SamplingOptions sampling;
-  std::vector<std::string> stop_sequences; // generation ends before the first match
-  bool capture_logits = false;             // fill CompletionResult::token_logits (tests)
-  bool add_special = true;                 // complete(): tokenizer adds BOS when the model wants
+  std::vector<std::string> stop_sequences;  // generation ends before the first match
+  bool capture_logits = false;              // fill CompletionResult::token_logits (tests)
+  bool add_special = true;                  // complete(): tokenizer adds BOS when the model wants
   // complete(): control-token text in the prompt (a prompt rendered with a chat template)
   // becomes control tokens. Set false for a prompt that is user text.
   bool parse_special = true;
@@ -207,9 +219,9 @@ struct RequestStats {
 };
 
 struct CompletionResult {
-  std::string reply;                   // generated text, stop sequence excluded
-  std::vector<TokenId> generated;      // generated token ids
-  std::vector<TokenId> context_tokens; // prompt + generated
+  std::string reply;                    // generated text, stop sequence excluded
+  std::vector<TokenId> generated;       // generated token ids
+  std::vector<TokenId> context_tokens;  // prompt + generated
   // Tokens whose KV cells the sequence held at the end (the finish row's length): the
   // last sampled token is never fed back, so usually context_tokens.size() - 1.
   int64_t committed_tokens = 0;
@@ -235,8 +247,8 @@ struct PrefillResult {
 // is called, exactly once, after which no callback runs again. A callback that throws is
 // treated as a cancel.
 struct StreamSink {
-  std::function<void(std::string_view text)> on_text;   // non-empty UTF-8 fragments
-  std::function<void(TokenId token)> on_token;           // every generated token
+  std::function<void(std::string_view text)> on_text;  // non-empty UTF-8 fragments
+  std::function<void(TokenId token)> on_token;         // every generated token
   std::function<void(const RequestStats& stats)> on_done;
   std::function<void(const Status& error)> on_error;
 };

@@ -9,21 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "hearth/runtime.h"
 #include "hearth/status.h"
 
 namespace hearth::server {
-
-// One model to load at start (`-m ID=PATH` or a [[models]] table).
-struct ModelConfig {
-  std::string id;
-  std::string path;
-  int64_t context = 0;    // n_ctx; 0 = the model's own
-  int64_t n_seq_max = 0;  // concurrent sequences; 0 = runtime default
-  std::string tier;       // tier for this model's saves: "ram", "ram_file", "disk" or ""
-  // Save-policy gate overrides: min_tokens, cold_min_tokens, cold_max_tokens,
-  // continued_interval, boundary_trim_tokens, boundary_align_tokens.
-  std::map<std::string, int64_t> policy;
-};
 
 struct TierConfig {
   bool enabled = false;
@@ -42,11 +31,11 @@ struct PressureConfig {
 };
 
 struct LimitsConfig {
-  int64_t max_body_bytes = 8 << 20;     // larger bodies get 413
-  int64_t max_tokens = 4096;            // cap on max_tokens per request
-  int64_t max_concurrent_requests = 8;  // generations running at once
-  int64_t max_queued_requests = 64;     // waiting beyond that; more get 429
-  int64_t retry_after_s = 1;            // Retry-After on 429
+  int64_t max_body_bytes = 8 << 20;  // larger bodies get 413
+  int64_t max_tokens = 4096;         // cap on max_tokens per request
+  // Requests waiting per model beyond the n_seq_max it runs at once; more get 429.
+  int64_t max_queued_requests = 64;
+  int64_t retry_after_s = 1;  // Retry-After on 429
   // Connection-level bounds (docs/api.md "Limits"); see src/server/connection_guard.h.
   int64_t max_header_bytes = 16 << 10;  // request line + headers; larger get 431
   int64_t max_connections = 512;        // open connections, one thread each; more get 503
@@ -59,15 +48,17 @@ struct LimitsConfig {
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
-  std::string api_key;        // empty = no auth
+  std::string api_key;  // empty = no auth
   // Host header values accepted besides the loopback names when bound to loopback
   // ("name" matches any port, "name:port" only that one); DNS-rebinding defence.
   std::vector<std::string> allowed_hosts;
-  std::string models_dir;     // POST /hearth/models loads only from here; empty = refused
-  std::string chat_template;  // force a family ("chatml", "llama-3", ...); empty = detect
-  std::string cache_dir;      // --cache-dir: shorthand for an enabled disk tier in DIR
+  std::string models_dir;            // POST /hearth/models loads only from here; empty = refused
+  std::string chat_template;         // force a family ("chatml", "llama-3", ...); empty = detect
+  std::string cache_dir;             // --cache-dir: shorthand for an enabled disk tier in DIR
   int64_t shutdown_grace_ms = 5000;  // in-flight generations get this long on SIGTERM
-  std::vector<ModelConfig> models;
+  // Models to load at start (`-m`, [[models]]), in the runtime's own type; the keys
+  // users write are parsed by src/server/model_settings.h.
+  std::vector<runtime::ModelConfig> models;
   TierConfig ram{true, "", 0};
   TierConfig ram_file;
   TierConfig disk;
@@ -82,7 +73,7 @@ Status apply_config_toml(std::string_view toml_text, ServerConfig& config);
 Status apply_config_file(const std::string& path, ServerConfig& config);
 
 // Parses "-m" values: "PATH" (id = file stem) or "ID=PATH".
-ModelConfig model_config_from_flag(const std::string& flag_value);
+Result<runtime::ModelConfig> model_config_from_flag(const std::string& flag_value);
 
 // Checks cross-field rules (port range, duplicate ids, tier dirs present, ...).
 Status validate_config(const ServerConfig& config);

@@ -19,7 +19,7 @@ struct ServeFlags {
   std::string models_dir;
   std::string config_file;
   std::string chat_template;
-  int64_t max_concurrent = 0;
+  int64_t parallel = 0;
   int64_t max_tokens = 0;
 };
 
@@ -39,8 +39,9 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--chat-template", flags->chat_template,
                   "Force a chat template family: chatml, qwen, llama-2, llama-3, mistral, zephyr, "
                   "gemma, phi-3");
-  cmd->add_option("--max-concurrent", flags->max_concurrent,
-                  "Generations running at once (limits.max_concurrent_requests)");
+  cmd->add_option("--parallel", flags->parallel,
+                  "Requests each -m model runs at once, batched together (its n_seq_max; "
+                  "default 4); more wait in its queue (limits.max_queued_requests)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->callback([flags] {
@@ -52,7 +53,23 @@ Registrar reg("serve", [](CLI::App& root) {
         return;
       }
     }
-    for (const auto& m : flags->models) config.models.push_back(server::model_config_from_flag(m));
+    for (const auto& flag : flags->models) {
+      auto m = server::model_config_from_flag(flag);
+      if (m.ok() && flags->parallel > 0) {
+        if (flags->parallel > 1024) {
+          std::fprintf(stderr, "hearth serve: --parallel must be in 1..1024\n");
+          exit_code() = 2;
+          return;
+        }
+        m->n_seq_max = static_cast<int32_t>(flags->parallel);
+      }
+      if (!m.ok()) {
+        std::fprintf(stderr, "hearth serve: %s\n", m.status().message().c_str());
+        exit_code() = 2;
+        return;
+      }
+      config.models.push_back(std::move(m).value());
+    }
     if (!flags->host.empty()) config.host = flags->host;
     if (flags->port >= 0) config.port = flags->port;
     if (const char* env = std::getenv("HEARTH_API_KEY"); env && *env && config.api_key.empty()) {
@@ -62,7 +79,6 @@ Registrar reg("serve", [](CLI::App& root) {
     if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
     if (!flags->chat_template.empty()) config.chat_template = flags->chat_template;
-    if (flags->max_concurrent > 0) config.limits.max_concurrent_requests = flags->max_concurrent;
     if (flags->max_tokens > 0) config.limits.max_tokens = flags->max_tokens;
     exit_code() = server::run_server(config);
   });

@@ -50,8 +50,12 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
   info_.memory_estimate_bytes =
       m.weight_bytes + static_cast<uint64_t>(engine_->kv_bytes_per_position()) *
                            static_cast<uint64_t>(m.n_ctx) * static_cast<uint64_t>(m.n_seq_max);
-  for (int32_t id = 0; id < m.n_vocab; ++id)
+  for (int32_t id = 0; id < tokenizer_->n_vocab(); ++id) {
     if (tokenizer_->is_eog(id)) info_.eog_tokens.push_back(id);
+    info_.max_token_bytes =
+        std::max(info_.max_token_bytes, static_cast<int32_t>(tokenizer_->token_text(id).size()));
+  }
+  info_.chat_template = m.chat_template;
   identity_.model_path = m.path;
   identity_.quant_byte = quant_byte_for(m.quant_name);
   // Everything that shapes the KV bytes beyond the file itself.

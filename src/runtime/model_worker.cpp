@@ -153,7 +153,7 @@ LoadedModelInfo ModelWorker::info() const {
   i.embedding_dim = backend_info_.n_embd;
   i.quant_type = backend_info_.quant_type;
   i.quant_bits = backend_info_.quant_bits;
-  i.tier = config_.tier;
+  i.tier = *config_.tier;  // Runtime::load_model resolved it
   i.fingerprint_hex = to_hex(ns_.fingerprint);
   i.ctx_params_hash_hex = to_hex(ns_.ctx_params_hash);
   i.loaded_at = loaded_at_;
@@ -162,6 +162,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.queued_requests = static_cast<int32_t>(queue_.size());
   i.restarts = restarts_;
   i.scheduler_steps = steps_.load();
+  i.chat_template = backend_info_.chat_template;
+  i.max_token_bytes = backend_info_.max_token_bytes;
   return i;
 }
 
@@ -575,7 +577,7 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   meta.quant_bits = static_cast<uint8_t>(std::clamp(backend_info_.quant_bits, 0, 255));
   meta.context_size = static_cast<uint32_t>(config_.n_ctx);
   meta.fingerprint_mode = config_.fingerprint_mode;
-  auto key = store_->save(ns_, meta, std::move(row), config_.tier, reason, sync);
+  auto key = store_->save(ns_, meta, std::move(row), *config_.tier, reason, sync);
   if (!key.ok()) {
     log::warn(std::string("runtime: ") + save_reason_name(reason) +
               " save failed: " + key.status().to_string());

@@ -1,4 +1,8 @@
-// Enum names and the default ChatML template.
+// Names: the runtime enums' names and the save-policy settings' names.
+#include <climits>
+#include <string>
+#include <utility>
+
 #include "hearth/runtime.h"
 
 namespace hearth::runtime {
@@ -45,6 +49,27 @@ const char* finish_reason_name(FinishReason reason) {
       return "cancelled";
   }
   return "unknown";
+}
+
+Status set_save_policy_field(ModelSavePolicy& policy, std::string_view key, int64_t value) {
+  static constexpr std::pair<std::string_view, int32_t ModelSavePolicy::*> kFields[] = {
+      {"min_tokens", &ModelSavePolicy::min_tokens},
+      {"cold_min_tokens", &ModelSavePolicy::cold_min_tokens},
+      {"cold_max_tokens", &ModelSavePolicy::cold_max_tokens},
+      {"continued_interval", &ModelSavePolicy::continued_interval},
+      {"boundary_trim_tokens", &ModelSavePolicy::boundary_trim_tokens},
+      {"boundary_align_tokens", &ModelSavePolicy::boundary_align_tokens},
+  };
+  for (const auto& [name, field] : kFields) {
+    if (name != key) continue;
+    if (value < 0 || value > INT32_MAX) {
+      return InvalidArgument("policy." + std::string(key) + " must be in 0.." +
+                             std::to_string(INT32_MAX) + ", got " + std::to_string(value));
+    }
+    policy.*field = static_cast<int32_t>(value);
+    return OkStatus();
+  }
+  return InvalidArgument("policy." + std::string(key) + " is not a save-policy setting");
 }
 
 }  // namespace hearth::runtime

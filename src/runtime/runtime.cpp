@@ -152,8 +152,9 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
                              " sequences, config asks for n_seq_max " +
                              std::to_string(config.n_seq_max));
     if (config.n_ctx == 0 || config.n_ctx > info.n_ctx) config.n_ctx = info.n_ctx;
-    if (!im.store_->tier_enabled(config.tier))
-      return InvalidArgument(std::string("tier ") + tier_name(config.tier) +
+    if (!config.tier) config.tier = im.options_.default_tier;
+    if (!im.store_->tier_enabled(*config.tier))
+      return InvalidArgument(std::string("tier ") + tier_name(*config.tier) +
                              " is not enabled in the cache (set its directory in CacheOptions)");
     HEARTH_ASSIGN_OR_RETURN(RowNamespace ns, compute_namespace(config, backend->kv_identity(),
                                                                backend->adapters_digest()));

@@ -7,6 +7,7 @@
 #include "server/connection_guard.h"
 #include "server/http_util.h"
 #include "server/model_path.h"
+#include "server/model_settings.h"
 
 namespace hearth::server {
 namespace {
@@ -14,15 +15,17 @@ namespace {
 using nlohmann::json;
 
 json model_json(const ModelDescription& m) {
-  json j = {{"id", m.id},
-            {"path", m.path},
-            {"context_length", m.context_length},
-            {"n_vocab", m.n_vocab},
-            {"embedding_dim", m.embedding_dim},
-            {"has_chat_template", !m.chat_template.empty()}};
-  if (m.active_sequences >= 0) j["active_sequences"] = m.active_sequences;
-  if (m.scheduler_steps >= 0) j["scheduler_steps"] = m.scheduler_steps;
-  return j;
+  return {{"id", m.id},
+          {"path", m.model_path},
+          {"context_length", m.context_size},
+          {"n_vocab", m.n_vocab},
+          {"embedding_dim", m.embedding_dim},
+          {"has_chat_template", !m.chat_template.empty()},
+          {"n_seq_max", m.n_seq_max},
+          {"tier", runtime::tier_name(m.tier)},
+          {"active_sequences", m.active_requests},
+          {"queued_requests", m.queued_requests},
+          {"scheduler_steps", m.scheduler_steps}};
 }
 
 std::optional<ApiError> optional_string(const json& body, const char* key, std::string& out) {
@@ -43,19 +46,34 @@ std::optional<ApiError> optional_int(const json& body, const char* key, int64_t&
   return std::nullopt;
 }
 
+// The body's keys are the [[models]] table's (src/server/model_settings.h): an unknown
+// key or a value of the wrong type or range is a 400 naming it.
 void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
-  ModelConfig m;
-  for (auto [key, out] :
-       {std::pair{"id", &m.id}, std::pair{"path", &m.path}, std::pair{"tier", &m.tier}}) {
-    if (auto e = optional_string(body, key, *out)) return reply_error(res, *e);
+  runtime::ModelConfig m = default_model_config();
+  auto apply = [&m](const std::string& key, const json& value) {
+    if (value.is_number_integer() && !value.is_number_unsigned())
+      return apply_model_setting(m, key, value.get<int64_t>());
+    if (value.is_number_unsigned() && value.get<uint64_t>() <= INT64_MAX)
+      return apply_model_setting(m, key, static_cast<int64_t>(value.get<uint64_t>()));
+    if (value.is_string()) return apply_model_setting(m, key, value.get<std::string>());
+    return apply_model_setting(m, key, std::monostate{});
+  };
+  for (const auto& [key, value] : body.items()) {
+    if (value.is_null()) continue;  // an explicit null leaves the default
+    if (key == "policy" && value.is_object()) {
+      for (const auto& [gate, v] : value.items()) {
+        if (Status s = apply("policy." + gate, v); !s.ok())
+          return reply_error(res, from_status(s, "policy." + gate));
+      }
+      continue;
+    }
+    if (Status s = apply(key, value); !s.ok()) return reply_error(res, from_status(s, key));
   }
-  if (auto e = optional_int(body, "context", m.context)) return reply_error(res, *e);
-  if (auto e = optional_int(body, "n_seq_max", m.n_seq_max)) return reply_error(res, *e);
-  if (m.path.empty())
+  if (m.model_path.empty())
     return reply_error(res, invalid_request("'path' is required", "path", "missing_field"));
-  auto resolved = resolve_model_path(ctx.config.models_dir, m.path);
+  auto resolved = resolve_model_path(ctx.config.models_dir, m.model_path);
   if (!resolved.ok()) {
     ApiError e = from_status(resolved.status(), "path");
     if (resolved.status().code() == ErrorCode::kUnsupported) {
@@ -64,9 +82,9 @@ void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     }
     return reply_error(res, e);
   }
-  m.path = resolved.value();
-  if (m.id.empty()) m.id = runtime::model_id_from(std::filesystem::path(m.path).stem().string());
-  auto loaded = ctx.service.load_model(m);
+  m.model_path = resolved.value();
+  if (Status s = finish_model_config(m); !s.ok()) return reply_error(res, from_status(s));
+  auto loaded = ctx.service.load_model(std::move(m));
   if (!loaded.ok()) return reply_error(res, from_status(loaded.status()));
   reply_json(res, model_json(loaded.value()), 201);
 }

@@ -29,13 +29,13 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
     return reply_error(res, *e, ErrorShape::kAnthropic);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e, ErrorShape::kAnthropic);
-  auto ticket = admit(ctx, res, ErrorShape::kAnthropic);
-  if (!ticket) return;
+  std::shared_ptr<Generation> generation =
+      submit_generation(ctx, *plan, res, ErrorShape::kAnthropic);
+  if (!generation) return;
   const std::string id = make_id("msg_");
 
   if (!tr.stream) {
-    GenerationOutcome out = run_generation(ctx, *plan, watch_connection(req));
-    ticket.reset();
+    GenerationOutcome out = run_generation(ctx, *plan, *generation, watch_connection(req));
     if (out.client_gone) {
       res.status = kClientClosedRequest;  // nobody reads the reply; the metrics do
       return;
@@ -53,8 +53,8 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   }
 
   start_sse(
-      res, ctx, "/v1/messages", std::move(ticket),
-      [&ctx, plan, id](const std::function<bool(const std::string&)>& write) {
+      res, ctx, "/v1/messages",
+      [&ctx, plan, generation, id](const std::function<bool(const std::string&)>& write) {
         // Prompt-side usage is final only when the generation ends; message_start
         // carries the prompt size, message_delta the full usage.
         GenerateStats before;
@@ -74,12 +74,13 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
                             {"index", 0},
                             {"content_block", {{"type", "text"}, {"text", ""}}}};
         if (!write(sse_event(block_start, "content_block_start"))) return;
-        GenerationOutcome out = run_generation(ctx, *plan, [&](const std::string& text) {
-          json delta = {{"type", "content_block_delta"},
-                        {"index", 0},
-                        {"delta", {{"type", "text_delta"}, {"text", text}}}};
-          return write(sse_event(delta, "content_block_delta"));
-        });
+        GenerationOutcome out =
+            run_generation(ctx, *plan, *generation, [&](const std::string& text) {
+              json delta = {{"type", "content_block_delta"},
+                            {"index", 0},
+                            {"delta", {{"type", "text_delta"}, {"text", text}}}};
+              return write(sse_event(delta, "content_block_delta"));
+            });
         if (out.client_gone) return;
         if (!out.error.ok()) {
           write(sse_event(json::parse(anthropic_error_body(from_status(out.error))), "error"));

@@ -10,16 +10,10 @@
 
 #include "hearth/server.h"
 #include "server/chat_template.h"
+#include "server/model_settings.h"
 
 namespace hearth::server {
 namespace {
-
-const std::set<std::string>& policy_keys() {
-  static const std::set<std::string> keys = {"min_tokens",           "cold_min_tokens",
-                                             "cold_max_tokens",      "continued_interval",
-                                             "boundary_trim_tokens", "boundary_align_tokens"};
-  return keys;
-}
 
 // Parses a size: an integer byte count or a string like "512MiB", "2GB", "64k".
 bool parse_size(const toml::node& node, int64_t& out) {
@@ -155,34 +149,33 @@ class TableReader {
   std::set<std::string> seen_;
 };
 
-Status read_model(const toml::table& t, const std::string& prefix, ModelConfig& m) {
-  TableReader r(t, prefix);
-  HEARTH_RETURN_IF_ERROR(r.string("id", m.id));
-  HEARTH_RETURN_IF_ERROR(r.string("path", m.path));
-  HEARTH_RETURN_IF_ERROR(r.integer("context", m.context));
-  HEARTH_RETURN_IF_ERROR(r.integer("n_seq_max", m.n_seq_max));
-  HEARTH_RETURN_IF_ERROR(r.string("tier", m.tier));
-  const toml::table* policy = nullptr;
-  HEARTH_RETURN_IF_ERROR(r.table("policy", policy));
-  HEARTH_RETURN_IF_ERROR(r.check_unknown());
-  if (m.path.empty()) return InvalidArgument("config: " + prefix + ".path: required");
-  if (m.id.empty()) m.id = std::filesystem::path(m.path).stem().string();
-  if (!m.tier.empty() && m.tier != "ram" && m.tier != "ram_file" && m.tier != "disk") {
-    return InvalidArgument("config: " + prefix +
-                           ".tier: expected \"ram\", \"ram_file\" or \"disk\"");
-  }
-  if (policy) {
-    for (const auto& [key, node] : *policy) {
-      const std::string k(key.str());
-      const std::string path = prefix + ".policy." + k;
-      if (!policy_keys().count(k)) return InvalidArgument("config: unknown key '" + path + "'");
-      if (!node.is_integer() || *node.value<int64_t>() < 0) {
-        return InvalidArgument("config: " + path + ": expected a non-negative integer");
-      }
-      m.policy[k] = *node.value<int64_t>();
+Status read_model(const toml::table& t, const std::string& prefix, runtime::ModelConfig& m) {
+  m = default_model_config();
+  auto setting = [&](const std::string& key, const toml::node& node) -> Status {
+    Status s;
+    if (node.is_integer()) {
+      s = apply_model_setting(m, key, *node.value<int64_t>());
+    } else if (node.is_string()) {
+      s = apply_model_setting(m, key, *node.value<std::string>());
+    } else {
+      s = apply_model_setting(m, key, std::monostate{});  // a type error naming the key
     }
+    return s.ok() ? s : InvalidArgument("config: " + prefix + "." + s.message());
+  };
+  for (const auto& [key, node] : t) {
+    const std::string k(key.str());
+    if (k == "policy") {
+      const auto* policy = node.as_table();
+      if (!policy) return InvalidArgument("config: " + prefix + ".policy: expected a table");
+      for (const auto& [gate, value] : *policy) {
+        HEARTH_RETURN_IF_ERROR(setting("policy." + std::string(gate.str()), value));
+      }
+      continue;
+    }
+    HEARTH_RETURN_IF_ERROR(setting(k, node));
   }
-  return OkStatus();
+  Status s = finish_model_config(m);
+  return s.ok() ? s : InvalidArgument("config: " + prefix + "." + s.message());
 }
 
 Status read_tier(const toml::table& t, const std::string& prefix, bool has_dir, TierConfig& tier) {
@@ -236,8 +229,14 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     TableReader s(*t, "limits");
     HEARTH_RETURN_IF_ERROR(s.size("max_body_bytes", c.limits.max_body_bytes));
     HEARTH_RETURN_IF_ERROR(s.integer("max_tokens", c.limits.max_tokens, 1));
-    HEARTH_RETURN_IF_ERROR(
-        s.integer("max_concurrent_requests", c.limits.max_concurrent_requests, 1));
+    if (s.get("max_concurrent_requests")) {
+      // One queue per model now (the runtime's): its n_seq_max requests run, up to
+      // max_queued_requests wait. An old file fails with the way forward.
+      return InvalidArgument(
+          "config: limits.max_concurrent_requests: no longer a setting; a model runs "
+          "models[].n_seq_max requests at once (--parallel) and queues up to "
+          "limits.max_queued_requests more");
+    }
     HEARTH_RETURN_IF_ERROR(s.integer("max_queued_requests", c.limits.max_queued_requests, 0));
     HEARTH_RETURN_IF_ERROR(s.integer("retry_after_s", c.limits.retry_after_s, 0));
     HEARTH_RETURN_IF_ERROR(s.size("max_header_bytes", c.limits.max_header_bytes));
@@ -256,7 +255,7 @@ Status read_document(const toml::table& root, ServerConfig& c) {
       const std::string prefix = "models[" + std::to_string(i) + "]";
       const auto* mt = (*arr)[i].as_table();
       if (!mt) return InvalidArgument("config: " + prefix + ": expected a table");
-      ModelConfig m;
+      runtime::ModelConfig m;
       HEARTH_RETURN_IF_ERROR(read_model(*mt, prefix, m));
       c.models.push_back(std::move(m));
     }
@@ -350,16 +349,17 @@ Status apply_config_file(const std::string& path, ServerConfig& config) {
   return OkStatus();
 }
 
-ModelConfig model_config_from_flag(const std::string& flag_value) {
-  ModelConfig m;
+Result<runtime::ModelConfig> model_config_from_flag(const std::string& flag_value) {
+  runtime::ModelConfig m = default_model_config();
   const auto eq = flag_value.find('=');
   if (eq != std::string::npos && eq > 0 && flag_value.find('/') > eq) {
-    m.id = flag_value.substr(0, eq);
-    m.path = flag_value.substr(eq + 1);
+    HEARTH_RETURN_IF_ERROR(apply_model_setting(m, "id", flag_value.substr(0, eq)));
+    m.model_path = flag_value.substr(eq + 1);
   } else {
-    m.path = flag_value;
-    m.id = std::filesystem::path(m.path).stem().string();
+    m.model_path = flag_value;
   }
+  Status s = finish_model_config(m);
+  if (!s.ok()) return InvalidArgument("-m " + flag_value + ": " + s.message());
   return m;
 }
 

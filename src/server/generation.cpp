@@ -61,10 +61,10 @@ ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
 class StreamingSink : public GenerateSink {
  public:
   StreamingSink(ServerContext& ctx, const std::function<bool(const std::string&)>& emit,
-                GenerationOutcome& out)
-      : ctx_(ctx), emit_(emit), out_(out), start_ms_(steady_now_ms()) {}
+                GenerationOutcome& out, int64_t start_ms)
+      : ctx_(ctx), emit_(emit), out_(out), start_ms_(start_ms) {}
 
-  bool on_token(const std::string& fragment, TokenId /*token*/) override {
+  bool on_piece(const std::string& fragment, std::span<const TokenId> /*tokens*/) override {
     if (out_.ttft_seconds < 0) out_.ttft_seconds = (steady_now_ms() - start_ms_) / 1000.0;
     if (!fragment.empty() && !send(fragment)) return false;
     if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
@@ -97,13 +97,13 @@ class StreamingSink : public GenerateSink {
 // answered without tokenizing 8 MiB. Shorter text is tokenized and counted exactly.
 std::optional<ApiError> check_prompt_bytes(const ModelDescription& model, size_t text_bytes,
                                            const std::string& field) {
-  if (model.max_token_bytes <= 0 || model.context_length <= 0) return std::nullopt;
+  if (model.max_token_bytes <= 0 || model.context_size <= 0) return std::nullopt;
   const auto per_token = static_cast<uint64_t>(std::max<int64_t>(model.max_token_bytes, 4));
-  const auto bound = static_cast<uint64_t>(model.context_length) * per_token;
+  const auto bound = static_cast<uint64_t>(model.context_size) * per_token;
   if (text_bytes <= bound) return std::nullopt;
   return invalid_request("'" + field + "' is " + std::to_string(text_bytes) +
                              " bytes, more than the context of model '" + model.id + "' (" +
-                             std::to_string(model.context_length) +
+                             std::to_string(model.context_size) +
                              " tokens) can hold; shorten the prompt",
                          field, "context_length_exceeded");
 }
@@ -145,7 +145,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
                            "invalid_value");
   }
   const int64_t n_prompt = static_cast<int64_t>(tokens.size());
-  const int64_t context = model.context_length > 0 ? model.context_length : INT64_MAX;
+  const int64_t context = model.context_size > 0 ? model.context_size : INT64_MAX;
   if (n_prompt >= context) {
     ApiError e = invalid_request(
         "'" + req.prompt_field + "' is " + std::to_string(n_prompt) + " tokens, but model '" +
@@ -183,12 +183,13 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
 }
 
 GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
+                                 Generation& generation,
                                  const std::function<bool(const std::string&)>& emit) {
   GenerationOutcome out;
   const int64_t start_ms = steady_now_ms();
-  StreamingSink sink(ctx, emit, out);
+  StreamingSink sink(ctx, emit, out, start_ms);
   ctx.metrics.in_flight.fetch_add(1);
-  auto result = ctx.service.generate(plan.request, sink);
+  auto result = generation.run(sink);
   ctx.metrics.in_flight.fetch_sub(1);
   if (!result.ok()) {
     out.error = result.status();

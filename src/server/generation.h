@@ -13,7 +13,6 @@
 #include <string>
 
 #include "hearth/server.h"
-#include "server/admission.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/request_parse.h"
@@ -25,15 +24,11 @@ namespace hearth::server {
 struct GuardCounters;
 
 struct ServerContext {
-  ServerContext(ServiceApi& s, const ServerConfig& c)
-      : service(s),
-        config(c),
-        admission(c.limits.max_concurrent_requests, c.limits.max_queued_requests) {}
+  ServerContext(ServiceApi& s, const ServerConfig& c) : service(s), config(c) {}
 
   ServiceApi& service;
   const ServerConfig& config;
   Metrics metrics;
-  Admission admission;
   // Set on SIGTERM/SIGINT: generations still running after the grace deadline stop.
   std::atomic<bool> shutting_down{false};
   std::atomic<int64_t> shutdown_deadline_ms{0};  // steady-clock ms
@@ -67,9 +62,10 @@ struct GenerationOutcome {
   double ttft_seconds = -1;
 };
 
-// Runs the plan. emit(text) returns false once the client is gone, which cancels
-// the generation.
+// Runs a generation the service accepted for the plan. emit(text) returns false once
+// the client is gone, which cancels the generation.
 GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
+                                 Generation& generation,
                                  const std::function<bool(const std::string&)>& emit);
 
 int64_t steady_now_ms();

@@ -137,50 +137,50 @@ void HttpServer::install_routes() {
   // Thread pool, connection cap, timeouts, body and header limits: GuardedServer.
   const bool check_host = is_loopback_host(config_.host) || !config_.allowed_hosts.empty();
 
-  http.set_pre_routing_handler([this, check_host](const httplib::Request& req,
-                                                  httplib::Response& res) {
-    return fenced(res, [&] {
-      if (std::string why = malformed_request_text(req); !why.empty()) {
-        ApiError e = invalid_request(why, "", "malformed_request");
-        reply_error(res, e, shape_for_path(req.path));
-        res.set_header("Connection", "close");
-        ctx_.metrics.record_request("malformed", 400, 0);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (check_host && !host_allowed(config_, req.get_header_value("Host"))) {
-        return refuse(ctx_, req, res, 403, "host_not_allowed",
-                      "Host '" + req.get_header_value("Host") +
-                          "' is not a loopback name or in server.allowed_hosts",
-                      "forbidden");
-      }
-      // Admin calls change server state; a web page must not make them with the
-      // user's network position. Same-origin is the only origin hearth serves.
-      if (req.path.rfind("/hearth/", 0) == 0 && req.has_header("Origin") &&
-          lowercase(req.get_header_value("Origin")) !=
-              "http://" + lowercase(req.get_header_value("Host"))) {
-        return refuse(ctx_, req, res, 403, "cross_origin_refused",
-                      "admin endpoints refuse cross-origin requests (Origin '" +
-                          req.get_header_value("Origin") + "')",
-                      "forbidden");
-      }
-      if (config_.api_key.empty() || req.path == "/health")
-        return httplib::Server::HandlerResponse::Unhandled;
-      if (constant_time_equal(presented_key(req), config_.api_key)) {
-        return httplib::Server::HandlerResponse::Unhandled;
-      }
-      ApiError e;
-      e.http_status = 401;
-      e.type = "authentication_error";
-      e.code = "invalid_api_key";
-      e.message = req.has_header("Authorization") || req.has_header("x-api-key")
-                      ? "invalid API key"
-                      : "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
-      res.set_header("WWW-Authenticate", "Bearer");
-      reply_error(res, e, shape_for_path(req.path));
-      ctx_.metrics.record_request("unauthorized", 401, 0);
-      return httplib::Server::HandlerResponse::Handled;
-    });
-  });
+  http.set_pre_routing_handler(
+      [this, check_host](const httplib::Request& req, httplib::Response& res) {
+        return fenced(res, [&] {
+          if (std::string why = malformed_request_text(req); !why.empty()) {
+            ApiError e = invalid_request(why, "", "malformed_request");
+            reply_error(res, e, shape_for_path(req.path));
+            res.set_header("Connection", "close");
+            ctx_.metrics.record_request("malformed", 400, 0);
+            return httplib::Server::HandlerResponse::Handled;
+          }
+          if (check_host && !host_allowed(config_, req.get_header_value("Host"))) {
+            return refuse(ctx_, req, res, 403, "host_not_allowed",
+                          "Host '" + req.get_header_value("Host") +
+                              "' is not a loopback name or in server.allowed_hosts",
+                          "forbidden");
+          }
+          // Admin calls change server state; a web page must not make them with the
+          // user's network position. Same-origin is the only origin hearth serves.
+          if (req.path.rfind("/hearth/", 0) == 0 && req.has_header("Origin") &&
+              lowercase(req.get_header_value("Origin")) !=
+                  "http://" + lowercase(req.get_header_value("Host"))) {
+            return refuse(ctx_, req, res, 403, "cross_origin_refused",
+                          "admin endpoints refuse cross-origin requests (Origin '" +
+                              req.get_header_value("Origin") + "')",
+                          "forbidden");
+          }
+          if (config_.api_key.empty() || req.path == "/health")
+            return httplib::Server::HandlerResponse::Unhandled;
+          if (constant_time_equal(presented_key(req), config_.api_key)) {
+            return httplib::Server::HandlerResponse::Unhandled;
+          }
+          ApiError e;
+          e.http_status = 401;
+          e.type = "authentication_error";
+          e.code = "invalid_api_key";
+          e.message = req.has_header("Authorization") || req.has_header("x-api-key")
+                          ? "invalid API key"
+                          : "missing API key: send 'Authorization: Bearer KEY' or 'x-api-key: KEY'";
+          res.set_header("WWW-Authenticate", "Bearer");
+          reply_error(res, e, shape_for_path(req.path));
+          ctx_.metrics.record_request("unauthorized", 401, 0);
+          return httplib::Server::HandlerResponse::Handled;
+        });
+      });
 
   // Turns httplib's own bare errors (no route, body too large) into API errors.
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -252,7 +252,6 @@ void HttpServer::run() {
 void HttpServer::stop() {
   ctx_.shutdown_deadline_ms.store(steady_now_ms() + config_.shutdown_grace_ms);
   ctx_.shutting_down.store(true);
-  ctx_.admission.close();
   http_->begin_stop();
   http_->stop();
 }

@@ -177,40 +177,39 @@ void register_body_catch_all(httplib::Server& http, ServerContext& ctx) {
 
 namespace hearth::server {
 
-std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res,
-                                         ErrorShape shape) {
-  ctx.metrics.queued.fetch_add(1);
-  std::shared_ptr<Admission::Ticket> ticket = ctx.admission.acquire();
-  ctx.metrics.queued.fetch_sub(1);
-  if (!ticket) {
+std::shared_ptr<Generation> submit_generation(ServerContext& ctx, const GenerationPlan& plan,
+                                              httplib::Response& res, ErrorShape shape) {
+  Result<std::unique_ptr<Generation>> started =
+      ctx.shutting_down.load()
+          ? Result<std::unique_ptr<Generation>>(Unavailable("the server is shutting down"))
+          : ctx.service.start_generation(plan.request);
+  if (started.ok()) return std::shared_ptr<Generation>(std::move(started).value());
+  const Status& s = started.status();
+  ApiError e = from_status(s);
+  if (s.code() == ErrorCode::kResourceExhausted) {
     ctx.metrics.rejected_busy.fetch_add(1);
-    ApiError e;
-    e.http_status = ctx.shutting_down.load() ? 503 : 429;
-    e.type = ctx.shutting_down.load() ? "server_error" : "rate_limit_error";
-    e.code = ctx.shutting_down.load() ? "shutting_down" : "server_busy";
-    e.message = ctx.shutting_down.load()
-                    ? "the server is shutting down"
-                    : "too many concurrent requests (limits.max_concurrent_requests=" +
-                          std::to_string(ctx.config.limits.max_concurrent_requests) +
-                          ", limits.max_queued_requests=" +
-                          std::to_string(ctx.config.limits.max_queued_requests) + "); retry later";
+    e.message =
+        "model '" + plan.model.id + "' is busy: " + s.message() +
+        " (limits.max_queued_requests=" + std::to_string(ctx.config.limits.max_queued_requests) +
+        "); retry later";
     res.set_header("Retry-After", std::to_string(ctx.config.limits.retry_after_s));
-    reply_error(res, e, shape);
+  } else if (s.code() == ErrorCode::kUnavailable && ctx.shutting_down.load()) {
+    e.code = "shutting_down";
   }
-  return ticket;
+  reply_error(res, e, shape);
+  return nullptr;
 }
 
 void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
-               std::shared_ptr<Admission::Ticket> ticket, SseProducer produce) {
+               SseProducer produce) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   const int64_t start = steady_now_ms();
   auto done = std::make_shared<bool>(false);
   res.set_chunked_content_provider(
-      "text/event-stream", [&ctx, endpoint = std::move(endpoint), ticket = std::move(ticket),
-                            produce = std::move(produce), done,
-                            start](size_t /*offset*/, httplib::DataSink& sink) mutable {
+      "text/event-stream", [&ctx, endpoint = std::move(endpoint), produce = std::move(produce),
+                            done, start](size_t /*offset*/, httplib::DataSink& sink) mutable {
         if (*done) return false;
         *done = true;
         bool alive = true;
@@ -225,7 +224,6 @@ void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
           return alive;
         };
         produce(write);
-        ticket.reset();  // frees the slot before the socket is flushed and closed
         ctx.metrics.record_request(endpoint, alive ? 200 : kClientClosedRequest,
                                    (steady_now_ms() - start) / 1000.0);
         if (!alive) return false;

@@ -60,16 +60,18 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx);
 
 namespace hearth::server {
 
-// Takes a generation slot or answers 429 with Retry-After (nullptr then).
-std::shared_ptr<Admission::Ticket> admit(ServerContext& ctx, httplib::Response& res,
-                                         ErrorShape shape);
+// Queues the plan's generation with the runtime (its model's queue, the only one), or
+// replies with the refusal and returns nullptr: 429 with Retry-After when that queue is
+// full, 503 while shutting down, 400 for a request the runtime refuses.
+std::shared_ptr<Generation> submit_generation(ServerContext& ctx, const GenerationPlan& plan,
+                                              httplib::Response& res, ErrorShape shape);
 
 // Starts a Server-Sent Events reply whose body is produced by `produce` on the
 // connection's thread after the handler returns. `produce` writes events through
 // the write function it gets, which returns false once the client is gone.
 using SseProducer = std::function<void(const std::function<bool(const std::string&)>& write)>;
 void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
-               std::shared_ptr<Admission::Ticket> ticket, SseProducer produce);
+               SseProducer produce);
 
 // The emit function of a non-streaming generation: nothing is written until the end,
 // so it watches the connection instead and returns false (cancelling the generation)

@@ -150,7 +150,7 @@ std::string Metrics::render(ServiceApi& service) const {
   out += "hearth_requests_in_flight " + std::to_string(in_flight.load()) + "\n";
   out += "# HELP hearth_queue_depth Requests waiting for a generation slot.\n";
   out += "# TYPE hearth_queue_depth gauge\n";
-  out += "hearth_queue_depth " + std::to_string(queued.load() + service.queue_depth()) + "\n";
+  out += "hearth_queue_depth " + std::to_string(service.queue_depth()) + "\n";
   out += "# TYPE hearth_requests_rejected_busy_total counter\n";
   out += "hearth_requests_rejected_busy_total " + std::to_string(rejected_busy.load()) + "\n";
   out += "# TYPE hearth_client_disconnects_total counter\n";
@@ -158,20 +158,20 @@ std::string Metrics::render(ServiceApi& service) const {
 
   // Per-model scheduler state, when the service reports it.
   const auto models = service.list_models();
-  const auto per_model = [&](const char* name, const char* type, const char* help,
-                             int64_t ModelDescription::*field) {
+  const auto per_model = [&](const char* name, const char* type, const char* help, auto value_of) {
     out += std::string("# HELP ") + name + " " + help + "\n";
     out += std::string("# TYPE ") + name + " " + type + "\n";
     for (const auto& m : models) {
-      if (m.*field < 0) continue;  // the service does not know
       out += std::string(name) + "{model=\"" + escape_label(m.id) + "\"} " +
-             std::to_string(m.*field) + "\n";
+             std::to_string(value_of(m)) + "\n";
     }
   };
   per_model("hearth_model_active_sequences", "gauge", "Requests holding a sequence, per model.",
-            &ModelDescription::active_sequences);
+            [](const ModelDescription& m) { return m.active_requests; });
+  per_model("hearth_model_queued_requests", "gauge", "Requests waiting for a sequence, per model.",
+            [](const ModelDescription& m) { return m.queued_requests; });
   per_model("hearth_model_scheduler_steps_total", "counter", "Forward passes run, per model.",
-            &ModelDescription::scheduler_steps);
+            [](const ModelDescription& m) { return m.scheduler_steps; });
 
   // KV cache operational counters (monotonic since start), one metric each.
   for (const auto& [name, value] : service.cache_counters()) {

@@ -41,7 +41,6 @@ class Metrics {
   void record_cancel(int64_t steps_after_cancel);
 
   std::atomic<int64_t> in_flight{0};
-  std::atomic<int64_t> queued{0};
   std::atomic<int64_t> rejected_busy{0};
   std::atomic<int64_t> client_disconnects{0};
 

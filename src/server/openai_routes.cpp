@@ -1,6 +1,7 @@
 // OpenAI-compatible endpoints: /v1/completions, /v1/chat/completions,
 // /v1/embeddings, /v1/models. Shapes follow the OpenAI API reference so the
 // official SDKs work unchanged.
+#include <chrono>
 #include <cstring>
 
 #include "server/http_util.h"
@@ -18,11 +19,13 @@ json usage_json(const GenerateStats& s) {
 }
 
 json model_json(const ModelDescription& m) {
-  return {{"id", m.id},
-          {"object", "model"},
-          {"created", m.created_unix},
-          {"owned_by", "hearth"},
-          {"context_length", m.context_length}};
+  return {
+      {"id", m.id},
+      {"object", "model"},
+      {"created",
+       std::chrono::duration_cast<std::chrono::seconds>(m.loaded_at.time_since_epoch()).count()},
+      {"owned_by", "hearth"},
+      {"context_length", m.context_size}};
 }
 
 ApiError generation_error(const Status& status) {
@@ -40,16 +43,15 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
   }
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e);
-  auto ticket = admit(ctx, res, ErrorShape::kOpenAi);
-  if (!ticket) return;
+  std::shared_ptr<Generation> generation = submit_generation(ctx, *plan, res, ErrorShape::kOpenAi);
+  if (!generation) return;
 
   const std::string id = make_id(chat ? "chatcmpl-" : "cmpl-");
   const int64_t created = unix_now();
   const std::string object = chat ? "chat.completion" : "text_completion";
 
   if (!tr.stream) {
-    GenerationOutcome out = run_generation(ctx, *plan, watch_connection(req));
-    ticket.reset();
+    GenerationOutcome out = run_generation(ctx, *plan, *generation, watch_connection(req));
     if (out.client_gone) {
       res.status = kClientClosedRequest;  // nobody reads the reply; the metrics do
       return;
@@ -72,48 +74,50 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
 
   const bool include_usage = tr.include_usage;
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
-  start_sse(res, ctx, endpoint, std::move(ticket),
-            [&ctx, plan, chat, include_usage, id,
-             created](const std::function<bool(const std::string&)>& write) {
-              const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-              auto chunk = [&](json choice_fields, const json& finish) {
-                json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
-                for (auto& [k, v] : choice_fields.items()) choice[k] = v;
-                return json{{"id", id},
-                            {"object", chunk_object},
-                            {"created", created},
-                            {"model", plan->model.id},
-                            {"system_fingerprint", nullptr},
-                            {"choices", json::array({choice})}};
-              };
-              if (chat && !write(sse_event(chunk(
-                              {{"delta", {{"role", "assistant"}, {"content", ""}}}}, nullptr)))) {
-                return;
-              }
-              GenerationOutcome out = run_generation(ctx, *plan, [&](const std::string& text) {
-                json fields = chat ? json{{"delta", {{"content", text}}}} : json{{"text", text}};
-                return write(sse_event(chunk(fields, nullptr)));
-              });
-              if (out.client_gone) return;
-              if (!out.error.ok()) {
-                write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
-                write("data: [DONE]\n\n");
-                return;
-              }
-              json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
-              if (!write(sse_event(chunk(last, out.finish_reason)))) return;
-              if (include_usage) {
-                json u = {{"id", id},
-                          {"object", chunk_object},
-                          {"created", created},
-                          {"model", plan->model.id},
-                          {"system_fingerprint", nullptr},
-                          {"choices", json::array()},
-                          {"usage", usage_json(out.stats)}};
-                if (!write(sse_event(u))) return;
-              }
-              write("data: [DONE]\n\n");
+  start_sse(
+      res, ctx, endpoint,
+      [&ctx, plan, generation, chat, include_usage, id,
+       created](const std::function<bool(const std::string&)>& write) {
+        const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+        auto chunk = [&](json choice_fields, const json& finish) {
+          json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+          for (auto& [k, v] : choice_fields.items()) choice[k] = v;
+          return json{{"id", id},
+                      {"object", chunk_object},
+                      {"created", created},
+                      {"model", plan->model.id},
+                      {"system_fingerprint", nullptr},
+                      {"choices", json::array({choice})}};
+        };
+        if (chat && !write(sse_event(
+                        chunk({{"delta", {{"role", "assistant"}, {"content", ""}}}}, nullptr)))) {
+          return;
+        }
+        GenerationOutcome out =
+            run_generation(ctx, *plan, *generation, [&](const std::string& text) {
+              json fields = chat ? json{{"delta", {{"content", text}}}} : json{{"text", text}};
+              return write(sse_event(chunk(fields, nullptr)));
             });
+        if (out.client_gone) return;
+        if (!out.error.ok()) {
+          write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
+          write("data: [DONE]\n\n");
+          return;
+        }
+        json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
+        if (!write(sse_event(chunk(last, out.finish_reason)))) return;
+        if (include_usage) {
+          json u = {{"id", id},
+                    {"object", chunk_object},
+                    {"created", created},
+                    {"model", plan->model.id},
+                    {"system_fingerprint", nullptr},
+                    {"choices", json::array()},
+                    {"usage", usage_json(out.stats)}};
+          if (!write(sse_event(u))) return;
+        }
+        write("data: [DONE]\n\n");
+      });
 }
 
 std::string base64_floats(const std::vector<float>& v) {
@@ -211,12 +215,12 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
     auto tok = ctx.service.tokenize(model.id, texts[i], /*add_special=*/true, {});
     if (!tok.ok()) return reply_error(res, from_status(tok.status(), "input"));
     const auto n = static_cast<int64_t>(tok.value().size());
-    if (model.context_length > 0 && n > model.context_length) {
+    if (model.context_size > 0 && n > model.context_size) {
       return reply_error(
-          res, invalid_request("'input' item " + std::to_string(i) + " is " + std::to_string(n) +
-                                   " tokens, above the context of " +
-                                   std::to_string(model.context_length),
-                               "input", "context_length_exceeded"));
+          res,
+          invalid_request("'input' item " + std::to_string(i) + " is " + std::to_string(n) +
+                              " tokens, above the context of " + std::to_string(model.context_size),
+                          "input", "context_length_exceeded"));
     }
     prompt_tokens += n;
   }

@@ -41,39 +41,74 @@ Result<int32_t> checked_int32(int64_t value, const std::string& name, int64_t mi
   return static_cast<int32_t>(value);
 }
 
-// What the server takes from the GGUF besides what the runtime reports: the Jinja chat
-// template and the byte length of the longest stored token text ("" and 0 for stub
-// models and files without them).
-struct GgufFacts {
-  std::string chat_template;
-  int64_t max_token_bytes = 0;
-};
-
-GgufFacts read_gguf_facts(const std::string& path) {
-  GgufFacts facts;
-  std::error_code ec;
-  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) return facts;
-  auto file = gguf::GgufFile::open(path);
-  if (!file.ok()) return facts;
-  auto t = file->get_string("tokenizer.chat_template");
-  if (t.ok()) facts.chat_template = t.value();
-  auto tokens = file->get_string_array("tokenizer.ggml.tokens");
-  if (tokens.ok()) {
-    for (const auto& token : tokens.value()) {
-      facts.max_token_bytes = std::max(facts.max_token_bytes, static_cast<int64_t>(token.size()));
-    }
-  }
-  return facts;
-}
-
 // Events from the worker thread to the request's HTTP thread.
 struct Channel {
+  struct Piece {
+    std::string text;
+    std::vector<TokenId> tokens;
+  };
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::string> fragments;
+  std::vector<TokenId> unsent_tokens;  // generated since the last piece
+  std::deque<Piece> pieces;
   bool finished = false;
   rt::RequestStats stats;
   Status error;
+
+  void push_piece(std::string_view text) {  // under mu
+    pieces.push_back({std::string(text), std::move(unsent_tokens)});
+    unsent_tokens.clear();
+    cv.notify_one();
+  }
+};
+
+// A request the runtime queued; run() drains its channel on the caller's thread.
+class RuntimeGeneration final : public Generation {
+ public:
+  RuntimeGeneration(rt::Runtime& runtime, rt::RequestId id, std::shared_ptr<Channel> channel)
+      : runtime_(runtime), id_(id), channel_(std::move(channel)) {}
+  ~RuntimeGeneration() override {
+    if (!ran_) runtime_.cancel(id_);  // never streamed (the reply failed first)
+  }
+
+  Result<GenerateStats> run(GenerateSink& sink) override {
+    ran_ = true;
+    Channel& channel = *channel_;
+    bool cancelled = false;
+    std::unique_lock<std::mutex> lock(channel.mu);
+    for (;;) {
+      channel.cv.wait(lock, [&] { return channel.finished || !channel.pieces.empty(); });
+      while (!channel.pieces.empty()) {
+        Channel::Piece piece = std::move(channel.pieces.front());
+        channel.pieces.pop_front();
+        if (cancelled) continue;
+        lock.unlock();  // the sink writes to a socket: never under the lock
+        if (!sink.on_piece(piece.text, piece.tokens)) {
+          runtime_.cancel(id_);
+          cancelled = true;
+        }
+        lock.lock();
+      }
+      if (channel.finished && channel.pieces.empty()) break;
+    }
+    if (!channel.error.ok()) return channel.error;
+    const auto& st = channel.stats;
+    GenerateStats out;
+    out.prompt_tokens = st.prompt_tokens;
+    out.cached_tokens = st.cache_delta.read;
+    out.completion_tokens = st.completion_tokens;
+    out.steps_after_cancel = st.steps_after_cancel;
+    out.finish_reason =
+        cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
+    if (st.stop_sequence) out.matched_stop = *st.stop_sequence;
+    return out;
+  }
+
+ private:
+  rt::Runtime& runtime_;
+  const rt::RequestId id_;
+  std::shared_ptr<Channel> channel_;
+  bool ran_ = false;
 };
 
 class RuntimeService : public ServiceApi {
@@ -85,53 +120,18 @@ class RuntimeService : public ServiceApi {
         cache_(cache),
         options_(std::move(options)) {}
 
-  std::vector<ModelDescription> list_models() override {
-    std::vector<ModelDescription> out;
-    for (const auto& info : runtime_->list_models()) out.push_back(describe(info));
-    return out;
-  }
+  std::vector<ModelDescription> list_models() override { return runtime_->list_models(); }
 
   Result<ModelDescription> model_info(const std::string& id) override {
-    HEARTH_ASSIGN_OR_RETURN(auto info, runtime_->model_info(id));
-    return describe(info);
+    return runtime_->model_info(id);
   }
 
-  Result<ModelDescription> load_model(const ModelLoadOptions& options) override {
-    rt::ModelConfig c;
-    c.id = options.id;
-    c.model_path = options.path;
-    HEARTH_ASSIGN_OR_RETURN(c.n_ctx, checked_int32(options.context, "context", 0));
-    HEARTH_ASSIGN_OR_RETURN(
-        c.n_seq_max, checked_int32(options.n_seq_max > 0 ? options.n_seq_max : 4, "n_seq_max", 1));
-    const std::string tier = options.tier.empty() ? default_tier() : options.tier;
-    HEARTH_ASSIGN_OR_RETURN(c.tier, tier_named(tier));
-    HEARTH_ASSIGN_OR_RETURN(
-        c.max_queue, checked_int32(config_.limits.max_queued_requests, "max_queued_requests", 0));
-    for (const auto& [key, value] : options.policy) {
-      HEARTH_ASSIGN_OR_RETURN(const int32_t v, checked_int32(value, "policy." + key, 0));
-      if (key == "min_tokens")
-        c.policy.min_tokens = v;
-      else if (key == "cold_min_tokens")
-        c.policy.cold_min_tokens = v;
-      else if (key == "cold_max_tokens")
-        c.policy.cold_max_tokens = v;
-      else if (key == "continued_interval")
-        c.policy.continued_interval = v;
-      else if (key == "boundary_trim_tokens")
-        c.policy.boundary_trim_tokens = v;
-      else if (key == "boundary_align_tokens")
-        c.policy.boundary_align_tokens = v;
-      else
-        return InvalidArgument("policy." + key + " is not a save-policy setting");
-    }
-    if (options_.backend_for) c.factory = options_.backend_for(c);
-    GgufFacts facts = read_gguf_facts(options.path);
-    HEARTH_ASSIGN_OR_RETURN(std::string id, runtime_->load_model(std::move(c)));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      templates_[id] = std::move(facts);
-    }
-    return model_info(id);
+  Result<ModelDescription> load_model(rt::ModelConfig config) override {
+    HEARTH_ASSIGN_OR_RETURN(config.max_queue, checked_int32(config_.limits.max_queued_requests,
+                                                            "limits.max_queued_requests", 0));
+    if (options_.backend_for) config.factory = options_.backend_for(config);
+    HEARTH_ASSIGN_OR_RETURN(std::string id, runtime_->load_model(std::move(config)));
+    return runtime_->model_info(id);
   }
 
   Status unload_model(const std::string& id) override { return runtime_->unload_model(id); }
@@ -147,7 +147,7 @@ class RuntimeService : public ServiceApi {
     return runtime_->detokenize(model, tokens);
   }
 
-  Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) override {
+  Result<std::unique_ptr<Generation>> start_generation(const GenerateRequest& request) override {
     rt::RequestParams params;
     params.response_tokens = static_cast<int32_t>(request.max_tokens);
     params.sampling = request.sampling;
@@ -155,13 +155,17 @@ class RuntimeService : public ServiceApi {
 
     auto channel = std::make_shared<Channel>();
     rt::StreamSink rsink;
+    rsink.on_token = [channel](TokenId token) {
+      std::lock_guard<std::mutex> lock(channel->mu);
+      channel->unsent_tokens.push_back(token);
+    };
     rsink.on_text = [channel](std::string_view text) {
       std::lock_guard<std::mutex> lock(channel->mu);
-      channel->fragments.emplace_back(text);
-      channel->cv.notify_one();
+      channel->push_piece(text);
     };
     rsink.on_done = [channel](const rt::RequestStats& stats) {
       std::lock_guard<std::mutex> lock(channel->mu);
+      if (!channel->unsent_tokens.empty()) channel->push_piece("");
       channel->stats = stats;
       channel->finished = true;
       channel->cv.notify_one();
@@ -174,36 +178,8 @@ class RuntimeService : public ServiceApi {
     };
     HEARTH_ASSIGN_OR_RETURN(rt::RequestId id,
                             runtime_->infer(request.model, request.prompt, params, rsink));
-
-    bool cancelled = false;
-    std::unique_lock<std::mutex> lock(channel->mu);
-    for (;;) {
-      channel->cv.wait(lock, [&] { return channel->finished || !channel->fragments.empty(); });
-      while (!channel->fragments.empty()) {
-        std::string text = std::move(channel->fragments.front());
-        channel->fragments.pop_front();
-        if (cancelled) continue;
-        lock.unlock();  // the sink writes to a socket: never under the lock
-        const bool keep_going = sink.on_token(text, -1);
-        if (!keep_going) {
-          runtime_->cancel(id);
-          cancelled = true;
-        }
-        lock.lock();
-      }
-      if (channel->finished && channel->fragments.empty()) break;
-    }
-    if (!channel->error.ok()) return channel->error;
-    const auto& st = channel->stats;
-    GenerateStats out;
-    out.prompt_tokens = st.prompt_tokens;
-    out.cached_tokens = st.cache_delta.read;
-    out.completion_tokens = st.completion_tokens;
-    out.steps_after_cancel = st.steps_after_cancel;
-    out.finish_reason =
-        cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
-    if (st.stop_sequence) out.matched_stop = *st.stop_sequence;
-    return out;
+    return std::unique_ptr<Generation>(
+        std::make_unique<RuntimeGeneration>(*runtime_, id, std::move(channel)));
   }
 
   Result<std::vector<std::vector<float>>> embed(const std::string& model,
@@ -271,38 +247,10 @@ class RuntimeService : public ServiceApi {
   void shutdown() override { runtime_->shutdown(); }
 
  private:
-  std::string default_tier() const {
-    if (config_.disk.enabled) return "disk";
-    if (config_.ram_file.enabled) return "ram_file";
-    return "ram";
-  }
-
-  ModelDescription describe(const rt::LoadedModelInfo& info) {
-    ModelDescription d;
-    d.id = info.id;
-    d.path = info.model_path;
-    d.context_length = info.context_size;
-    d.n_vocab = info.n_vocab;
-    d.embedding_dim = info.embedding_dim;
-    d.active_sequences = info.active_requests;
-    d.scheduler_steps = static_cast<int64_t>(info.scheduler_steps);
-    d.created_unix =
-        std::chrono::duration_cast<std::chrono::seconds>(info.loaded_at.time_since_epoch()).count();
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = templates_.find(info.id);
-    if (it != templates_.end()) {
-      d.chat_template = it->second.chat_template;
-      d.max_token_bytes = it->second.max_token_bytes;
-    }
-    return d;
-  }
-
   std::unique_ptr<rt::Runtime> runtime_;
   const ServerConfig config_;
   const rt::CacheOptions cache_;
   const RuntimeServiceOptions options_;
-  std::mutex mu_;
-  std::map<std::string, GgufFacts> templates_;
 };
 
 }  // namespace
@@ -323,6 +271,10 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
       options.cache.disk_bytes = static_cast<uint64_t>(config.disk.quota_bytes);
   }
   options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
+  // A model without a tier saves to the most durable tier this server runs.
+  options.default_tier = config.disk.enabled       ? rt::Tier::kDisk
+                         : config.ram_file.enabled ? rt::Tier::kRamFile
+                                                   : rt::Tier::kRam;
   // [pressure]: the cache's memory-pressure scheduler (config.cpp validated the values).
   const PressureConfig& p = config.pressure;
   cache::SchedulerConfig& sched = options.cache.pressure;
@@ -347,10 +299,10 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
     if (!loaded.ok()) {
       service->shutdown();
       return Status(loaded.status().code(),
-                    "model '" + m.id + "' (" + m.path + "): " + loaded.status().message());
+                    "model '" + m.id + "' (" + m.model_path + "): " + loaded.status().message());
     }
-    log::info("loaded model '" + m.id + "' from " + m.path + " (context " +
-              std::to_string(loaded->context_length) + ")");
+    log::info("loaded model '" + m.id + "' from " + m.model_path + " (context " +
+              std::to_string(loaded->context_size) + ")");
   }
   return std::unique_ptr<ServiceApi>(std::move(service));
 }

@@ -21,23 +21,9 @@ namespace hearth::server {
 
 using TokenId = int32_t;
 
-struct ModelDescription {
-  std::string id;
-  std::string path;            // file it was loaded from (may name no file for a custom backend)
-  int64_t context_length = 0;  // tokens the model accepts per sequence
-  int64_t n_vocab = 0;
-  int64_t embedding_dim = 0;
-  std::string chat_template;  // tokenizer.chat_template (Jinja text) or empty
-  // Bytes of the longest stored token text (0 = unknown): no token stands for more bytes
-  // of input than that, which bounds a prompt's length before it is tokenized.
-  int64_t max_token_bytes = 0;
-  int64_t created_unix = 0;
-  // Scheduler state at the time of the call (-1: the service does not know).
-  int64_t active_sequences = -1;  // requests holding a sequence
-  int64_t scheduler_steps = -1;   // forward passes (ticks with work) since load
-};
-
-using ModelLoadOptions = ModelConfig;
+// A loaded model as the runtime describes it (its id, context, vocabulary, chat
+// template, scheduler state): the runtime's own type, not a copy.
+using ModelDescription = runtime::LoadedModelInfo;
 
 // The runtime's own sampling knobs: the request parser fills them, the runtime
 // validates and honours them; nothing converts between two copies.
@@ -64,12 +50,23 @@ struct GenerateStats {
   int64_t steps_after_cancel = -1;
 };
 
-// Receives a generation as it happens. on_token returns false to cancel (client
-// gone, shutdown deadline); the service then finishes with on_done or on_error.
+// Receives a generation as it happens, one piece at a time: the text the runtime
+// released and the ids of the tokens generated since the previous piece (a token's text
+// can arrive with a later token's, when it ends inside a UTF-8 character or could start
+// a stop string; the tokens of a matched stop string come with no text). Returns false
+// to cancel (client gone, shutdown deadline); the generation then ends "cancelled".
 class GenerateSink {
  public:
   virtual ~GenerateSink() = default;
-  virtual bool on_token(const std::string& text_fragment, TokenId token) = 0;
+  virtual bool on_piece(const std::string& text, std::span<const TokenId> tokens) = 0;
+};
+
+// A generation the runtime accepted: queued for its model or running. run() streams it
+// into the sink and returns when it ends; destroying it before then cancels it.
+class Generation {
+ public:
+  virtual ~Generation() = default;
+  virtual Result<GenerateStats> run(GenerateSink& sink) = 0;
 };
 
 struct TierUsage {
@@ -85,7 +82,8 @@ class ServiceApi {
 
   virtual std::vector<ModelDescription> list_models() = 0;
   virtual Result<ModelDescription> model_info(const std::string& id) = 0;
-  virtual Result<ModelDescription> load_model(const ModelLoadOptions& options) = 0;
+  // The service adds what the server owns (queue bound, backend); the rest is the caller's.
+  virtual Result<ModelDescription> load_model(runtime::ModelConfig config) = 0;
   virtual Status unload_model(const std::string& id) = 0;
 
   // special_ranges: byte ranges of `text` where control-token text like "<|im_start|>"
@@ -98,9 +96,11 @@ class ServiceApi {
   virtual Result<std::string> detokenize(const std::string& model,
                                          const std::vector<TokenId>& tokens) = 0;
 
-  // Blocks until the generation ends. Returns the stats on success (also after a
-  // cancellation requested by the sink: finish_reason is then "cancelled").
-  virtual Result<GenerateStats> generate(const GenerateRequest& request, GenerateSink& sink) = 0;
+  // Validates the request and queues it for its model, the one queue there is: every
+  // refusal comes back here, before any reply has started (unknown model, a parameter
+  // out of range, a prompt the context cannot hold: InvalidArgument / OutOfRange naming
+  // the field; the model's queue full: ResourceExhausted; shutting down: Unavailable).
+  virtual Result<std::unique_ptr<Generation>> start_generation(const GenerateRequest& request) = 0;
 
   // One L2-normalised embedding per input text.
   virtual Result<std::vector<std::vector<float>>> embed(const std::string& model,

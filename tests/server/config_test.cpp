@@ -28,7 +28,6 @@ chat_template = "llama-3"
 [limits]
 max_body_bytes = "2MiB"
 max_tokens = 512
-max_concurrent_requests = 4
 max_queued_requests = 8
 
 [[models]]
@@ -64,13 +63,19 @@ evict_tiers = ["ram"]
   EXPECT_EQ(c.port, 9000);
   EXPECT_EQ(c.api_key, "k");
   EXPECT_EQ(c.limits.max_body_bytes, 2 * 1024 * 1024);
-  EXPECT_EQ(c.limits.max_concurrent_requests, 4);
+  EXPECT_EQ(c.limits.max_queued_requests, 8);
+  // [[models]] tables become the runtime's own ModelConfig, nothing in between.
   ASSERT_EQ(c.models.size(), 2u);
   EXPECT_EQ(c.models[0].id, "small");
-  EXPECT_EQ(c.models[0].context, 2048);
-  EXPECT_EQ(c.models[0].tier, "disk");
-  EXPECT_EQ(c.models[0].policy.at("min_tokens"), 64);
-  EXPECT_EQ(c.models[1].id, "other");  // file stem
+  EXPECT_EQ(c.models[0].model_path, "/models/small.gguf");
+  EXPECT_EQ(c.models[0].n_ctx, 2048);
+  EXPECT_EQ(c.models[0].n_seq_max, 4);
+  EXPECT_EQ(c.models[0].tier, runtime::Tier::kDisk);
+  EXPECT_EQ(c.models[0].policy.min_tokens, 64);
+  EXPECT_EQ(c.models[0].policy.boundary_align_tokens, 128);
+  EXPECT_EQ(c.models[0].policy.cold_max_tokens, runtime::ModelSavePolicy{}.cold_max_tokens);
+  EXPECT_EQ(c.models[1].id, "other");          // file stem
+  EXPECT_FALSE(c.models[1].tier.has_value());  // the server's default tier
   EXPECT_EQ(c.ram.quota_bytes, 1024LL * 1024 * 1024);
   EXPECT_TRUE(c.disk.enabled);
   EXPECT_EQ(c.disk.dir, "/var/cache/hearth");
@@ -93,8 +98,9 @@ TEST(ServerConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of("[tiers.disk]\nquota = \"lots\"").find("tiers.disk.quota"), std::string::npos);
   // Sizes no int64 holds are errors, not undefined casts (found by config_fuzz).
   for (const char* size : {"nan", "inf", "-inf", "1e30GiB", "9.3e18"}) {
-    EXPECT_NE(error_of(std::string("[tiers.ram]\nquota = \"") + size + "\"").find("tiers.ram.quota"),
-              std::string::npos)
+    EXPECT_NE(
+        error_of(std::string("[tiers.ram]\nquota = \"") + size + "\"").find("tiers.ram.quota"),
+        std::string::npos)
         << size;
   }
   EXPECT_NE(error_of("[tiers.disk]\nquota = 5").find("tiers.disk.dir"), std::string::npos);
@@ -105,6 +111,28 @@ TEST(ServerConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of("[pressure]\nevict_tiers = []").find("pressure.evict_tiers"),
             std::string::npos);
   EXPECT_NE(error_of("[limits]\nmax_tokens = 0").find("limits.max_tokens"), std::string::npos);
+  // Per-model values: the runtime's int32 fields are range-checked, never narrowed, and
+  // an unknown tier is an error (not a default).
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\ncontext = 4294967304").find("models[0].context"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("[[models]]\npath = \"a\"\nn_seq_max = 4294967297").find("models[0].n_seq_max"),
+      std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\nn_seq_max = 0").find("models[0].n_seq_max"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\ntier = \"bogus\"").find("models[0].tier"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\ncontext = 1.5").find("models[0].context"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\npolicy = { min_tokens = 2147483648 }")
+                .find("models[0].policy.min_tokens"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\nid = \"../x\"").find("models[0].id"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\ncolour = 1").find("models[0].colour"),
+            std::string::npos);
+  // One queue per model now: the old server-wide gate fails with the way forward.
+  EXPECT_NE(error_of("[limits]\nmax_concurrent_requests = 4").find("n_seq_max"), std::string::npos);
   EXPECT_NE(error_of("[server\nport=1").find("line 1"), std::string::npos);
 }
 
@@ -117,7 +145,7 @@ TEST(ServerConfig, FailedParseLeavesConfigUntouched) {
 
 TEST(ServerConfig, ValidateCatchesCrossFieldErrors) {
   ServerConfig c;
-  c.models = {model_config_from_flag("/m/a.gguf"), model_config_from_flag("a=/n/b.gguf")};
+  c.models = {*model_config_from_flag("/m/a.gguf"), *model_config_from_flag("a=/n/b.gguf")};
   Status s = validate_config(c);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("duplicate model id 'a'"), std::string::npos);
@@ -127,12 +155,17 @@ TEST(ServerConfig, ValidateCatchesCrossFieldErrors) {
 }
 
 TEST(ServerConfig, ModelFlagForms) {
-  EXPECT_EQ(model_config_from_flag("/x/tiny-model.gguf").id, "tiny-model");
+  EXPECT_EQ(model_config_from_flag("/x/tiny-model.gguf")->id, "tiny-model");
   auto m = model_config_from_flag("chat=/x/y.gguf");
-  EXPECT_EQ(m.id, "chat");
-  EXPECT_EQ(m.path, "/x/y.gguf");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->id, "chat");
+  EXPECT_EQ(m->model_path, "/x/y.gguf");
+  EXPECT_EQ(m->n_seq_max, 4);
   // An '=' inside a directory name is part of the path, not an id separator.
-  EXPECT_EQ(model_config_from_flag("/a=b/c.gguf").path, "/a=b/c.gguf");
+  EXPECT_EQ(model_config_from_flag("/a=b/c.gguf")->model_path, "/a=b/c.gguf");
+  // A file name that is no valid id becomes one; an explicit bad id is an error.
+  EXPECT_EQ(model_config_from_flag("/x/my model (q4).gguf")->id, "my_model__q4_");
+  EXPECT_FALSE(model_config_from_flag("a b=/x/y.gguf").ok());
 }
 
 TEST(ServerConfig, DefaultsAreSafe) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protected_routes.h"
+#include "server/model_settings.h"
 #include "stub_server.h"
 
 namespace hearth::server {
@@ -28,15 +29,16 @@ using nlohmann::json;
 class HttpApiTest : public ::testing::Test {
  protected:
   // One stub model, "tiny", whose save policy lets short test prompts be cached.
-  void start(ServerConfig config = {}, int64_t context = 1024) {
-    ModelConfig m;
+  void start(ServerConfig config = {}, int64_t context = 1024, int32_t n_seq_max = 4) {
+    runtime::ModelConfig m = default_model_config();
+    m.n_seq_max = n_seq_max;
     m.id = "tiny";
-    m.path = "tiny.gguf";
-    m.context = context;
-    m.policy = {{"min_tokens", 8},
-                {"cold_min_tokens", 8},
-                {"boundary_trim_tokens", 0},
-                {"boundary_align_tokens", 8}};
+    m.model_path = "tiny.gguf";
+    m.n_ctx = static_cast<int32_t>(context);
+    m.policy.min_tokens = 8;
+    m.policy.cold_min_tokens = 8;
+    m.policy.boundary_trim_tokens = 0;
+    m.policy.boundary_align_tokens = 8;
     config.models.push_back(m);
     Status s = server_.start(config);
     ASSERT_TRUE(s.ok()) << s.to_string();
@@ -338,6 +340,36 @@ TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
   std::filesystem::create_symlink(base / "outside.gguf", dir / "link.gguf");  // escape via symlink
   expect_error(post("/hearth/models", {{"path", "link.gguf"}}), 400, "path");
   expect_error(post("/hearth/models", {{"path", "missing.gguf"}}), 404, "path");
+  // The body's keys are the [[models]] table's, applied to the runtime's ModelConfig:
+  // what /hearth/models reports is what was asked for; a bad key or value is a 400
+  // naming it, never dropped or narrowed.
+  auto tuned = post("/hearth/models", {{"path", "sub/m.gguf"},
+                                       {"id", "m2"},
+                                       {"n_seq_max", 2},
+                                       {"context", 512},
+                                       {"tier", "ram"},
+                                       {"policy", {{"min_tokens", 16}}}});
+  ASSERT_TRUE(tuned);
+  ASSERT_EQ(tuned->status, 201) << tuned->body;
+  json m2 = json::parse(tuned->body);
+  EXPECT_EQ(m2["id"], "m2");
+  EXPECT_EQ(m2["n_seq_max"], 2);
+  EXPECT_EQ(m2["context_length"], 512);
+  EXPECT_EQ(m2["tier"], "ram");
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"colour", 1}}), 400,
+               "colour");
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"tier", "bogus"}}),
+               400, "tier");
+  expect_error(
+      post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"context", 4294967304LL}}),
+      400, "context");
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"n_seq_max", "2"}}),
+               400, "n_seq_max");
+  expect_error(post("/hearth/models",
+                    {{"path", "sub/m.gguf"}, {"id", "m3"}, {"policy", {{"min_tokenz", 1}}}}),
+               400, "policy.min_tokenz");
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "../m3"}}), 400, "id");
+  EXPECT_EQ(client_->Delete("/hearth/models/m2")->status, 200);
   auto del = client_->Delete("/hearth/models/m");
   EXPECT_EQ(del->status, 200);
   EXPECT_EQ(client_->Delete("/hearth/models/m")->status, 404);
@@ -437,12 +469,13 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
+// One queue, the runtime's: a model running its n_seq_max requests with a full queue
+// turns the next one away before any reply has started.
 TEST_F(HttpApiTest, FullQueueAnswers429WithRetryAfter) {
   server_.control().step_delay_us = 50000;
   ServerConfig config;
-  config.limits.max_concurrent_requests = 1;
   config.limits.max_queued_requests = 0;
-  start(config);
+  start(config, 1024, /*n_seq_max=*/1);
   std::thread busy([this] {
     httplib::Client c("127.0.0.1", server_.port());
     c.set_read_timeout(20, 0);
@@ -456,6 +489,34 @@ TEST_F(HttpApiTest, FullQueueAnswers429WithRetryAfter) {
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
   auto after = post("/v1/completions", {{"prompt", "b"}, {"max_tokens", 2}});
   EXPECT_EQ(after->status, 200);
+}
+
+// A streaming request the model's queue cannot take is refused before the event stream
+// starts: a 429 status, not a 200 with an error event.
+TEST_F(HttpApiTest, FullQueueAnswers429BeforeAStreamStarts) {
+  server_.control().step_delay_us = 50000;
+  ServerConfig config;
+  config.limits.max_queued_requests = 0;
+  start(config, 1024, /*n_seq_max=*/1);
+  std::thread busy([this] {
+    httplib::Client c("127.0.0.1", server_.port());
+    c.set_read_timeout(20, 0);
+    c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 20}}.dump(), "application/json");
+  });
+  EXPECT_TRUE(wait_active(1));
+  auto chat = post("/v1/chat/completions",
+                   {{"messages", {{{"role", "user"}, {"content", "b"}}}}, {"stream", true}});
+  auto messages = post("/v1/messages", {{"model", "tiny"},
+                                        {"max_tokens", 2},
+                                        {"stream", true},
+                                        {"messages", {{{"role", "user"}, {"content", "b"}}}}});
+  busy.join();
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 429) << chat->body;
+  EXPECT_EQ(chat->get_header_value("Retry-After"), "1");
+  ASSERT_TRUE(messages);
+  EXPECT_EQ(messages->status, 429) << messages->body;
+  EXPECT_NE(messages->body.find("rate_limit_error"), std::string::npos) << messages->body;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 
 #include "server/connection_guard.h"
 #include "server/http_server.h"
+#include "server/model_settings.h"
 #include "server/runtime_service.h"
 #include "stub_server.h"
 #include "testing/sanitizers.h"
@@ -117,10 +118,10 @@ class HttpHardeningTest : public ::testing::Test {
  protected:
   // One model, "fake", on the stub backend under the real runtime (stub_server.h).
   void start(ServerConfig config = {}, int64_t context = 1024) {
-    ModelConfig m;
+    runtime::ModelConfig m = default_model_config();
     m.id = "fake";
-    m.path = "fake.gguf";
-    m.context = context;
+    m.model_path = "fake.gguf";
+    m.n_ctx = static_cast<int32_t>(context);
     config.models.push_back(m);
     Status s = server_.start(config);
     ASSERT_TRUE(s.ok()) << s.to_string();
@@ -527,10 +528,10 @@ TEST(PromptBound, OversizedPromptIsRefusedBeforeTokenizing) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SKIPPED: " << path << " absent";
   ServerConfig config;
   config.port = 0;
-  ModelConfig m;
+  runtime::ModelConfig m = default_model_config();
   m.id = "stories";
-  m.path = path;
-  m.context = 256;
+  m.model_path = path;
+  m.n_ctx = 256;
   m.n_seq_max = 1;
   config.models.push_back(m);
   auto service = make_runtime_service(config);

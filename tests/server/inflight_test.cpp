@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics_probe.h"
+#include "server/model_settings.h"
 #include "stub_server.h"
 
 namespace hearth::server {
@@ -33,10 +34,10 @@ class InFlightTest : public ::testing::Test {
     server_.control().step_delay_us = step_delay_us;
     ServerConfig config;
     config.shutdown_grace_ms = shutdown_grace_ms;
-    ModelConfig m;
+    runtime::ModelConfig m = default_model_config();
     m.id = "tiny";
-    m.path = "tiny.gguf";
-    m.context = 1024;
+    m.model_path = "tiny.gguf";
+    m.n_ctx = 1024;
     m.n_seq_max = 4;
     config.models.push_back(m);
     Status s = server_.start(config);

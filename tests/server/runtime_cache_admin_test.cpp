@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/http_server.h"
+#include "server/model_settings.h"
 #include "server/runtime_service.h"
 #include "testing/stub_backend.h"
 
@@ -26,11 +27,13 @@ class RuntimeCacheAdminTest : public ::testing::Test {
   void start(const std::function<void(ServerConfig&)>& tweak = {}) {
     ServerConfig config;
     config.port = 0;
-    ModelConfig m;
+    runtime::ModelConfig m = default_model_config();
     m.id = "s";
-    m.path = "stub-admin.gguf";
+    m.model_path = "stub-admin.gguf";
     m.n_seq_max = 1;
-    m.policy = {{"min_tokens", 8}, {"cold_min_tokens", 8}, {"boundary_align_tokens", 16}};
+    m.policy.min_tokens = 8;
+    m.policy.cold_min_tokens = 8;
+    m.policy.boundary_align_tokens = 16;
     config.models.push_back(m);
     if (tweak) tweak(config);
     RuntimeServiceOptions options;

@@ -33,10 +33,10 @@ class RuntimeSeamTest : public ::testing::Test {
  protected:
   void start(const std::string& id, const std::string& path) {
     config_.port = 0;
-    ModelConfig m;
+    runtime::ModelConfig m;
     m.id = id;
-    m.path = path;
-    m.context = 256;
+    m.model_path = path;
+    m.n_ctx = 256;
     m.n_seq_max = 1;
     config_.models.push_back(m);
     auto service = make_runtime_service(config_);

@@ -55,7 +55,7 @@ class StubServer {
   // Requests of `model` holding a sequence now (the runtime's own count).
   int64_t active(const std::string& model) {
     auto info = service_->model_info(model);
-    return info.ok() ? info->active_sequences : -1;
+    return info.ok() ? info->active_requests : -1;
   }
 
  private:

@@ -64,6 +64,7 @@ BackendInfo StubBackend::info() const {
   i.quant_bits = 32;
   i.memory_estimate_bytes = static_cast<uint64_t>(options_.n_ctx) * options_.n_seq_max * 8;
   i.eog_tokens = {kEos};
+  i.max_token_bytes = 1;  // every token with text is one byte
   return i;
 }
 

@@ -87,6 +87,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   impl->opts.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min(hp.n_ctx_train, 4096);
   impl->n_threads = options.n_threads;
   impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
+  if (auto chat_template = impl->file.get_string("tokenizer.chat_template"); chat_template.ok())
+    impl->info.chat_template = *chat_template;
 
 #if HEARTH_ENGINE_HAS_TOKENIZER
   {

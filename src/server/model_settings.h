@@ -1,0 +1,35 @@
+// The settings of one model as `hearth serve` users write them: the keys of a TOML
+// [[models]] table and of a POST /hearth/models body, applied to the runtime's own
+// ModelConfig. One parser for both, so a key means the same everywhere and an unknown
+// key or a value out of range is an error that names it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "hearth/runtime.h"
+#include "hearth/status.h"
+
+namespace hearth::server {
+
+// A setting's value as the document gave it: an integer, a string, or anything else
+// (monostate: a float, boolean, array or object, always a type error).
+using ModelSettingValue = std::variant<std::monostate, int64_t, std::string>;
+
+// A ModelConfig with the server's defaults: 4 sequences (continuous batching), the
+// tier left to the server's default (its most durable enabled tier).
+runtime::ModelConfig default_model_config();
+
+// Applies one setting: "id", "path", "tier" ("ram", "ram_file", "disk") are strings;
+// "context" (0 = the model's own) and "n_seq_max" are integers; "policy.<gate>" sets a
+// save-policy gate (runtime::set_save_policy_field). InvalidArgument names the key.
+Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
+                           const ModelSettingValue& value);
+
+// Checks what a model needs after its settings: a path; an id made from the file's
+// name when none was given.
+Status finish_model_config(runtime::ModelConfig& config);
+
+}  // namespace hearth::server
