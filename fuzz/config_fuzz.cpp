@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hearth::server;

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // An exact-size copy: reads past the end land in ASan's redzone.

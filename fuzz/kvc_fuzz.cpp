@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_kvc.h"
+#include "cache/kvc.h"
 
 // `kvc_fuzz --write-seed=DIR` writes a few valid rows into DIR and exits: the corpus
 // starts from real rows (scripts/fuzz.sh), so mutations reach past the checksums.

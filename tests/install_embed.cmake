@@ -38,9 +38,19 @@ foreach(f IN LISTS exported)
     endif()
   endforeach()
 endforeach()
-if(NOT EXISTS "${prefix}/include/hearth/runtime.h")
-  message(FATAL_ERROR "public headers not installed under ${prefix}/include/hearth")
-endif()
+# The public headers, grouped by subsystem; the cache's file formats stay private.
+foreach(header cache/cache.h runtime/runtime.h runtime/backend.h engine/engine.h gguf/gguf.h
+        server/server.h status.h)
+  if(NOT EXISTS "${prefix}/include/hearth/${header}")
+    message(FATAL_ERROR "public header hearth/${header} not installed under ${prefix}/include")
+  endif()
+endforeach()
+file(GLOB_RECURSE installed RELATIVE "${prefix}/include" "${prefix}/include/*")
+foreach(header IN LISTS installed)
+  if(header MATCHES "kvc|crc32c")
+    message(FATAL_ERROR "the private format header ${header} was installed")
+  endif()
+endforeach()
 
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/embed" -B "${WORK_DIR}/build"
     -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}")

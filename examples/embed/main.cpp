@@ -4,7 +4,7 @@
 // this against an installed hearth).
 //
 //   embed <model.gguf> [prompt]
-#include <hearth/runtime.h>
+#include <hearth/runtime/runtime.h>
 
 #include <cstdio>
 #include <string>

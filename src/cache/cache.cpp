@@ -6,7 +6,7 @@
 
 #include "cache/cache_impl.h"
 #include "cache/slab_alloc.h"
-#include "hearth/cache_crc32c.h"
+#include "cache/crc32c.h"
 
 namespace hearth::cache {
 namespace {

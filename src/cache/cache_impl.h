@@ -11,7 +11,7 @@
 #include "cache/file_tier.h"
 #include "cache/meta_index.h"
 #include "cache/writer_pool.h"
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 
 namespace hearth::cache {
 

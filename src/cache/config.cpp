@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "hearth/cache_config.h"
+#include "hearth/cache/config.h"
 
 namespace hearth::cache {
 

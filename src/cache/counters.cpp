@@ -1,4 +1,4 @@
-#include "hearth/cache_counters.h"
+#include "hearth/cache/counters.h"
 
 namespace hearth::cache {
 

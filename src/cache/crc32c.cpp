@@ -13,7 +13,7 @@
 //  - ARMv8 CRC extension, single chain.
 //  - portable slicing-by-8.
 // "raw" below means the register without the initial/final inversion.
-#include "hearth/cache_crc32c.h"
+#include "cache/crc32c.h"
 
 #include <array>
 #include <cstring>

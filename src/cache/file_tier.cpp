@@ -12,7 +12,7 @@
 #include <ctime>
 #include <optional>
 
-#include "hearth/cache_crc32c.h"
+#include "cache/crc32c.h"
 
 namespace hearth::cache {
 namespace {

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_counters.h"
-#include "hearth/cache_io.h"
-#include "hearth/cache_kvc.h"
-#include "hearth/cache_types.h"
+#include "hearth/cache/counters.h"
+#include "hearth/cache/io.h"
+#include "cache/kvc.h"
+#include "hearth/cache/types.h"
 #include "hearth/status.h"
 
 namespace hearth::cache {

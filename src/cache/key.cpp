@@ -1,4 +1,4 @@
-#include "hearth/cache_key.h"
+#include "hearth/cache/key.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,5 +1,5 @@
-// KVC framing. Layout documented in include/hearth/cache_kvc.h.
-#include "hearth/cache_kvc.h"
+// KVC framing. Layout documented in src/cache/kvc.h.
+#include "cache/kvc.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "hearth/cache_crc32c.h"
+#include "cache/crc32c.h"
 
 namespace hearth::cache {
 namespace {

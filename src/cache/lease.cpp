@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "cache/cache_impl.h"
-#include "hearth/cache_crc32c.h"
+#include "cache/crc32c.h"
 
 namespace hearth::cache {
 

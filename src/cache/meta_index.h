@@ -19,7 +19,7 @@
 
 #include "cache/radix_tree.h"
 #include "cache/row.h"
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 
 namespace hearth::cache {
 

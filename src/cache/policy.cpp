@@ -1,4 +1,4 @@
-#include "hearth/cache_policy.h"
+#include "hearth/cache/policy.h"
 
 #include <string>
 

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hearth/cache_io.h"
+#include "hearth/cache/io.h"
 
 namespace hearth::cache {
 namespace {

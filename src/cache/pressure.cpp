@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "hearth/cache_scheduler.h"
+#include "hearth/cache/scheduler.h"
 
 namespace hearth::cache {
 namespace {

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 
 namespace hearth::cache {
 

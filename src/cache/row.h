@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 #include "hearth/sha256.h"
 
 namespace hearth::cache {

@@ -1,4 +1,4 @@
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 
 #include <array>
 

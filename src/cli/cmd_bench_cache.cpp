@@ -18,7 +18,7 @@
 
 #include "cli/registry.h"
 #include "common/json_text.h"
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 
 namespace hearth::cli {
 namespace {

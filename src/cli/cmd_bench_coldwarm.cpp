@@ -24,7 +24,7 @@
 
 #include "cli/registry.h"
 #include "common/json_text.h"
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::cli {
 namespace {

@@ -15,8 +15,8 @@
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "engine/cpu_features.h"
-#include "hearth/engine.h"
-#include "hearth/sampler.h"
+#include "hearth/engine/engine.h"
+#include "hearth/engine/sampler.h"
 
 namespace hearth::cli {
 namespace {

@@ -12,7 +12,7 @@
 #include "cache/file_tier.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 
 namespace hearth::cli {
 namespace {

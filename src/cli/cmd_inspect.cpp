@@ -8,7 +8,7 @@
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "gguf/summary.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/sha256.h"
 
 namespace hearth::cli {

@@ -9,9 +9,9 @@
 
 #include "cli/registry.h"
 #include "engine/model/reference_check.h"
-#include "hearth/engine.h"
-#include "hearth/sampler.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/engine.h"
+#include "hearth/engine/sampler.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth::cli {
 namespace {

@@ -12,10 +12,10 @@
 
 #include "cli/registry.h"
 #include "common/json_text.h"
-#include "hearth/engine.h"
-#include "hearth/runtime.h"
-#include "hearth/sampler.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/engine.h"
+#include "hearth/runtime/runtime.h"
+#include "hearth/engine/sampler.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth::cli {
 namespace {

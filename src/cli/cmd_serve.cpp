@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cli/registry.h"
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 
 namespace hearth::cli {
 namespace {

@@ -16,7 +16,7 @@
 #include "cli/gen_model_rng.h"
 #include "cli/gen_model_vocab.h"
 #include "engine/quant/quant.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::cli {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "engine/quant/quant.h"
 #include "engine/row_group_layout.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

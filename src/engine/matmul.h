@@ -17,7 +17,7 @@
 
 #include "engine/kernels/kernel_set.h"
 #include "engine/thread_pool.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::engine {
 

@@ -2,7 +2,7 @@
 // wrong type are InvalidArgument naming the key.
 #include <limits>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 namespace {

@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "gguf/format.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/mapped_file.h"
 
 static_assert(std::endian::native == std::endian::little,

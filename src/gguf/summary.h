@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 

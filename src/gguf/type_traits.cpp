@@ -1,7 +1,7 @@
 // ggml tensor type table: block size and bytes per block for every type id hearth knows.
 #include <array>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 namespace {

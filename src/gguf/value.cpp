@@ -2,7 +2,7 @@
 #include <cstring>
 #include <limits>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 

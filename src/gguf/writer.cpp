@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "gguf/format.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "runtime/row_store.h"
 
 namespace hearth::runtime {

@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
 

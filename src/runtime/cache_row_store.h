@@ -7,7 +7,7 @@
 
 #include <mutex>
 
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 #include "runtime/row_store.h"
 
 namespace hearth::runtime {

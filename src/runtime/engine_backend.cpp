@@ -4,7 +4,7 @@
 #include <cctype>
 #include <thread>
 
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 #include "runtime/token_sampler.h"
 
 namespace hearth::runtime {

@@ -6,10 +6,10 @@
 
 #include <memory>
 
-#include "hearth/backend.h"
-#include "hearth/engine.h"
-#include "hearth/runtime.h"
-#include "hearth/tokenizer.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/engine/engine.h"
+#include "hearth/runtime/runtime.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth::runtime {
 

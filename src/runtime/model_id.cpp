@@ -1,6 +1,6 @@
 // The model id rule. Ids travel into URLs (/v1/models/ID), Prometheus labels, log lines
 // and file names: a small alphabet keeps each of those free of escaping bugs.
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
 

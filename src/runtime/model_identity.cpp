@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::runtime {
 

@@ -3,8 +3,8 @@
 // namespace, which is what lets unload + load keep a model's rows usable.
 #pragma once
 
-#include "hearth/backend.h"
-#include "hearth/runtime.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/runtime/runtime.h"
 #include "runtime/row_store.h"
 
 namespace hearth::runtime {

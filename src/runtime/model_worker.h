@@ -20,7 +20,7 @@
 #include <mutex>
 #include <thread>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "runtime/request.h"
 #include "runtime/row_store.h"
 #include "runtime/slot.h"

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
 

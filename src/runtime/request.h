@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "runtime/row_store.h"
 
 namespace hearth::runtime {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "hearth/backend.h"
-#include "hearth/cache_key.h"
-#include "hearth/runtime.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/cache/key.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
 

@@ -1,5 +1,5 @@
 // Runtime: the model registry and the request API over per-model workers.
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 #include <atomic>
 #include <mutex>

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
 

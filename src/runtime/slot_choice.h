@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "hearth/backend.h"
+#include "hearth/runtime/backend.h"
 
 namespace hearth::runtime {
 

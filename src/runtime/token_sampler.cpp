@@ -3,7 +3,7 @@
 #include <random>
 #include <vector>
 
-#include "hearth/sampler.h"
+#include "hearth/engine/sampler.h"
 
 namespace hearth::runtime {
 namespace {

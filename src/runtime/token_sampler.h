@@ -7,7 +7,7 @@
 #include <memory>
 #include <span>
 
-#include "hearth/backend.h"
+#include "hearth/runtime/backend.h"
 
 namespace hearth::runtime {
 

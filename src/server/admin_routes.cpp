@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <tuple>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "server/connection_guard.h"
 #include "server/http_util.h"
 #include "server/model_path.h"

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 #include "server/chat_template.h"
 #include "server/model_settings.h"
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
 #include "server/request_parse.h"

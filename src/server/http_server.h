@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 #include "server/connection_guard.h"
 #include "server/generation.h"
 #include "server/service_api.h"

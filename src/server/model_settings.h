@@ -9,7 +9,7 @@
 #include <string_view>
 #include <variant>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "hearth/status.h"
 
 namespace hearth::server {

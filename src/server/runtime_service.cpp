@@ -15,10 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
-#include "hearth/cache_types.h"
-#include "hearth/gguf.h"
+#include "hearth/cache/types.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/log.h"
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::server {
 namespace {

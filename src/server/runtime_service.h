@@ -5,8 +5,8 @@
 #include <functional>
 #include <memory>
 
-#include "hearth/runtime.h"
-#include "hearth/server.h"
+#include "hearth/runtime/runtime.h"
+#include "hearth/server/server.h"
 #include "server/service_api.h"
 
 namespace hearth::server {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "hearth/log.h"
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 #include "server/http_server.h"
 #include "server/runtime_service.h"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hearth/runtime.h"
-#include "hearth/server.h"
+#include "hearth/runtime/runtime.h"
+#include "hearth/server/server.h"
 #include "hearth/status.h"
 #include "hearth/text_range.h"
 

@@ -13,7 +13,7 @@
 
 #include "cache/file_tier.h"
 #include "forwarding_io.h"
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 #include "test_util.h"
 
 namespace hearth::cache {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 #include "test_util.h"
 
 namespace hearth::cache {

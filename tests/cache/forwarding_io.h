@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_io.h"
+#include "hearth/cache/io.h"
 
 namespace hearth::cache::testing {
 

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "hearth/cache_crc32c.h"
-#include "hearth/cache_key.h"
+#include "cache/crc32c.h"
+#include "hearth/cache/key.h"
 #include "test_util.h"
 
 namespace hearth::cache {

@@ -3,9 +3,9 @@
 
 #include <cstring>
 
-#include "hearth/cache_crc32c.h"
-#include "hearth/cache_kvc.h"
-#include "hearth/cache_policy.h"
+#include "cache/crc32c.h"
+#include "cache/kvc.h"
+#include "hearth/cache/policy.h"
 #include "test_util.h"
 
 namespace hearth::cache {

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "cache/radix_tree.h"
-#include "hearth/cache_key.h"
+#include "hearth/cache/key.h"
 #include "test_util.h"
 
 namespace hearth::cache {

@@ -9,7 +9,7 @@
 #include <functional>
 #include <iterator>
 
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 #include "test_util.h"
 #include "testing/file_bytes.h"
 

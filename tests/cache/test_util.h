@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 
 namespace hearth::cache::testing {
 

@@ -10,8 +10,8 @@
 
 #include "engine/quant/quant.h"
 #include "gguf_cli_util.h"
-#include "hearth/fp16.h"
-#include "hearth/gguf.h"
+#include "hearth/engine/fp16.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::cli {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_cli_util.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::cli {
 namespace {

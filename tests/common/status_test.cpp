@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 #include "hearth/sha256.h"
 
 namespace hearth {

@@ -14,7 +14,7 @@
 #include "engine/kernels/kernel_set.h"
 #include "engine/model/attention.h"
 #include "engine/model/kv_store.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "gen_model_test_util.h"
-#include "hearth/engine.h"
+#include "hearth/engine/engine.h"
 
 namespace hearth {
 namespace {

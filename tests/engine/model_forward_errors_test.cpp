@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "hearth/engine.h"
+#include "hearth/engine/engine.h"
 
 namespace hearth {
 namespace {

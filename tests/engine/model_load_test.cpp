@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "hearth/engine.h"
-#include "hearth/gguf.h"
+#include "hearth/engine/engine.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "engine/matmul.h"
 #include "engine/quant/quant.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "quant_test_util.h"
 
 namespace hearth::engine {

@@ -8,8 +8,8 @@
 
 #include "engine/quant/blocks.h"
 #include "engine/quant/quant.h"
-#include "hearth/fp16.h"
-#include "hearth/gguf.h"
+#include "hearth/engine/fp16.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::engine::testing {
 

@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "engine/model/reference_check.h"
-#include "hearth/engine.h"
+#include "hearth/engine/engine.h"
 
 namespace hearth::engine {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "hearth/sampler.h"
+#include "hearth/engine/sampler.h"
 
 namespace hearth {
 namespace {

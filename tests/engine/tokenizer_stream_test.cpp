@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth {
 namespace {

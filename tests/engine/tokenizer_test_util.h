@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "hearth/gguf.h"
-#include "hearth/tokenizer.h"
+#include "hearth/gguf/gguf.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth::testing {
 

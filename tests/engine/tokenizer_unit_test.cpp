@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/tokenizer/vocab_files.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "tokenizer_test_util.h"
 
 namespace hearth {

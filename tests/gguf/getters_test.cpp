@@ -3,7 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 namespace {

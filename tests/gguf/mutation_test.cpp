@@ -10,7 +10,7 @@
 #include <cstring>
 #include <map>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "test_util.h"
 
 namespace hearth::gguf {

@@ -1,7 +1,7 @@
 // The reader against every real GGUF in the shared test data.
 #include <gtest/gtest.h>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "test_util.h"
 
 namespace hearth::gguf {

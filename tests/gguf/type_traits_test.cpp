@@ -1,7 +1,7 @@
 // The ggml type table: block geometry for every known id, nullptr for the rest.
 #include <gtest/gtest.h>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "byte_builder.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::gguf {
 namespace {

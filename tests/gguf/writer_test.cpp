@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "test_util.h"
 
 namespace hearth::gguf {

@@ -13,7 +13,7 @@
 
 #include <unistd.h>
 
-#include "hearth/cache_kvc.h"
+#include "cache/kvc.h"
 #include "stub_fixture.h"
 #include "testing/file_bytes.h"
 

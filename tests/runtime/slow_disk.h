@@ -9,7 +9,7 @@
 
 #include "cache/slow_link_io.h"
 #include "cache/test_util.h"
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime::testing {
 

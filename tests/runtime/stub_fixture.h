@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "testing/stub_backend.h"
 
 namespace hearth::runtime::testing {

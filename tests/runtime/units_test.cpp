@@ -2,7 +2,7 @@
 // sampler determinism, ChatML.
 #include <gtest/gtest.h>
 
-#include "hearth/runtime.h"
+#include "hearth/runtime/runtime.h"
 #include "runtime/batch_planner.h"
 #include "runtime/stop_matcher.h"
 #include "runtime/token_sampler.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "chatml_model.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 #include "server/chat_template.h"
 
 namespace hearth::server {

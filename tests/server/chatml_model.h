@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/status.h"
 
 namespace hearth::server::testing {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "hearth/server.h"
+#include "hearth/server/server.h"
 
 namespace hearth::server {
 namespace {

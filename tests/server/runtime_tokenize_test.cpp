@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chatml_model.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "server/generation.h"
 #include "server/http_server.h"
 #include "server/runtime_service.h"

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "cache/cache_impl.h"
-#include "hearth/cache.h"
+#include "hearth/cache/cache.h"
 
 namespace hearth::cache {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "hearth/backend.h"
-#include "hearth/runtime.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "engine/kernels/canonical.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 // clang-format off
 #include "engine/kernels/avx2_target_begin.inc"

@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "engine/quant/blocks.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 // clang-format off
 #include "engine/kernels/avx2_target_begin.inc"

@@ -24,7 +24,7 @@
 #include <cstring>
 #include <utility>
 
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 // clang-format off
 #include "engine/kernels/avx512_target_begin.inc"

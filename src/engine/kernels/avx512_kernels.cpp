@@ -29,7 +29,7 @@
 
 #include "engine/cpu_features.h"
 #include "engine/quant/blocks.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 // clang-format off
 #include "engine/kernels/avx512_target_begin.inc"

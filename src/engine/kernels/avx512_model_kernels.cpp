@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "engine/kernels/canonical.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 // clang-format off
 #include "engine/kernels/avx512_target_begin.inc"

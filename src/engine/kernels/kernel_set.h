@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::engine {
 

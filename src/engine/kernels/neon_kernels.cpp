@@ -9,7 +9,7 @@
 
 #include "engine/kernels/canonical.h"
 #include "engine/quant/blocks.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

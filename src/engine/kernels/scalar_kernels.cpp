@@ -7,7 +7,7 @@
 #include "engine/kernels/kernel_set.h"
 #include "engine/quant/blocks.h"
 #include "engine/quant/scales.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "engine/kernels/canonical.h"
 #include "engine/kernels/kernel_set.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "engine/model/engine_impl.h"
-#if __has_include("hearth/tokenizer.h")
-#include "hearth/tokenizer.h"
+#if __has_include("hearth/engine/tokenizer.h")
+#include "hearth/engine/tokenizer.h"
 #define HEARTH_ENGINE_HAS_TOKENIZER 1
 #else
 #define HEARTH_ENGINE_HAS_TOKENIZER 0

@@ -16,8 +16,8 @@
 #include "engine/model/kv_store.h"
 #include "engine/model/weight_arena.h"
 #include "engine/model/weights.h"
-#include "hearth/engine.h"
-#include "hearth/gguf.h"
+#include "hearth/engine/engine.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth {
 

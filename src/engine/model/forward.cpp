@@ -11,7 +11,7 @@
 #include "engine/model/engine_impl.h"
 #include "engine/model/norm.h"
 #include "engine/model/rope.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/status.h"
 
 namespace hearth::engine {

@@ -9,7 +9,7 @@
 #include "engine/matmul.h"
 #include "engine/quant/quant.h"
 #include "engine/thread_pool.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::engine::kb {
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "hearth/sampler.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/sampler.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth::engine {
 namespace {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "hearth/engine.h"
+#include "hearth/engine/engine.h"
 #include "hearth/status.h"
 
 namespace hearth::engine {

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "engine/model/hparams.h"
 #include "engine/model/kernels_bridge.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/status.h"
 
 namespace hearth::engine {

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::engine {
 

@@ -7,7 +7,7 @@
 
 #include "engine/quant/quant.h"
 #include "engine/quant/scales.h"
-#include "hearth/fp16.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
 namespace {

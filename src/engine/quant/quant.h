@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "engine/quant/blocks.h"
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/status.h"
 
 namespace hearth::engine {

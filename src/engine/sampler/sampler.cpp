@@ -1,7 +1,7 @@
 // Sampling chain: penalties -> top_k -> top_p -> min_p -> temperature -> draw.
 // Candidates are always ordered by (logit desc, id asc), so the result is a pure
 // function of (params, logits, history, PRNG state).
-#include "hearth/sampler.h"
+#include "hearth/engine/sampler.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // released immediately, so the concatenated output equals the concatenated pieces.
 #include <cstdint>
 
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth {
 namespace {

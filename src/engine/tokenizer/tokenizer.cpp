@@ -1,5 +1,5 @@
 // Tokenizer: validation and table building (create), encode, token pieces, decode.
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 #include <algorithm>
 #include <array>

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/tokenizer/pretokenizer.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "hearth/status.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth::tokenizer {
 

@@ -1,9 +1,9 @@
 // Vocab from a GGUF file's tokenizer.ggml.* metadata.
 #include <string>
 
-#include "hearth/gguf.h"
+#include "hearth/gguf/gguf.h"
 #include "hearth/log.h"
-#include "hearth/tokenizer.h"
+#include "hearth/engine/tokenizer.h"
 
 namespace hearth {
 namespace {

@@ -23,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_config.h"
-#include "hearth/cache_counters.h"
-#include "hearth/cache_key.h"
-#include "hearth/cache_kvc.h"
-#include "hearth/cache_scheduler.h"
-#include "hearth/cache_types.h"
+#include "hearth/cache/config.h"
+#include "hearth/cache/counters.h"
+#include "hearth/cache/key.h"
+#include "cache/kvc.h"
+#include "hearth/cache/scheduler.h"
+#include "hearth/cache/types.h"
 #include "hearth/status.h"
 
 namespace hearth::cache {

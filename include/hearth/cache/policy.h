@@ -8,7 +8,7 @@
 #include <optional>
 #include <span>
 
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 #include "hearth/status.h"
 
 namespace hearth::cache {

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_key.h"
-#include "hearth/cache_types.h"
+#include "hearth/cache/key.h"
+#include "hearth/cache/types.h"
 #include "hearth/status.h"
 
 namespace hearth::cache {

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 #include "hearth/sha256.h"
 
 namespace hearth::cache {

@@ -26,17 +26,17 @@
 #include <string_view>
 #include <vector>
 
-#include "hearth/backend.h"
-#include "hearth/cache_io.h"
-#include "hearth/cache_scheduler.h"
-#include "hearth/cache_types.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/cache/io.h"
+#include "hearth/cache/scheduler.h"
+#include "hearth/cache/types.h"
 #include "hearth/status.h"
 
 namespace hearth::runtime {
 
 // ---------------------------------------------------------------- configuration
 
-// One vocabulary with the cache (include/hearth/cache_types.h): a tier, a fingerprint
+// One vocabulary with the cache (include/hearth/cache/types.h): a tier, a fingerprint
 // mode and a save reason are the cache's own types, named here for the runtime's users.
 using cache::FingerprintMode;  // kSafe: SHA-256 of the whole file; kGgufChunked (default):
                                // of the GGUF metadata + first tensor; kFastUnsafe: trust

@@ -21,7 +21,7 @@
 
 namespace hearth {
 
-class Tokenizer;  // include/hearth/tokenizer.h
+class Tokenizer;  // include/hearth/engine/tokenizer.h
 
 struct EngineOptions {
   int n_threads = 2;      // worker threads used by forward(); results do not depend on it

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "hearth/cache_types.h"
+#include "hearth/cache/types.h"
 #include "hearth/status.h"
 
 namespace hearth::cache {

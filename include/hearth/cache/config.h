@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "hearth/cache_io.h"
-#include "hearth/cache_policy.h"
-#include "hearth/cache_scheduler.h"
+#include "hearth/cache/io.h"
+#include "hearth/cache/policy.h"
+#include "hearth/cache/scheduler.h"
 #include "hearth/status.h"
 
 namespace hearth::cache {
