@@ -318,6 +318,28 @@ TEST_F(HttpHardeningTest, HeaderTooLargeGets431) {
   expect_served();
 }
 
+// A client that shuts its sending side (FIN) before its request head is complete can
+// never complete it: the connection is closed at once, not held to the header timeout.
+TEST_F(HttpHardeningTest, HeadCutShortByTheClientsFinIsClosedAtOnce) {
+  ServerConfig config;
+  config.limits.idle_timeout_ms = 10000;
+  config.limits.header_timeout_ms = 10000;
+  start(config);
+  for (const std::string& partial :
+       {std::string(), std::string("GET /health HTTP/1.1\r\nHost: ").append(host()),
+        post_head("/v1/chat/completions", "Content-Length: 10\r\n")}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(partial.empty() || c.send(partial));
+    const auto t0 = Clock::now();
+    ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+    EXPECT_TRUE(c.closed_by_server(5000)) << partial;
+    EXPECT_LT(ms_since(t0), 1000) << partial;
+  }
+  EXPECT_EQ(server_.http().guard_counters().header_timeouts.load(), 0);
+  expect_served();
+}
+
 TEST_F(HttpHardeningTest, ChunkedBodyOverLimitGets413WithBoundedMemory) {
   ServerConfig config;
   config.limits.max_body_bytes = 8 << 20;
