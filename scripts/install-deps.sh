@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev                     # JSON: CLI --json, HTTP API, reference files
   libcli11-dev                           # command-line parsing
   libcpp-httplib-dev                     # HTTP server
+  zlib1g-dev libbrotli-dev               # tests only: gzip / deflate / br request-body bombs
   libtomlplusplus-dev                    # TOML configuration
   libgtest-dev libgmock-dev              # unit tests
   librapidcheck-dev                      # property tests

@@ -429,7 +429,7 @@ GuardedServer::HeadWait GuardedServer::await_head(int sock, Head& head) {
     // Wake only when a byte beyond those already peeked has arrived.
     const int lowat = static_cast<int>(std::min<size_t>(have + 1, INT_MAX));
     ::setsockopt(sock, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
-    pollfd p{sock, POLLIN, 0};
+    pollfd p{sock, POLLIN | POLLRDHUP, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(deadline - now, 100)));
     if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     if (ready < 0) break;
@@ -440,8 +440,10 @@ GuardedServer::HeadWait GuardedServer::await_head(int sock, Head& head) {
       break;
     }
     if (static_cast<size_t>(n) == have) {
-      // No new byte although poll said so (a hang-up with data queued): do not spin.
-      if (p.revents & (POLLHUP | POLLERR)) break;
+      // No new byte although poll said so. A client that shut its sending side (FIN:
+      // POLLRDHUP) or hung up can never complete this head: close now rather than hold
+      // the thread until the header timeout. Otherwise do not spin.
+      if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       continue;
     }

@@ -78,6 +78,18 @@ bool is_json_media_type(const std::string& value) {
   return type == "application/json";
 }
 
+// The Content-Encoding values httplib decodes before the body reaches the reader, as
+// httplib matches them (exact, lower case), or none. Anything else would reach the JSON
+// parser still encoded: httplib passes an unknown coding through, takes any value that
+// contains "br" for brotli, and decodes one coding of a list.
+bool supported_content_encoding(const httplib::Request& req) {
+  const size_t n = req.get_header_value_count("Content-Encoding");
+  if (n == 0) return true;
+  const std::string coding = req.get_header_value("Content-Encoding");
+  return n == 1 &&
+         (coding == "gzip" || coding == "deflate" || coding == "br" || coding == "identity");
+}
+
 // Reads the request body into `body`; on failure replies and returns false.
 bool read_bounded_body(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
                        const httplib::ContentReader& reader, std::string& body) {
@@ -90,6 +102,10 @@ bool read_bounded_body(ServerContext& ctx, const httplib::Request& req, httplib:
     e.message = "the request body must be sent as 'Content-Type: application/json'";
   } else if (!has_body) {
     return true;
+  } else if (!supported_content_encoding(req)) {
+    e.http_status = 415;
+    e.code = "unsupported_content_encoding";
+    e.message = "Content-Encoding must be one of gzip, deflate, br (lower case, one coding)";
   } else {
     const auto limit = static_cast<size_t>(ctx.config.limits.max_body_bytes);
     bool too_large = false;
@@ -110,10 +126,10 @@ bool read_bounded_body(ServerContext& ctx, const httplib::Request& req, httplib:
       e.code = "request_too_large";
       e.message = "request body exceeds limits.max_body_bytes (" +
                   std::to_string(ctx.config.limits.max_body_bytes) + " bytes)";
-    } else if (res.status == 415) {
+    } else if (res.status == 415) {  // a coding this build of httplib cannot decode
       e.http_status = 415;
       e.code = "unsupported_content_encoding";
-      e.message = "Content-Encoding must be gzip, deflate or br";
+      e.message = "Content-Encoding must be one of gzip, deflate, br (lower case, one coding)";
     } else {
       e.http_status = 400;
       e.code = "incomplete_body";
@@ -124,6 +140,9 @@ bool read_bounded_body(ServerContext& ctx, const httplib::Request& req, httplib:
   }
   body.clear();
   reply_error(res, e, shape_for_path(req.path));
+  // RFC 9110 15.5.16: a 415 for a content coding names the codings accepted.
+  if (e.code == "unsupported_content_encoding")
+    res.set_header("Accept-Encoding", "gzip, deflate, br");
   if (has_body) res.set_header("Connection", "close");  // the body was not read to its end
   ctx.metrics.record_request("malformed", e.http_status, 0);
   return false;

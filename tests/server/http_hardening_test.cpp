@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compress_bomb.h"
 #include "server/connection_guard.h"
 #include "server/http_server.h"
 #include "server/model_settings.h"
@@ -111,6 +112,39 @@ int64_t rss_bytes() {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
+// Samples this process's RSS every 5 ms between construction and stop(): how far the
+// peak rose above the RSS at construction.
+class PeakRss {
+ public:
+  PeakRss() : before_(rss_bytes()), peak_(before_) {
+    thread_ = std::thread([this] {
+      while (sampling_.load()) {
+        peak_.store(std::max(peak_.load(), rss_bytes()));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
+  ~PeakRss() { stop(); }
+  PeakRss(const PeakRss&) = delete;
+  PeakRss& operator=(const PeakRss&) = delete;
+
+  // The peak growth, in bytes (sampling ends at the first call).
+  int64_t stop() {
+    if (thread_.joinable()) {
+      sampling_.store(false);
+      thread_.join();
+      peak_.store(std::max(peak_.load(), rss_bytes()));
+    }
+    return peak_.load() - before_;
+  }
+
+ private:
+  const int64_t before_;
+  std::atomic<int64_t> peak_;
+  std::atomic<bool> sampling_{true};
+  std::thread thread_;
+};
+
 const std::string kChatJson =
     R"({"model":"fake","messages":[{"role":"user","content":"hi"}],"max_tokens":2})";
 
@@ -146,6 +180,29 @@ class HttpHardeningTest : public ::testing::Test {
   std::string post_head(const std::string& path, const std::string& extra) const {
     return "POST " + path + " HTTP/1.1\r\nHost: " + host() +
            "\r\nContent-Type: application/json\r\n" + extra;
+  }
+
+  // Sends `head` (ending in its blank line), then `body` in 64 KiB pieces, framed as
+  // chunks when `chunked`; stops sending once the server answers or stops reading.
+  // The reply once the server closed the connection ("" if not within timeout_ms).
+  std::string send_body(const std::string& head, const std::string& body, bool chunked,
+                        int timeout_ms = 10000) {
+    RawConn c(port_);
+    EXPECT_TRUE(c.ok());
+    if (!c.send(head)) return "";
+    const size_t piece = 64 << 10;
+    for (size_t at = 0; at < body.size(); at += piece) {
+      pollfd p{c.fd(), POLLIN, 0};
+      if (::poll(&p, 1, 0) > 0) break;
+      const std::string data = body.substr(at, piece);
+      char size_line[32];
+      std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
+      if (!c.send(chunked ? std::string(size_line).append(data).append("\r\n") : data)) break;
+    }
+    if (chunked) c.send("0\r\n\r\n");
+    std::string reply;
+    if (!c.read_to_close(reply, timeout_ms)) return "";
+    return reply;
   }
 
   // An ordinary request still works.
@@ -262,6 +319,28 @@ TEST_F(HttpHardeningTest, HeaderTooLargeGets431) {
   expect_served();
 }
 
+// A client that shuts its sending side (FIN) before its request head is complete can
+// never complete it: the connection is closed at once, not held to the header timeout.
+TEST_F(HttpHardeningTest, HeadCutShortByTheClientsFinIsClosedAtOnce) {
+  ServerConfig config;
+  config.limits.idle_timeout_ms = 10000;
+  config.limits.header_timeout_ms = 10000;
+  start(config);
+  for (const std::string& partial :
+       {std::string(), std::string("GET /health HTTP/1.1\r\nHost: ").append(host()),
+        post_head("/v1/chat/completions", "Content-Length: 10\r\n")}) {
+    RawConn c(port_);
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(partial.empty() || c.send(partial));
+    const auto t0 = Clock::now();
+    ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);
+    EXPECT_TRUE(c.closed_by_server(5000)) << partial;
+    EXPECT_LT(ms_since(t0), 1000) << partial;
+  }
+  EXPECT_EQ(server_.http().guard_counters().header_timeouts.load(), 0);
+  expect_served();
+}
+
 TEST_F(HttpHardeningTest, ChunkedBodyOverLimitGets413WithBoundedMemory) {
   ServerConfig config;
   config.limits.max_body_bytes = 8 << 20;
@@ -299,6 +378,108 @@ TEST_F(HttpHardeningTest, ChunkedBodyOverLimitGets413WithBoundedMemory) {
   if (!hearth::testing::under_sanitizer()) {
     EXPECT_LT(peak.load() - before, 24 << 20) << "RSS grew by " << (peak.load() - before);
   }
+  expect_served();
+}
+
+// Content-Encoding bombs: 256 MiB of prompt as a few hundred KB of gzip / zlib (a few
+// KB of brotli), sent with a Content-Length and chunked. httplib inflates a coded body
+// before the bounded reader sees it, in 16 KiB pieces; the reader's refusal of the
+// piece past limits.max_body_bytes stops the inflation, so at most 8 MiB is ever
+// held (the issue's 306 KB gzip took the server past 12.5 GB before it was killed).
+// A brotli stream also costs its decoder's window, which the stream declares: at most
+// 16 MiB (lgwin 24; httplib does not enable brotli's large windows), so br is allowed
+// 16 MiB more (measured: 16.1 MiB for the decoder alone on this bomb).
+TEST_F(HttpHardeningTest, CompressedBodyBombsGet413WithBoundedMemory) {
+  using testing::Coding;
+  ServerConfig config;
+  config.limits.max_body_bytes = 8 << 20;
+  start(config);
+  for (Coding coding : {Coding::kGzip, Coding::kDeflate, Coding::kBrotli}) {
+    const std::string bomb = testing::compressed_chat(coding, size_t{256} << 20);
+    ASSERT_FALSE(bomb.empty());
+    // Small enough on the wire to pass every check made before inflating.
+    ASSERT_LT(bomb.size(), size_t{1} << 20) << testing::coding_name(coding);
+    for (bool chunked : {false, true}) {
+      const std::string what = std::string(testing::coding_name(coding))
+                                   .append(chunked ? ", chunked" : ", Content-Length ")
+                                   .append(chunked ? "" : std::to_string(bomb.size()));
+      const std::string framing =
+          chunked
+              ? std::string("Transfer-Encoding: chunked\r\n")
+              : std::string("Content-Length: ").append(std::to_string(bomb.size())).append("\r\n");
+      PeakRss rss;
+      const std::string reply =
+          send_body(post_head("/v1/chat/completions", std::string("Content-Encoding: ")
+                                                          .append(testing::coding_name(coding))
+                                                          .append("\r\n")
+                                                          .append(framing)
+                                                          .append("\r\n")),
+                    bomb, chunked);
+      const int64_t growth = rss.stop();
+      EXPECT_EQ(status_of(reply), 413) << what << "\n" << reply.substr(0, 300);
+      EXPECT_NE(reply.find("request_too_large"), std::string::npos) << what;
+      std::printf("[ INFO ] %s bomb (%zu bytes on the wire): RSS +%.1f MiB\n", what.c_str(),
+                  bomb.size(), growth / 1048576.0);
+      // At most max_body_bytes (8 MiB) of it is held; inflating it all would be 256 MiB.
+      const int64_t bound = coding == Coding::kBrotli ? 40 << 20 : 24 << 20;
+      if (!hearth::testing::under_sanitizer()) {
+        EXPECT_LT(growth, bound) << what << ": RSS grew by " << growth;
+      }
+      expect_served();
+    }
+  }
+}
+
+// The codings the server decodes, when the body fits: each reaches the handler.
+TEST_F(HttpHardeningTest, CompressedBodiesWithinTheLimitAreServed) {
+  using testing::Coding;
+  start();
+  for (Coding coding : {Coding::kGzip, Coding::kDeflate, Coding::kBrotli}) {
+    const std::string body = testing::compressed_chat(coding, 100);
+    ASSERT_FALSE(body.empty());
+    const std::string reply = exchange(
+        post_head("/v1/chat/completions", std::string("Content-Encoding: ")
+                                              .append(testing::coding_name(coding))
+                                              .append("\r\nConnection: close\r\nContent-Length: ")
+                                              .append(std::to_string(body.size()))
+                                              .append("\r\n\r\n")) +
+        body);
+    EXPECT_EQ(status_of(reply), 200) << testing::coding_name(coding) << "\n" << reply;
+    EXPECT_NE(reply.find("chat.completion"), std::string::npos) << testing::coding_name(coding);
+  }
+  expect_served();
+}
+
+// A coding the server does not decode would reach the JSON parser still encoded (httplib
+// passes unknown codings through); it is refused, unread, with the codings it takes.
+TEST_F(HttpHardeningTest, UnknownContentEncodingGets415) {
+  start();
+  const std::string gzip = testing::compressed_chat(testing::Coding::kGzip, 100);
+  for (const std::string& encoding :
+       {std::string("Content-Encoding: compress\r\n"), std::string("Content-Encoding: x-gzip\r\n"),
+        std::string("Content-Encoding: GZIP\r\n"), std::string("Content-Encoding: gzip, br\r\n"),
+        std::string("Content-Encoding: zstd\r\n"),
+        std::string("Content-Encoding: gzip\r\nContent-Encoding: gzip\r\n")}) {
+    const std::string reply =
+        exchange(post_head("/v1/chat/completions", std::string(encoding)
+                                                       .append("Content-Length: ")
+                                                       .append(std::to_string(gzip.size()))
+                                                       .append("\r\n\r\n")) +
+                 gzip);
+    EXPECT_EQ(status_of(reply), 415) << encoding << reply;
+    EXPECT_NE(reply.find("unsupported_content_encoding"), std::string::npos) << encoding;
+    EXPECT_NE(reply.find("Accept-Encoding: gzip, deflate, br"), std::string::npos) << reply;
+    expect_served();
+  }
+  // "identity" is no coding at all.
+  const std::string identity =
+      exchange(post_head("/v1/chat/completions",
+                         std::string("Content-Encoding: identity\r\nConnection: close\r\n")
+                             .append("Content-Length: ")
+                             .append(std::to_string(kChatJson.size()))
+                             .append("\r\n\r\n")) +
+               kChatJson);
+  EXPECT_EQ(status_of(identity), 200) << identity;
   expect_served();
 }
 
