@@ -68,10 +68,10 @@ class Runtime::Impl {
                            bool blocking, std::future<Result<CompletionResult>>* future) {
     HEARTH_ASSIGN_OR_RETURN(auto worker, find(model_id));
     HEARTH_RETURN_IF_ERROR(validate_prompt(*worker, prompt));
-    if (params.sampling.temperature < 0 || params.sampling.top_p <= 0 ||
-        params.sampling.top_p > 1 || params.sampling.min_p < 0 || params.sampling.min_p > 1 ||
-        params.sampling.repetition_penalty <= 0 || params.sampling.top_k < 0)
-      return InvalidArgument("sampling parameters out of range");
+    HEARTH_RETURN_IF_ERROR(check_sampling(params.sampling));
+    if (params.response_tokens < 1)
+      return InvalidArgument("response_tokens must be >= 1, got " +
+                             std::to_string(params.response_tokens));
     auto r = std::make_shared<Request>();
     r->id = next_request_.fetch_add(1);
     r->kind = kind;

@@ -1,6 +1,8 @@
 #include "runtime/token_sampler.h"
 
+#include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "hearth/engine/sampler.h"
@@ -36,6 +38,25 @@ std::unique_ptr<TokenSampler> make_token_sampler(const SamplingOptions& o,
   p.presence_penalty = o.presence_penalty;
   p.seed = o.seed ? *o.seed : std::random_device{}();
   return std::make_unique<ChainSampler>(p, history);
+}
+
+Status check_sampling(const SamplingOptions& o) {
+  auto bad = [](const char* field, const char* range, double value) {
+    return InvalidArgument(std::string("sampling.") + field + " must be " + range + ", got " +
+                           std::to_string(value));
+  };
+  if (!(o.temperature >= 0) || !std::isfinite(o.temperature))
+    return bad("temperature", ">= 0", o.temperature);
+  if (o.top_k < 0) return bad("top_k", ">= 0", o.top_k);
+  if (!(o.top_p > 0 && o.top_p <= 1)) return bad("top_p", "in (0, 1]", o.top_p);
+  if (!(o.min_p >= 0 && o.min_p <= 1)) return bad("min_p", "in [0, 1]", o.min_p);
+  if (!(o.repetition_penalty > 0) || !std::isfinite(o.repetition_penalty))
+    return bad("repetition_penalty", "> 0", o.repetition_penalty);
+  if (!std::isfinite(o.frequency_penalty))
+    return bad("frequency_penalty", "finite", o.frequency_penalty);
+  if (!std::isfinite(o.presence_penalty))
+    return bad("presence_penalty", "finite", o.presence_penalty);
+  return OkStatus();
 }
 
 }  // namespace hearth::runtime

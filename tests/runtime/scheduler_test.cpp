@@ -1,7 +1,10 @@
 // Acceptance: shared-prefix agents, concurrency beyond n_seq_max, FIFO admission,
 // cancellation, supervision, admission control, batch budget.
 #include <atomic>
+#include <cmath>
+#include <functional>
 #include <future>
+#include <limits>
 #include <mutex>
 
 #include "stub_fixture.h"
@@ -67,9 +70,8 @@ TEST(Agents, SharedSystemPromptOneColdPrefillThreePrefixHits) {
   wait_for_counter(*rt, "saves_cold", 1);
   std::vector<std::future<Result<CompletionResult>>> futures;
   for (int a = 1; a <= 3; ++a)
-    futures.push_back(std::async(std::launch::async, [&, a] {
-      return rt->complete("m", prompt_for(a), p);
-    }));
+    futures.push_back(
+        std::async(std::launch::async, [&, a] { return rt->complete("m", prompt_for(a), p); }));
   for (int a = 1; a <= 3; ++a) {
     auto r = futures[static_cast<size_t>(a - 1)].get();
     ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -240,8 +242,7 @@ TEST(Supervision, RestartLimitMarksModelFailed) {
   for (int i = 0; i < 100 && rt->model_info("a")->status != ModelStatus::kFailed; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_EQ(rt->model_info("a")->status, ModelStatus::kFailed);
-  EXPECT_EQ(rt->complete_tokens("a", prompt, greedy(4)).status().code(),
-            ErrorCode::kUnavailable);
+  EXPECT_EQ(rt->complete_tokens("a", prompt, greedy(4)).status().code(), ErrorCode::kUnavailable);
   EXPECT_TRUE(rt->unload_model("a").ok());
 }
 
@@ -274,6 +275,41 @@ TEST(Admission, BadInputsAreErrors) {
   EXPECT_EQ(rt->complete("nope", "x", greedy()).status().code(), ErrorCode::kNotFound);
   std::vector<TokenId> huge(5000, 70);
   EXPECT_EQ(rt->complete_tokens("m", huge, greedy()).status().code(), ErrorCode::kOutOfRange);
+}
+
+// Sampling knobs are range-checked once, here, with errors naming the field and value.
+TEST(Admission, SamplingOutOfRangeNamesTheField) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+  struct Case {
+    const char* field;
+    std::function<void(SamplingOptions&)> set;
+  };
+  const Case cases[] = {
+      {"sampling.temperature", [](SamplingOptions& o) { o.temperature = -1; }},
+      {"sampling.temperature", [](SamplingOptions& o) { o.temperature = std::nanf(""); }},
+      {"sampling.top_k", [](SamplingOptions& o) { o.top_k = -3; }},
+      {"sampling.top_p", [](SamplingOptions& o) { o.top_p = 2; }},
+      {"sampling.top_p", [](SamplingOptions& o) { o.top_p = 0; }},
+      {"sampling.min_p", [](SamplingOptions& o) { o.min_p = -0.5f; }},
+      {"sampling.repetition_penalty", [](SamplingOptions& o) { o.repetition_penalty = 0; }},
+      {"sampling.frequency_penalty",
+       [](SamplingOptions& o) { o.frequency_penalty = std::numeric_limits<float>::infinity(); }},
+  };
+  for (const Case& c : cases) {
+    RequestParams p = greedy();
+    c.set(p.sampling);
+    const std::vector<TokenId> prompt = {70, 71};
+    auto r = rt->complete_tokens("m", prompt, p);
+    ASSERT_FALSE(r.ok()) << c.field;
+    EXPECT_EQ(r.status().code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(c.field), std::string::npos) << r.status().message();
+  }
+  RequestParams none = greedy();
+  none.response_tokens = 0;
+  const std::vector<TokenId> prompt = {70};
+  EXPECT_NE(rt->complete_tokens("m", prompt, none).status().message().find("response_tokens"),
+            std::string::npos);
 }
 
 // No entry point feeds the backend a token id outside the vocabulary: a caller's bad id is
@@ -317,8 +353,8 @@ TEST(Scheduler, StopSequenceEndsReplyBeforeMatch) {
 }
 
 TEST(Scheduler, BatchStrategiesAllProduceSoloOutputs) {
-  for (BatchStrategy s : {BatchStrategy::kDecodeFirst, BatchStrategy::kPrefillFirst,
-                          BatchStrategy::kBalanced}) {
+  for (BatchStrategy s :
+       {BatchStrategy::kDecodeFirst, BatchStrategy::kPrefillFirst, BatchStrategy::kBalanced}) {
     auto ctl = std::make_shared<StubControl>();
     auto rt = make_runtime();
     auto cfg = stub_config("m", 3, ctl);
@@ -373,7 +409,8 @@ TEST(Scheduler, CancelWhileQueuedEndsWithoutWaitingForASequence) {
   EXPECT_GE(st.steps_after_cancel, 0);  // left the queue before the next tick's step
   EXPECT_LE(st.steps_after_cancel, 1);
   auto f1 = first_done.get_future();
-  EXPECT_EQ(f1.wait_for(std::chrono::milliseconds(1)), std::future_status::timeout);  // still running
+  EXPECT_EQ(f1.wait_for(std::chrono::milliseconds(1)),
+            std::future_status::timeout);  // still running
   rt->cancel(*a);
   EXPECT_TRUE(f1.get().cancelled);
 }

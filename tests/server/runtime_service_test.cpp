@@ -154,6 +154,7 @@ TEST_F(RuntimeServiceTest, ADroppedGenerationIsCancelledAndFreesItsSequence) {
 }
 
 TEST_F(RuntimeServiceTest, ASinkThatStopsCancelsTheGeneration) {
+  control_->step_delay_us = 5000;  // 200 tokens take a second: the cancel comes first
   start();
   auto generation = service_->start_generation(request("cancel me", 200));
   ASSERT_TRUE(generation.ok());

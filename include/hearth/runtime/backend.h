@@ -67,6 +67,11 @@ struct SamplingOptions {
   std::optional<uint64_t> seed;     // unset = a fresh random seed per request
 };
 
+// The one range check of the sampling knobs (Runtime checks every request with it):
+// InvalidArgument names the field and the value, e.g. "sampling.top_p must be in (0, 1],
+// got 2". NaN is out of every range.
+Status check_sampling(const SamplingOptions& options);
+
 // One request's sampler: stateful (RNG, penalty window). Owned by the worker thread.
 class TokenSampler {
  public:
