@@ -135,6 +135,16 @@ class Engine {
   // touched.
   Result<std::vector<float>> embed(std::span<const int32_t> tokens);
 
+  // MoE routing diagnostics, for agreement checks against another engine (an expert
+  // choice is discrete: where two experts nearly tie, rounding-level differences pick
+  // either). router_margins(): for the last token of the last forward, per layer, the
+  // router probability of the last expert it chose minus that of the best one it did
+  // not choose (empty for dense models). route_runner_up(layer): the next forward only,
+  // routes the last token of its batch on `layer` to that best unchosen expert in place
+  // of the last chosen one (weights renormalized as usual); -1 routes as the router says.
+  std::span<const float> router_margins() const;
+  void route_runner_up(int32_t layer);
+
   struct Impl;
 
  private:

@@ -228,5 +228,32 @@ TEST_F(ArchLoadTest, Phi3SlidingWindowIsAcceptedAsLlamaCppDoes) {
   EXPECT_EQ((*e)->info().n_swa, 0);
 }
 
+// The MoE routing diagnostics the reference check uses: a margin per layer for the
+// batch's last token, and a one-forward override to the runner-up expert.
+TEST_F(ArchLoadTest, RouterMarginsAndRunnerUpOverride) {
+  REQUIRE_ARCH_MODELS();
+  auto dense = load("small-qwen3-f16.gguf");
+  ASSERT_TRUE(dense.ok());
+  EXPECT_TRUE((*dense)->router_margins().empty());
+  auto e = load("small-qwen3moe-f16.gguf");
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  Engine& moe = **e;
+  const std::vector<BatchToken> prompt = {{1, 0, 0, false}, {450, 1, 0, false}, {3290, 2, 0, true}};
+  std::vector<float> plain, again, other;
+  ASSERT_TRUE(moe.forward(prompt, plain).ok());
+  const std::vector<float> margins(moe.router_margins().begin(), moe.router_margins().end());
+  ASSERT_EQ(margins.size(), 3u);
+  for (float m : margins) EXPECT_GE(m, 0.0f);
+  // The override changes the last token's logits, for one forward only.
+  ASSERT_TRUE(moe.seq_truncate(0, 2).ok());
+  moe.route_runner_up(1);
+  ASSERT_TRUE(moe.forward(std::span(prompt).subspan(2), other).ok());
+  EXPECT_NE(other, plain);
+  ASSERT_TRUE(moe.seq_truncate(0, 2).ok());
+  ASSERT_TRUE(moe.forward(std::span(prompt).subspan(2), again).ok());
+  EXPECT_EQ(again, plain);
+  EXPECT_EQ(std::vector<float>(moe.router_margins().begin(), moe.router_margins().end()), margins);
+}
+
 }  // namespace
 }  // namespace hearth

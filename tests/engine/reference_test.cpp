@@ -71,9 +71,11 @@ TEST_P(ReferenceTest, AgreesWithLlamaCpp) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   std::printf(
       "reference %-36s max_abs_diff %.6f mean_abs_diff %.6f top1_violations %d "
-      "tokens_match %d argmax_matches %d\n",
+      "tokens_match %d argmax_matches %d%s\n",
       fs::path(path).filename().c_str(), r->max_abs_diff, r->mean_abs_diff, r->top1_violations,
-      r->prompt_tokens_match ? 1 : 0, r->argmax_matches ? 1 : 0);
+      r->prompt_tokens_match ? 1 : 0, r->argmax_matches ? 1 : 0,
+      r->rerouted_steps > 0 ? (" rerouted_steps " + std::to_string(r->rerouted_steps)).c_str()
+                            : "");
   if (std::getenv("HEARTH_REFERENCE_STEPS") != nullptr) {  // per-step detail, for debugging
     for (size_t i = 0; i < r->logits.size(); ++i) {
       std::printf("  step %2zu ours %d ref %d |", i, r->argmax[i], c->steps[i].token);

@@ -149,6 +149,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     s.moe_begin.resize(static_cast<size_t>(hp.n_expert) + 1);
     s.moe_x.resize(pairs * hp.n_embd);
     s.moe_y.resize(pairs * hp.n_embd);
+    s.router_margin.assign(static_cast<size_t>(hp.n_layer), INFINITY);
   }
   s.q16.resize(B * hp.q_dim());
   s.scores.resize(static_cast<size_t>(options.n_threads) *
@@ -251,6 +252,14 @@ Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
   }
   impl_->kv->set_len(seq, n_pos);
   return OkStatus();
+}
+
+std::span<const float> Engine::router_margins() const {
+  return impl_->s.router_margin;
+}
+
+void Engine::route_runner_up(int32_t layer) {
+  impl_->s.runner_up_layer = layer;
 }
 
 std::string Engine::numerics_id() const {

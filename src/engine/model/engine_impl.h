@@ -48,6 +48,11 @@ struct ForwardScratch {
   std::vector<int32_t> moe_begin;  // n_expert + 1 offsets into moe_pairs
   std::vector<int32_t> moe_row;    // per (token, slot): its row in moe_x / moe_y
   std::vector<float> moe_x, moe_y;
+  // Routing diagnostics (Engine::router_margins / route_runner_up): the batch's last
+  // token's margin per layer, and the layer whose routing the next forward overrides.
+  std::vector<float> router_margin;
+  int32_t runner_up_layer = -1;
+  bool last_chunk = false;  // run(): this chunk holds the batch's last token
   kb::MatmulScratch mm;
 };
 

@@ -59,12 +59,18 @@ void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* lo
   if (hidden != nullptr) hidden->resize(batch.size() * static_cast<size_t>(hp.n_embd));
   size_t out_done = 0;
   const size_t step = static_cast<size_t>(opts.n_batch);
+  // The routing override applies to this forward only.
+  struct ClearOverride {
+    int32_t& layer;
+    ~ClearOverride() { layer = -1; }
+  } clear{s.runner_up_layer};
   for (size_t b = 0; b < batch.size(); b += step) {
     const auto chunk = batch.subspan(b, std::min(step, batch.size() - b));
     float* lg = logits != nullptr && n_out > 0
                     ? logits->data() + out_done * static_cast<size_t>(hp.n_vocab)
                     : nullptr;
     float* hd = hidden != nullptr ? hidden->data() + b * static_cast<size_t>(hp.n_embd) : nullptr;
+    s.last_chunk = b + chunk.size() == batch.size();
     run_chunk(chunk, lg, hd);
     for (const BatchToken& t : chunk) out_done += t.logits ? 1 : 0;
   }

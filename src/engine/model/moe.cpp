@@ -32,23 +32,33 @@ void router_softmax(const float* logits, int32_t n, float* probs) {
   for (int32_t i = 0; i < n; ++i) probs[i] *= inv;
 }
 
-// The k most probable of n experts, highest first (ties: lower id first), and their
-// probabilities divided by their sum (summed in double, in that order).
-void choose_experts(const float* probs, int32_t n, int32_t k, int32_t* expert, float* weight) {
-  for (int32_t j = 0; j < k; ++j) {
-    int32_t best = -1;
-    for (int32_t i = 0; i < n; ++i) {
-      bool taken = false;
-      for (int32_t m = 0; m < j && !taken; ++m) taken = expert[m] == i;
-      if (!taken && (best < 0 || probs[i] > probs[best])) best = i;
-    }
-    expert[j] = best;
-    weight[j] = probs[best];
+// The most probable of n experts not among expert[0, j) (ties: lower id first).
+int32_t best_unchosen(const float* probs, int32_t n, const int32_t* expert, int32_t j) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < n; ++i) {
+    bool taken = false;
+    for (int32_t m = 0; m < j && !taken; ++m) taken = expert[m] == i;
+    if (!taken && (best < 0 || probs[i] > probs[best])) best = i;
   }
+  return best;
+}
+
+// The k most probable of n experts, highest first, and their probabilities divided by
+// their sum (summed in double, in that order). With `runner_up`, the k-th is replaced
+// by the best expert not chosen. Returns the router's margin: the k-th chosen
+// expert's probability minus the best unchosen one's (+inf when all are chosen).
+float choose_experts(const float* probs, int32_t n, int32_t k, bool runner_up, int32_t* expert,
+                     float* weight) {
+  for (int32_t j = 0; j < k; ++j) expert[j] = best_unchosen(probs, n, expert, j);
+  const int32_t next = k < n ? best_unchosen(probs, n, expert, k) : -1;
+  const float margin = next < 0 ? INFINITY : probs[expert[k - 1]] - probs[next];
+  if (runner_up && next >= 0) expert[k - 1] = next;
+  for (int32_t j = 0; j < k; ++j) weight[j] = probs[expert[j]];
   double sum = 0.0;
   for (int32_t j = 0; j < k; ++j) sum += static_cast<double>(weight[j]);
   const float total = static_cast<float>(sum);
   for (int32_t j = 0; j < k; ++j) weight[j] /= total;
+  return margin;
 }
 
 }  // namespace
@@ -62,7 +72,10 @@ void Engine::Impl::ffn_moe(int64_t T, int32_t l) {
   for (int64_t t = 0; t < T; ++t) {
     float* probs = s.moe_probs.data() + t * n_exp;
     router_softmax(probs, n_exp, probs);
-    choose_experts(probs, n_exp, k, s.moe_expert.data() + t * k, s.moe_weight.data() + t * k);
+    const bool last = s.last_chunk && t == T - 1;
+    const float margin = choose_experts(probs, n_exp, k, last && s.runner_up_layer == l,
+                                        s.moe_expert.data() + t * k, s.moe_weight.data() + t * k);
+    if (last) s.router_margin[static_cast<size_t>(l)] = margin;
   }
 
   // Group the (token, slot) pairs by expert (counting sort: stable, so in token order).
