@@ -147,6 +147,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     s.moe_pairs.resize(pairs);
     s.moe_row.resize(pairs);
     s.moe_begin.resize(static_cast<size_t>(hp.n_expert) + 1);
+    s.moe_next.resize(static_cast<size_t>(hp.n_expert));
     s.moe_x.resize(pairs * hp.n_embd);
     s.moe_y.resize(pairs * hp.n_embd);
     s.router_margin.assign(static_cast<size_t>(hp.n_layer), INFINITY);

@@ -46,6 +46,7 @@ struct ForwardScratch {
   std::vector<float> moe_weight;
   std::vector<int32_t> moe_pairs;  // token * n_expert_used + slot, grouped by expert
   std::vector<int32_t> moe_begin;  // n_expert + 1 offsets into moe_pairs
+  std::vector<int32_t> moe_next;   // n_expert: the grouping cursor
   std::vector<int32_t> moe_row;    // per (token, slot): its row in moe_x / moe_y
   std::vector<float> moe_x, moe_y;
   // Routing diagnostics (Engine::router_margins / route_runner_up): the batch's last

@@ -84,13 +84,12 @@ void Engine::Impl::ffn_moe(int64_t T, int32_t l) {
   const int64_t n_pairs = T * k;
   for (int64_t p = 0; p < n_pairs; ++p) ++begin[static_cast<size_t>(s.moe_expert[p]) + 1];
   for (int32_t x = 0; x < n_exp; ++x) begin[x + 1] += begin[x];
-  {
-    std::vector<int32_t> next(begin.begin(), begin.end() - 1);
-    for (int64_t p = 0; p < n_pairs; ++p) {
-      const int32_t row = next[static_cast<size_t>(s.moe_expert[p])]++;
-      s.moe_pairs[static_cast<size_t>(row)] = static_cast<int32_t>(p);
-      s.moe_row[static_cast<size_t>(p)] = row;
-    }
+  std::vector<int32_t>& next = s.moe_next;  // each expert's next free row
+  std::copy(begin.begin(), begin.end() - 1, next.begin());
+  for (int64_t p = 0; p < n_pairs; ++p) {
+    const int32_t row = next[static_cast<size_t>(s.moe_expert[p])]++;
+    s.moe_pairs[static_cast<size_t>(row)] = static_cast<int32_t>(p);
+    s.moe_row[static_cast<size_t>(p)] = row;
   }
   for (int64_t r = 0; r < n_pairs; ++r) {
     const int64_t t = s.moe_pairs[static_cast<size_t>(r)] / k;
