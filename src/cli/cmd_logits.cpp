@@ -205,9 +205,9 @@ int check_reference(const std::string& case_path, std::string model, int threads
   }
   std::printf(
       "summary max_abs_diff %.6g mean_abs_diff %.6g top1_violations %d steps %zu "
-      "tokens_match %d\n",
+      "tokens_match %d rerouted_steps %d\n",
       r->max_abs_diff, r->mean_abs_diff, r->top1_violations, c->steps.size(),
-      r->prompt_tokens_match ? 1 : 0);
+      r->prompt_tokens_match ? 1 : 0, r->rerouted_steps);
   if (!r->prompt_tokens_match) {
     std::fprintf(stderr, "hearth logits: tokenizing prompt_text does not give prompt_tokens\n");
   }

@@ -106,6 +106,76 @@ TEST(AttentionTokens, EveryWidthMatchesTheReferenceBitForBit) {
   if (widths_run == 0) GTEST_SKIP() << "SKIPPED: no kernel table here has SIMD attention";
 }
 
+// Gemma's sliding window and soft-cap: every table and width still gives the
+// definition's bits, with windows shorter than, across and longer than a tile, and
+// head sizes of the architecture set (16, 48, 64).
+TEST(AttentionTokens, WindowAndSoftcapMatchTheReferenceBitForBit) {
+  const AttendMask masks[] = {{0.0f, 64}, {4.0f, 0}, {50.0f, 17}, {4.0f, 5}, {0.0f, 1}};
+  int runs = 0;
+  for (const KernelSet* kernels : runnable_kernel_sets()) {
+    for (int32_t lanes : {8, 16}) {
+      for (int32_t head_dim : {16, 48, 64}) {
+        for (int32_t group : {1, 4}) {
+          const KvStore kv = random_kv(head_dim, static_cast<uint32_t>(head_dim * 7 + group));
+          Lcg rng{static_cast<uint32_t>(lanes * 3 + head_dim + group)};
+          std::vector<float> scratch(attend_tokens_scratch_floats(8, group, kCtx, head_dim));
+          for (const AttendMask& mask : masks) {
+            for (const auto& positions : position_sets()) {
+              const size_t per_token = static_cast<size_t>(group * head_dim);
+              std::vector<float> q(positions.size() * per_token);
+              for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next() * 2.0f));
+              std::vector<float> got(q.size(), -1.0f);
+              std::vector<TokenQueries> tokens;
+              for (size_t i = 0; i < positions.size(); ++i)
+                tokens.push_back(
+                    {positions[i], q.data() + i * per_token, got.data() + i * per_token});
+              if (!attend_tokens_with(*kernels, lanes, kv, 0, 1, 1, group, tokens, head_dim, 0.25f,
+                                      scratch.data(), mask)) {
+                continue;
+              }
+              ++runs;
+              for (size_t i = 0; i < positions.size(); ++i) {
+                for (int32_t h = 0; h < group; ++h) {
+                  const size_t at = i * per_token + static_cast<size_t>(h * head_dim);
+                  std::vector<float> want(static_cast<size_t>(head_dim)), s1(kCtx);
+                  attend_reference(kv, 0, 1, 1, positions[i], q.data() + at, head_dim, 0.25f,
+                                   s1.data(), want.data(), mask);
+                  ASSERT_EQ(std::memcmp(want.data(), got.data() + at, want.size() * sizeof(float)),
+                            0)
+                      << kernels->isa << " lanes " << lanes << " head_dim " << head_dim << " group "
+                      << group << " window " << mask.window << " softcap " << mask.softcap
+                      << " pos " << positions[i] << " head " << h;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (runs == 0) GTEST_SKIP() << "SKIPPED: no kernel table here has SIMD attention";
+}
+
+// The window's meaning: a window at least pos + 1 long changes nothing, and a window of
+// one position returns that position's V exactly (its probability is 1).
+TEST(AttentionTokens, WindowSemantics) {
+  const int32_t head_dim = 32;
+  const KvStore kv = random_kv(head_dim, 5);
+  Lcg rng{3};
+  std::vector<float> q(head_dim);
+  for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next()));
+  std::vector<float> plain(head_dim), wide(head_dim), one(head_dim), s(kCtx);
+  for (int32_t pos : {0, 9, 100, kCtx - 1}) {
+    attend_reference(kv, 0, 0, 1, pos, q.data(), head_dim, 0.2f, s.data(), plain.data());
+    attend_reference(kv, 0, 0, 1, pos, q.data(), head_dim, 0.2f, s.data(), wide.data(),
+                     {0.0f, pos + 1});
+    EXPECT_EQ(plain, wide) << "pos " << pos;
+    attend_reference(kv, 0, 0, 1, pos, q.data(), head_dim, 0.2f, s.data(), one.data(), {0.0f, 1});
+    const uint16_t* v = kv.v_row(0, 0, pos) + head_dim;  // KV head 1
+    for (int32_t d = 0; d < head_dim; ++d) EXPECT_EQ(one[d], fp16_to_fp32(v[d])) << "pos " << pos;
+  }
+}
+
 // attend_tokens itself (whatever width it picks, or the reference loop) agrees too,
 // including head sizes no tile width divides.
 TEST(AttentionTokens, DispatchMatchesTheReference) {

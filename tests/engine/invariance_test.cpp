@@ -6,9 +6,10 @@
 // The full matrix (chunk sizes 1, 7, 64, 300, each at 1 and 2 threads and each alone and
 // with three other sequences in the batch, plus an internal n_batch split) runs on every
 // small-llama reference model (13 types, tied, rope500k), both small-qwen2 files, stories260K,
-// llama-2-tiny-random and a gen-model `small` model in every gen-model type (made once in
-// build/test-models/). One cold baseline per model (one batch, one thread, alone); every other
-// configuration is compared against it with memcmp.
+// llama-2-tiny-random, every model of the architecture set (reference/architectures/) and a
+// gen-model `small` model in every gen-model type (made once in build/test-models/). One cold
+// baseline per model (one batch, one thread, alone); every other configuration is compared against
+// it with memcmp.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -28,7 +29,8 @@ namespace fs = std::filesystem;
 constexpr int32_t kPromptLen = 300;
 
 std::string model_path(const std::string& file) {
-  for (const fs::path& p : {fs::path(HEARTH_SHARED_DIR) / "reference" / "models" / file,
+  const fs::path ref = fs::path(HEARTH_SHARED_DIR) / "reference";
+  for (const fs::path& p : {ref / "models" / file, ref / "architectures" / "models" / file,
                             fs::path(HEARTH_SHARED_DIR) / "models" / file}) {
     std::error_code ec;
     if (fs::exists(p, ec)) return p.string();
@@ -171,6 +173,19 @@ INSTANTIATE_TEST_SUITE_P(
                       "small-llama-q2_k.gguf", "small-llama-tied-f16.gguf",
                       "small-llama-rope500k-q8_0.gguf", "small-qwen2-f32.gguf",
                       "small-qwen2-q4_k_m.gguf", "stories260K.gguf", "llama-2-tiny-random.gguf"),
+    [](const auto& info) { return test_name(fs::path(info.param).stem().string()); });
+
+// The architecture set: explicit head size, qwen3, MoE (grouping tokens by expert must
+// not change a token's bits), phi3's fused tensors, gemma's sliding windows (the
+// 300-token prompt is longer than their 64-position window) and soft-caps.
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, InvarianceTest,
+    ::testing::Values("small-llama-hd48-f16.gguf", "small-llama-hd48-q8_0.gguf",
+                      "small-qwen3-f16.gguf", "small-qwen3-q4_k_m.gguf", "small-qwen3moe-f16.gguf",
+                      "small-qwen3moe-q8_0.gguf", "small-mixtral-f16.gguf",
+                      "small-mixtral-q8_0.gguf", "small-phi3-f16.gguf", "small-phi3-q8_0.gguf",
+                      "small-phi3-gqa-q8_0.gguf", "small-gemma2-f16.gguf", "small-gemma2-q8_0.gguf",
+                      "small-gemma3-f16.gguf", "small-gemma3-q8_0.gguf"),
     [](const auto& info) { return test_name(fs::path(info.param).stem().string()); });
 
 // gen-model `small` in each type gen-model writes, produced by the hearth binary.

@@ -1,12 +1,14 @@
-// Agreement with llama.cpp: every case in <shared>/reference/*.txt (globbed, so new
-// cases need no code change) is run teacher-forced and must stay within the bounds of
-// docs/engine.md (float weights: max 0.1 / mean 0.01; quantized: 0.25 / 0.06; no top-1
-// miss where llama.cpp's top-1/top-2 margin exceeds the max bound).
+// Agreement with llama.cpp: every case in <shared>/reference/*.txt and
+// <shared>/reference/architectures/*.txt (globbed, so new cases need no code change) is run
+// teacher-forced and must stay within the bounds of docs/engine.md (float weights: max 0.1 / mean
+// 0.01; quantized: 0.25 / 0.06; no top-1 miss where llama.cpp's top-1/top-2 margin exceeds the max
+// bound).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -19,13 +21,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The base set (reference/*.txt) and the architecture set (reference/architectures/).
 std::vector<std::string> reference_cases() {
   std::vector<std::string> out;
-  const fs::path dir = fs::path(HEARTH_SHARED_DIR) / "reference";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() == ".txt") out.push_back(e.path().string());
+  const fs::path root = fs::path(HEARTH_SHARED_DIR) / "reference";
+  for (const fs::path& dir : {root, root / "architectures"}) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".txt") out.push_back(e.path().string());
+    }
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -38,7 +43,7 @@ Engine* engine_for(const std::string& model, Status& error) {
   if (!engine) {
     EngineOptions opts;
     opts.n_seq_max = 1;
-    opts.n_ctx = 512;
+    opts.n_ctx = 0;      // the model's own, capped at 4096: the context llama.cpp ran with
     opts.n_threads = 1;  // the test machine is shared; bits do not depend on it
     auto e = Engine::load(model, opts);
     if (!e.ok()) {
@@ -66,9 +71,19 @@ TEST_P(ReferenceTest, AgreesWithLlamaCpp) {
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   std::printf(
       "reference %-36s max_abs_diff %.6f mean_abs_diff %.6f top1_violations %d "
-      "tokens_match %d argmax_matches %d\n",
+      "tokens_match %d argmax_matches %d%s\n",
       fs::path(path).filename().c_str(), r->max_abs_diff, r->mean_abs_diff, r->top1_violations,
-      r->prompt_tokens_match ? 1 : 0, r->argmax_matches ? 1 : 0);
+      r->prompt_tokens_match ? 1 : 0, r->argmax_matches ? 1 : 0,
+      r->rerouted_steps > 0 ? (" rerouted_steps " + std::to_string(r->rerouted_steps)).c_str()
+                            : "");
+  if (std::getenv("HEARTH_REFERENCE_STEPS") != nullptr) {  // per-step detail, for debugging
+    for (size_t i = 0; i < r->logits.size(); ++i) {
+      std::printf("  step %2zu ours %d ref %d |", i, r->argmax[i], c->steps[i].token);
+      for (size_t k = 0; k < 5; ++k)
+        std::printf(" %+.4f", r->logits[i][k] - c->steps[i].top5[k].second);
+      std::printf("\n");
+    }
+  }
   EXPECT_LE(r->max_abs_diff, r->bounds.max_abs);
   EXPECT_LE(r->mean_abs_diff, r->bounds.mean_abs);
   EXPECT_EQ(r->top1_violations, 0);

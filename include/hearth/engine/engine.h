@@ -38,7 +38,8 @@ struct EngineOptions {
 };
 
 struct ModelInfo {
-  std::string arch;  // general.architecture: "llama" or "qwen2"
+  // general.architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma2 or gemma3
+  std::string arch;
   std::string name;  // general.name, or the file name when absent
   std::string path;  // the file the engine was loaded from
   int32_t n_vocab = 0;
@@ -49,7 +50,7 @@ struct ModelInfo {
   int32_t n_layer = 0;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;
-  int32_t head_dim = 0;  // n_embd / n_head
+  int32_t head_dim = 0;  // attention.key_length, else n_embd / n_head
   int32_t n_rot = 0;     // rope.dimension_count (defaults to head_dim)
   int32_t n_ff = 0;
   float rope_base = 10000.0f;
@@ -57,6 +58,9 @@ struct ModelInfo {
   float rope_scaling_factor = 1.0f;        // positions are divided by this (linear)
   float rms_eps = 1e-5f;
   bool rope_neox = false;         // qwen2 rotates (i, i + d/2); llama rotates (2i, 2i+1)
+  int32_t n_expert = 0;           // MoE: experts per layer (0: dense)
+  int32_t n_expert_used = 0;      // MoE: experts each token routes to
+  int32_t n_swa = 0;              // sliding window of the sliding layers (0: none)
   bool tied_embeddings = false;   // output projection is token_embd (no output.weight)
   uint32_t file_type = 0;         // general.file_type (llama_ftype), 0 when absent
   std::string quant_name;         // "Q4_K_M", "F16", ... from file_type, else the dominant type
@@ -131,6 +135,16 @@ class Engine {
   // L2-normalised (n_embd floats). Uses a private scratch sequence; no user sequence is
   // touched.
   Result<std::vector<float>> embed(std::span<const int32_t> tokens);
+
+  // MoE routing diagnostics, for agreement checks against another engine (an expert
+  // choice is discrete: where two experts nearly tie, rounding-level differences pick
+  // either). router_margins(): for the last token of the last forward, per layer, the
+  // router probability of the last expert it chose minus that of the best one it did
+  // not choose (empty for dense models). route_runner_up(layer): the next forward only,
+  // routes the last token of its batch on `layer` to that best unchosen expert in place
+  // of the last chosen one (weights renormalized as usual); -1 routes as the router says.
+  std::span<const float> router_margins() const;
+  void route_runner_up(int32_t layer);
 
   struct Impl;
 

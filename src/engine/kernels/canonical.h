@@ -88,4 +88,17 @@ struct SumLanes16 {
   }
 };
 
+// Attention logit soft-capping (gemma2), as ggml: s -> tanhf(s * (1/c)) * c, in place
+// over n scores. Scalar libm tanhf in every table (no SIMD twin), so the bits agree.
+inline void softcap(float* s, int32_t n, float c) {
+  const float inv = 1.0f / c;
+  for (int32_t i = 0; i < n; ++i) s[i] = std::tanh(s[i] * inv) * c;
+}
+
+// The first position a query at `pos` attends to: pos - window + 1 under a sliding
+// window of `window` positions (0: no window, every position from 0).
+inline int32_t window_start(int32_t pos, int32_t window) {
+  return window > 0 && pos >= window ? pos - window + 1 : 0;
+}
+
 }  // namespace hearth::engine::canon

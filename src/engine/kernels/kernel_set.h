@@ -106,6 +106,10 @@ struct AttendTask {
   int32_t head_dim;
   float scale;
   float* scratch;  // kAttendMaxHeadDim * kAttendMaxLanes floats of K tile, then the scores
+  // Gemma: scores soft-capped (canon::softcap) before the softmax when > 0, and each
+  // query sees only positions canon::window_start(pos, window) .. pos.
+  float softcap = 0.0f;
+  int32_t window = 0;
 };
 // Every query head of the task, positions tiled `lanes` at a time (0: the widest
 // this table has for head_dim). False, with nothing written, when the table has no

@@ -1,11 +1,35 @@
 #include "engine/model/activation.h"
 
+#include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "engine/kernels/canonical.h"
 #include "engine/kernels/kernel_set.h"
+#include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
+namespace {
+
+// 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2))) in float, as ggml_gelu_f32 writes it.
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+  constexpr float kCoefA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+}
+
+const std::vector<uint16_t>& gelu_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t i = 0; i < 65536; ++i) {
+      t[i] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(static_cast<uint16_t>(i))));
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
 
 void silu_mul(float* gate, const float* up, int64_t n) {
   // The SIMD twins live with the kernel tables, chosen at run time (a portable build
@@ -15,6 +39,22 @@ void silu_mul(float* gate, const float* up, int64_t n) {
     return;
   }
   for (int64_t i = 0; i < n; ++i) gate[i] = canon::silu_mul(gate[i], up[i]);
+}
+
+void gelu_mul(float* gate, const float* up, int64_t n) {
+  const uint16_t* table = gelu_table().data();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    float g;
+    if (x <= -10.0f) {
+      g = 0.0f;
+    } else if (x >= 10.0f) {
+      g = x;
+    } else {
+      g = fp16_to_fp32(table[fp32_to_fp16(x)]);
+    }
+    gate[i] = g * up[i];
+  }
 }
 
 }  // namespace hearth::engine

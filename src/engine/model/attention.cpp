@@ -41,7 +41,7 @@ void softmax_f16_portable(float* scores, int32_t n, float scale) {
 
 AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                      std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
-                     float* scratch) {
+                     float* scratch, AttendMask mask) {
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
   return AttendTask{kv.k_row(seq, layer, 0) + off,
                     kv.v_row(seq, layer, 0) + off,
@@ -51,7 +51,9 @@ AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_h
                     static_cast<int32_t>(tokens.size()),
                     head_dim,
                     scale,
-                    scratch};
+                    scratch,
+                    mask.softcap,
+                    mask.window};
 }
 
 }  // namespace
@@ -64,22 +66,25 @@ void softmax_f16(float* scores, int32_t n, float scale) {
   softmax_f16_portable(scores, n, scale);
 }
 void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t pos,
-                      const float* q, int32_t head_dim, float scale, float* scores, float* out) {
-  const int32_t n = pos + 1;
+                      const float* q, int32_t head_dim, float scale, float* scores, float* out,
+                      AttendMask mask) {
+  const int32_t ws = canon::window_start(pos, mask.window);
+  const int32_t n = pos + 1 - ws;  // positions ws .. pos; scores[i] is position ws + i
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
   // Products of two F16 values are exact in f32, so `s += a * b` rounds once per step
   // whether or not the compiler contracts it into an FMA.
-  for (int32_t p = 0; p < n; ++p) {
-    const uint16_t* k = kv.k_row(seq, layer, p) + off;
+  for (int32_t i = 0; i < n; ++i) {
+    const uint16_t* k = kv.k_row(seq, layer, ws + i) + off;
     float s = 0.0f;
     for (int32_t d = 0; d < head_dim; ++d) s += q[d] * fp16_to_fp32(k[d]);
-    scores[p] = s;
+    scores[i] = s;
   }
+  if (mask.softcap > 0.0f) canon::softcap(scores, n, mask.softcap);
   softmax_f16(scores, n, scale);
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
-  for (int32_t p = 0; p < n; ++p) {
-    const uint16_t* v = kv.v_row(seq, layer, p) + off;
-    const float pr = scores[p];
+  for (int32_t i = 0; i < n; ++i) {
+    const uint16_t* v = kv.v_row(seq, layer, ws + i) + off;
+    const float pr = scores[i];
     for (int32_t d = 0; d < head_dim; ++d) out[d] += pr * fp16_to_fp32(v[d]);
   }
 }
@@ -95,22 +100,22 @@ size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_c
 bool attend_tokens_with(const KernelSet& kernels, int32_t lanes, const KvStore& kv, int32_t seq,
                         int32_t layer, int32_t kv_head, int32_t group,
                         std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
-                        float* scratch) {
+                        float* scratch, AttendMask mask) {
   if (tokens.empty() || kernels.attend == nullptr) return false;
   return kernels.attend(
-      lanes, make_task(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch));
+      lanes, make_task(kv, seq, layer, kv_head, group, tokens, head_dim, scale, scratch, mask));
 }
 
 void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                    std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
-                   float* scratch) {
+                   float* scratch, AttendMask mask) {
   if (tokens.empty()) return;
   for (size_t i = 1; i < tokens.size(); ++i) assert(tokens[i - 1].pos < tokens[i].pos);
   // The active table's widest tiling for head_dim (HEARTH_KERNELS=avx2 on an AVX-512
   // machine thus measures 8 lanes, the yardstick's; scalar takes the loop below).
   // Same bits either way.
   if (attend_tokens_with(active_kernels(), 0, kv, seq, layer, kv_head, group, tokens, head_dim,
-                         scale, scratch)) {
+                         scale, scratch, mask)) {
     return;
   }
   float* scores = scratch + static_cast<size_t>(kAttendMaxHeadDim) * kAttendMaxLanes;
@@ -118,7 +123,7 @@ void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_hea
     for (int32_t h = 0; h < group; ++h) {
       const size_t at = static_cast<size_t>(h) * static_cast<size_t>(head_dim);
       attend_reference(kv, seq, layer, kv_head, t.pos, t.q + at, head_dim, scale, scores,
-                       t.out + at);
+                       t.out + at, mask);
     }
   }
 }

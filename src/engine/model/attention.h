@@ -24,10 +24,20 @@ namespace hearth::engine {
 // TokenQueries (one token's queries on one KV head) is in engine/kernels/kernel_set.h,
 // beside the kernels that take it.
 
+// Gemma's changes to the definition above: with a window, a query at pos attends to
+// positions ws = canon::window_start(pos, window) .. pos only (the sums run over those,
+// score / value lanes counted from ws); with a soft-cap c > 0 the scores pass through
+// canon::softcap before the softmax.
+struct AttendMask {
+  float softcap = 0.0f;
+  int32_t window = 0;
+};
+
 // The definition above, plainly, for one query head (the tests' reference and the
 // path of the scalar kernel table). scores: scratch of at least pos + 1 floats.
 void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t pos,
-                      const float* q, int32_t head_dim, float scale, float* scores, float* out);
+                      const float* q, int32_t head_dim, float scale, float* scores, float* out,
+                      AttendMask mask = {});
 
 // Floats of scratch attend_tokens needs for up to n_tokens tokens of `group` heads each
 // in a sequence of up to n_ctx positions.
@@ -44,7 +54,7 @@ size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_c
 // scratch: attend_tokens_scratch_floats(tokens.size(), group, n_ctx, head_dim) floats.
 void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                    std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
-                   float* scratch);
+                   float* scratch, AttendMask mask = {});
 
 // attend_tokens on one kernel table's tiling of width `lanes` (8 or 16; 0: its widest
 // for head_dim), for tests that check every table and width the CPU can run. False
@@ -52,7 +62,7 @@ void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_hea
 bool attend_tokens_with(const KernelSet& kernels, int32_t lanes, const KvStore& kv, int32_t seq,
                         int32_t layer, int32_t kv_head, int32_t group,
                         std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
-                        float* scratch);
+                        float* scratch, AttendMask mask = {});
 
 // The softmax of attention, in place over n scores: scores[p] * scale, minus their
 // max, canon::exp_f32, summed in canon::SumLanes16's order (double lanes), times

@@ -42,6 +42,9 @@ ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
   mi.rope_scaling_factor = hp.rope_scaling_factor;
   mi.rms_eps = hp.rms_eps;
   mi.rope_neox = hp.rope_neox;
+  mi.n_expert = hp.n_expert;
+  mi.n_expert_used = hp.n_expert_used;
+  mi.n_swa = hp.n_swa;
   mi.tied_embeddings = w.tied;
   mi.file_type = hp.file_type;
   // Without general.file_type the dominant tensor type names the file (a quantized file
@@ -130,9 +133,27 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   s.v.resize(B * hp.kv_dim());
   s.att.resize(B * hp.q_dim());
   s.proj.resize(B * hp.n_embd);
-  s.gate.resize(B * hp.n_ff);
-  s.up.resize(B * hp.n_ff);
+  s.gate.resize(B * hp.ffn_width());
+  s.up.resize(B * hp.ffn_width());
   s.rope.resize(B * hp.n_rot);
+  // A second set of angles only where the sliding layers' rope differs (gemma3).
+  if (hp.n_swa > 0 &&
+      (hp.rope_base_swa != hp.rope_base || hp.rope_freq_scale_swa != hp.rope_freq_scale)) {
+    s.rope_swa.resize(B * hp.n_rot);
+  }
+  if (hp.is_moe()) {
+    const size_t pairs = B * static_cast<size_t>(hp.n_expert_used);
+    s.moe_probs.resize(B * hp.n_expert);
+    s.moe_expert.resize(pairs);
+    s.moe_weight.resize(pairs);
+    s.moe_pairs.resize(pairs);
+    s.moe_row.resize(pairs);
+    s.moe_begin.resize(static_cast<size_t>(hp.n_expert) + 1);
+    s.moe_next.resize(static_cast<size_t>(hp.n_expert));
+    s.moe_x.resize(pairs * hp.n_embd);
+    s.moe_y.resize(pairs * hp.n_embd);
+    s.router_margin.assign(static_cast<size_t>(hp.n_layer), INFINITY);
+  }
   s.q16.resize(B * hp.q_dim());
   s.scores.resize(static_cast<size_t>(options.n_threads) *
                   engine::attend_tokens_scratch_floats(kAttentionBlockTokens,
@@ -236,11 +257,31 @@ Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
   return OkStatus();
 }
 
+std::span<const float> Engine::router_margins() const {
+  return impl_->s.router_margin;
+}
+
+void Engine::route_runner_up(int32_t layer) {
+  impl_->s.runner_up_layer = layer;
+}
+
 std::string Engine::numerics_id() const {
   // Bumped whenever any arithmetic in forward.cpp, attention.cpp, rope.cpp or norm.cpp
   // changes; the kernels contribute their own id. Thread count and batch shape are
   // deliberately absent: they do not change the bits.
-  return std::string("hearth-engine-2;kv=f16;attn=f16q-f32acc-f16p;") + kb::kernels_id();
+  // The architectures added after llama and qwen2 name themselves and their KV layout
+  // (sliding-window layers keep every position for now: "full"), so a cached row never
+  // crosses a change of either; llama and qwen2 keep the ids their saved rows carry.
+  const engine::Hparams& hp = impl_->hp;
+  std::string arch;
+  if (hp.arch != "llama" && hp.arch != "qwen2") arch = ";arch=" + hp.arch;
+  if (hp.is_moe()) {
+    arch += ";moe=" + std::to_string(hp.n_expert) + "x" + std::to_string(hp.n_expert_used);
+  }
+  if (hp.n_swa > 0) {
+    arch += ";swa=" + std::to_string(hp.n_swa) + "/" + std::to_string(hp.swa_period) + ":full";
+  }
+  return std::string("hearth-engine-2;kv=f16;attn=f16q-f32acc-f16p;") + kb::kernels_id() + arch;
 }
 
 Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {

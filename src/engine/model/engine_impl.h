@@ -30,12 +30,30 @@ constexpr int32_t kAttentionBlockTokens = 8;
 // Scratch for one chunk of up to n_batch tokens, allocated once at load.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
+  std::vector<float> rope_swa;      // angles of the sliding-window layers' rope (gemma3)
   std::vector<float> q16;           // Q rounded to F16 (held as float)
   std::vector<float> scores;        // n_threads * attend_tokens_scratch_floats(...)
   std::vector<int32_t> attn_order;  // attention(): the chunk's token indices by sequence
   std::vector<std::pair<int32_t, int32_t>> attn_blocks;  // [begin, end) into attn_order
   std::vector<int32_t> next_pos;  // validate(): expected position per sequence
   std::vector<float> out_x;       // gathered rows for the output head
+  // MoE (moe.cpp): per token, the router's probabilities, the chosen experts and their
+  // renormalized weights (n_expert_used each, in llama.cpp's order: by probability,
+  // highest first); then the (token, slot) pairs grouped by expert, their gathered
+  // inputs and outputs, and where each pair's output row lies.
+  std::vector<float> moe_probs;
+  std::vector<int32_t> moe_expert;
+  std::vector<float> moe_weight;
+  std::vector<int32_t> moe_pairs;  // token * n_expert_used + slot, grouped by expert
+  std::vector<int32_t> moe_begin;  // n_expert + 1 offsets into moe_pairs
+  std::vector<int32_t> moe_next;   // n_expert: the grouping cursor
+  std::vector<int32_t> moe_row;    // per (token, slot): its row in moe_x / moe_y
+  std::vector<float> moe_x, moe_y;
+  // Routing diagnostics (Engine::router_margins / route_runner_up): the batch's last
+  // token's margin per layer, and the layer whose routing the next forward overrides.
+  std::vector<float> router_margin;
+  int32_t runner_up_layer = -1;
+  bool last_chunk = false;  // run(): this chunk holds the batch's last token
   kb::MatmulScratch mm;
 };
 
@@ -88,6 +106,12 @@ struct Engine::Impl {
 
  private:
   void run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden);
+  // Q, K and V of every token of the chunk on one layer: biases, Q/K norms, RoPE; K and
+  // V stored, Q rounded to F16 into s.q16.
+  void qkv(std::span<const BatchToken> chunk, int32_t layer);
+  // The FFN of T tokens on one layer, s.xn -> s.proj: dense, or MoE (moe.cpp).
+  void ffn_dense(int64_t T, int32_t layer);
+  void ffn_moe(int64_t T, int32_t layer);
   void plan_attention_blocks(std::span<const BatchToken> chunk);  // once per chunk
   // Attention of every token of the chunk on one layer, over plan_attention_blocks' blocks.
   void attention(std::span<const BatchToken> chunk, int32_t layer);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/kernels/canonical.h"
 #include "engine/model/activation.h"
 #include "engine/model/attention.h"
 #include "engine/model/engine_impl.h"
@@ -58,12 +59,18 @@ void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* lo
   if (hidden != nullptr) hidden->resize(batch.size() * static_cast<size_t>(hp.n_embd));
   size_t out_done = 0;
   const size_t step = static_cast<size_t>(opts.n_batch);
+  // The routing override applies to this forward only.
+  struct ClearOverride {
+    int32_t& layer;
+    ~ClearOverride() { layer = -1; }
+  } clear{s.runner_up_layer};
   for (size_t b = 0; b < batch.size(); b += step) {
     const auto chunk = batch.subspan(b, std::min(step, batch.size() - b));
     float* lg = logits != nullptr && n_out > 0
                     ? logits->data() + out_done * static_cast<size_t>(hp.n_vocab)
                     : nullptr;
     float* hd = hidden != nullptr ? hidden->data() + b * static_cast<size_t>(hp.n_embd) : nullptr;
+    s.last_chunk = b + chunk.size() == batch.size();
     run_chunk(chunk, lg, hd);
     for (const BatchToken& t : chunk) out_done += t.logits ? 1 : 0;
   }
@@ -91,7 +98,9 @@ void Engine::Impl::plan_attention_blocks(std::span<const BatchToken> chunk) {
 void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   const int32_t hd = hp.head_dim;
   const int32_t group = hp.n_head / hp.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // Q already carries hp.q_scale when the architecture scales it before QK^T.
+  const float scale = hp.q_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(hd));
+  const engine::AttendMask mask{hp.attn_softcap, hp.layer_slides(layer) ? hp.n_swa : 0};
   int64_t macs = 0;
   for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
   kb::ThreadPool& tp = pool_for(macs);
@@ -118,29 +127,94 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
         }
         engine::attend_tokens(
             *kv, chunk[static_cast<size_t>(s.attn_order[static_cast<size_t>(b0)])].seq, layer, g,
-            group, std::span(tq, static_cast<size_t>(b1 - b0)), hd, scale, scratch);
+            group, std::span(tq, static_cast<size_t>(b1 - b0)), hd, scale, scratch, mask);
       }
     }
   });
 }
 
+void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
+  const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
+  const int64_t T = static_cast<int64_t>(chunk.size());
+  const int32_t qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
+  matmul_many({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), T);
+  const float* angles =
+      hp.layer_slides(l) && !s.rope_swa.empty() ? s.rope_swa.data() : s.rope.data();
+  // Element-wise stages run on the pool, one token per call: each token's values
+  // are computed by the same operations whichever thread runs it.
+  for_each_token(T, 4 * (qd + 2 * kvd), [&](int64_t t) {
+    float* q = s.q.data() + t * qd;
+    float* k = s.k.data() + t * kvd;
+    float* v = s.v.data() + t * kvd;
+    if (hp.has_qkv_bias) {
+      for (int32_t i = 0; i < qd; ++i) q[i] += L.bq.data[i];
+      for (int32_t i = 0; i < kvd; ++i) k[i] += L.bk.data[i];
+      for (int32_t i = 0; i < kvd; ++i) v[i] += L.bv.data[i];
+    }
+    if (hp.qk_norm) {  // per head, in place
+      for (int32_t h = 0; h < hp.n_head; ++h)
+        engine::rms_norm(q + h * hd, L.q_norm.data, hd, hp.rms_eps, q + h * hd);
+      for (int32_t h = 0; h < hp.n_head_kv; ++h)
+        engine::rms_norm(k + h * hd, L.k_norm.data, hd, hp.rms_eps, k + h * hd);
+    }
+    const float* cs = angles + t * hp.n_rot;
+    engine::rope_apply(q, hp.n_head, hd, hp.n_rot, cs, hp.rope_neox);
+    engine::rope_apply(k, hp.n_head_kv, hd, hp.n_rot, cs, hp.rope_neox);
+    // K and V go to the sequence's store as F16 before any token attends.
+    uint16_t* kr = kv->k_row(chunk[t].seq, l, chunk[t].pos);
+    uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
+    for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
+    for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
+    float* q16 = s.q16.data() + t * qd;
+    if (hp.q_scale > 0) {
+      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i] * hp.q_scale));
+    } else {
+      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
+    }
+  });
+}
+
+void Engine::Impl::ffn_dense(int64_t T, int32_t l) {
+  const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
+  const int32_t ff = hp.n_ff;
+  matmul_many({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), T);
+  for_each_token(T, 16 * ff, [&](int64_t t) {
+    float* g = s.gate.data() + t * ff;
+    const float* u = s.up.data() + t * ff;
+    if (hp.gelu) {
+      engine::gelu_mul(g, u, ff);
+    } else {
+      engine::silu_mul(g, u, ff);
+    }
+  });
+  matmul(L.w_down, s.gate.data(), T, s.proj.data());
+}
+
 void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden) {
   const int64_t T = static_cast<int64_t>(chunk.size());
-  const int32_t e = hp.n_embd, qd = hp.q_dim(), kvd = hp.kv_dim(), ff = hp.n_ff;
+  const int32_t e = hp.n_embd;
   float* x = s.x.data();
   float* xn = s.xn.data();
 
-  // Embeddings: dequantized rows of token_embd.
+  // Embeddings: dequantized rows of token_embd (gemma: times sqrt(n_embd)).
   const uint8_t* emb = w.token_embd.data;
   for (int64_t t = 0; t < T; ++t) {
     kb::dequantize_row(w.token_embd.type,
                        emb + static_cast<size_t>(chunk[t].token) * w.token_embd_row_bytes,
                        x + t * e, e);
+    if (hp.embd_scale > 0) {
+      for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] *= hp.embd_scale;
+    }
   }
-  // RoPE angles per token (shared by all layers and heads).
+  // RoPE angles per token (shared by all layers and heads; gemma3's sliding layers
+  // have their own base).
   for (int64_t t = 0; t < T; ++t) {
     engine::rope_angles(chunk[t].pos, hp.n_rot, hp.rope_base, hp.rope_freq_scale, w.rope_freqs.data,
                         s.rope.data() + t * hp.n_rot);
+    if (!s.rope_swa.empty()) {
+      engine::rope_angles(chunk[t].pos, hp.n_rot, hp.rope_base_swa, hp.rope_freq_scale_swa,
+                          w.rope_freqs.data, s.rope_swa.data() + t * hp.n_rot);
+    }
   }
 
   plan_attention_blocks(chunk);
@@ -149,42 +223,24 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
     for_each_token(T, e, [&](int64_t t) {
       engine::rms_norm(x + t * e, L.attn_norm.data, e, hp.rms_eps, xn + t * e);
     });
-    matmul_many({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, xn, T);
-    // Element-wise stages run on the pool, one token per call: each token's values
-    // are computed by the same operations whichever thread runs it.
-    for_each_token(T, 4 * (qd + 2 * kvd), [&](int64_t t) {
-      float* q = s.q.data() + t * qd;
-      float* k = s.k.data() + t * kvd;
-      float* v = s.v.data() + t * kvd;
-      if (hp.has_qkv_bias) {
-        for (int32_t i = 0; i < qd; ++i) q[i] += L.bq.data[i];
-        for (int32_t i = 0; i < kvd; ++i) k[i] += L.bk.data[i];
-        for (int32_t i = 0; i < kvd; ++i) v[i] += L.bv.data[i];
-      }
-      const float* cs = s.rope.data() + t * hp.n_rot;
-      engine::rope_apply(q, hp.n_head, hp.head_dim, hp.n_rot, cs, hp.rope_neox);
-      engine::rope_apply(k, hp.n_head_kv, hp.head_dim, hp.n_rot, cs, hp.rope_neox);
-      // K and V go to the sequence's store as F16 before any token attends.
-      uint16_t* kr = kv->k_row(chunk[t].seq, l, chunk[t].pos);
-      uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
-      for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
-      for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
-      float* q16 = s.q16.data() + t * qd;
-      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
-    });
+    qkv(chunk, l);
     attention(chunk, l);
     matmul(L.wo, s.att.data(), T, s.proj.data());
-    for_each_token(T, 2 * e, [&](int64_t t) {
-      for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
+    for_each_token(T, (hp.post_norms ? 3 : 2) * e, [&](int64_t t) {
+      float* p = s.proj.data() + t * e;
+      if (hp.post_norms) engine::rms_norm(p, L.post_attn_norm.data, e, hp.rms_eps, p);
+      for (int64_t i = 0; i < e; ++i) x[t * e + i] += p[i];
       engine::rms_norm(x + t * e, L.ffn_norm.data, e, hp.rms_eps, xn + t * e);
     });
-    matmul_many({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, xn, T);
-    for_each_token(T, 16 * ff, [&](int64_t t) {
-      engine::silu_mul(s.gate.data() + t * ff, s.up.data() + t * ff, ff);
-    });
-    matmul(L.w_down, s.gate.data(), T, s.proj.data());
-    for_each_token(T, e, [&](int64_t t) {
-      for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] += s.proj[static_cast<size_t>(i)];
+    if (hp.is_moe()) {
+      ffn_moe(T, l);
+    } else {
+      ffn_dense(T, l);
+    }
+    for_each_token(T, 2 * e, [&](int64_t t) {
+      float* p = s.proj.data() + t * e;
+      if (hp.post_norms) engine::rms_norm(p, L.post_ffw_norm.data, e, hp.rms_eps, p);
+      for (int64_t i = 0; i < e; ++i) x[t * e + i] += p[i];
     });
   }
 
@@ -204,7 +260,15 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       engine::rms_norm(x + t * e, w.output_norm.data, e, hp.rms_eps, s.out_x.data() + n_out * e);
       ++n_out;
     }
-    if (n_out > 0) matmul(w.output, s.out_x.data(), n_out, logits);
+    if (n_out > 0) {
+      matmul(w.output, s.out_x.data(), n_out, logits);
+      if (hp.final_softcap > 0) {  // gemma2, as ggml: scale, tanh, scale
+        const int64_t V = hp.n_vocab;
+        for_each_token(n_out, 8 * V, [&](int64_t t) {
+          engine::canon::softcap(logits + t * V, static_cast<int32_t>(V), hp.final_softcap);
+        });
+      }
+    }
   }
 }
 

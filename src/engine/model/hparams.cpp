@@ -1,5 +1,7 @@
 #include "engine/model/hparams.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string_view>
 
 namespace hearth::engine {
@@ -67,11 +69,14 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
   Hparams hp;
   hp.arch = f.architecture();
   if (hp.arch.empty()) return InvalidArgument("model metadata has no general.architecture");
-  if (hp.arch != "llama" && hp.arch != "qwen2") {
-    return Unsupported("unsupported architecture '" + hp.arch + "' (supported: llama, qwen2)");
+  static constexpr std::string_view kArchs[] = {"llama", "qwen2",  "qwen3", "qwen3moe",
+                                                "phi3",  "gemma2", "gemma3"};
+  if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
+    return Unsupported("unsupported architecture '" + hp.arch +
+                       "' (supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3)");
   }
   const std::string a = hp.arch + ".";
-  hp.rope_neox = hp.arch == "qwen2";
+  hp.rope_neox = hp.arch != "llama";
   hp.has_qkv_bias = hp.arch == "qwen2";
   auto name = f.get_string("general.name");
   hp.name = name.ok() ? *name : "";
@@ -86,22 +91,29 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
   } else {
     hp.n_head_kv = hp.n_head;
   }
-  if (hp.n_embd % hp.n_head != 0) {
-    return InvalidArgument(a + "embedding_length " + std::to_string(hp.n_embd) +
-                           " is not a multiple of " + a + "attention.head_count " +
-                           std::to_string(hp.n_head));
-  }
   if (hp.n_head % hp.n_head_kv != 0) {
     return InvalidArgument(a + "attention.head_count " + std::to_string(hp.n_head) +
                            " is not a multiple of " + a + "attention.head_count_kv " +
                            std::to_string(hp.n_head_kv));
   }
-  hp.head_dim = hp.n_embd / hp.n_head;
+  // The head size: attention.key_length when given (Mistral-Nemo, Qwen3, Gemma: it
+  // may differ from n_embd / n_head), else n_embd / n_head.
   if (f.has(a + "attention.key_length")) {
-    HEARTH_ASSIGN_OR_RETURN(int32_t kl, read_positive(f, a + "attention.key_length"));
-    if (kl != hp.head_dim) {
-      return Unsupported(a + "attention.key_length " + std::to_string(kl) +
-                         " differs from embedding_length / head_count");
+    HEARTH_ASSIGN_OR_RETURN(hp.head_dim, read_positive(f, a + "attention.key_length"));
+  } else if (hp.n_embd % hp.n_head != 0) {
+    return InvalidArgument(a + "embedding_length " + std::to_string(hp.n_embd) +
+                           " is not a multiple of " + a + "attention.head_count " +
+                           std::to_string(hp.n_head) + " and there is no " + a +
+                           "attention.key_length");
+  } else {
+    hp.head_dim = hp.n_embd / hp.n_head;
+  }
+  if (f.has(a + "attention.value_length")) {
+    HEARTH_ASSIGN_OR_RETURN(int32_t vl, read_positive(f, a + "attention.value_length"));
+    if (vl != hp.head_dim) {
+      return Unsupported(a + "attention.value_length " + std::to_string(vl) +
+                         " differs from the key head size " + std::to_string(hp.head_dim) +
+                         " (not supported)");
     }
   }
   if (f.has(a + "rope.dimension_count")) {
@@ -139,6 +151,19 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
     return Unsupported(a + "rope.scaling.type '" + type + "' is not supported (only linear)");
   }
   if (!(factor > 0)) return InvalidArgument(a + "rope.scaling.factor must be positive");
+  // YaRN / LongRoPE magnitude scaling (cos and sin times attn_factor) is not implemented.
+  HEARTH_ASSIGN_OR_RETURN(const float attn_factor,
+                          f.get_f32_or(a + "rope.scaling.attn_factor", 1.0f));
+  if (attn_factor != 1.0f) {
+    return Unsupported(a + "rope.scaling.attn_factor " + std::to_string(attn_factor) +
+                       " is not supported (only 1)");
+  }
+  // Phi-3 LongRoPE's per-dimension factors: not implemented.
+  for (const char* t : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (f.tensor(t) != nullptr) {
+      return Unsupported(std::string("tensor ") + t + " (LongRoPE scaling) is not supported");
+    }
+  }
   hp.rope_scaling_type = type;
   hp.rope_scaling_factor = factor;
   hp.rope_freq_scale = 1.0f / factor;
@@ -153,6 +178,7 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
     return InvalidArgument("tensor token_embd.weight must have 2 dimensions");
   }
   hp.n_vocab = static_cast<int32_t>(emb->dims[1]);
+  HEARTH_RETURN_IF_ERROR(read_arch_features(f, hp));
   return hp;
 }
 

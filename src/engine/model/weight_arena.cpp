@@ -25,8 +25,12 @@ size_t round_up(size_t n, size_t to) {
 std::vector<kb::WeightView*> matrices_of(ModelWeights& w) {
   std::vector<kb::WeightView*> out;
   for (LayerWeights& l : w.layers) {
-    for (kb::WeightView* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      out.push_back(v);
+    for (kb::WeightView* v :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.gate_inp}) {
+      if (v->data != nullptr) out.push_back(v);  // dense and MoE layers have different ones
+    }
+    for (auto* experts : {&l.gate_exps, &l.up_exps, &l.down_exps})
+      for (kb::WeightView& v : *experts) out.push_back(&v);
   }
   out.push_back(w.tied ? &w.token_embd : &w.output);
   return out;

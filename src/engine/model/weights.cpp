@@ -43,6 +43,48 @@ class Binder {
     return OkStatus();
   }
 
+  // Rows [row0, row0 + rows) of a matrix tensor with cols = ne0 and total_rows = ne1
+  // (a fused tensor's part); `counted` says whether the tensor was already counted.
+  Status rows_of(const std::string& name, int64_t cols, int64_t total_rows, int64_t row0,
+                 int64_t rows, bool counted, kb::WeightView& out) {
+    HEARTH_ASSIGN_OR_RETURN(
+        const gguf::TensorInfo* t,
+        find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(total_rows)}));
+    if (!kb::type_supported(t->type)) {
+      return Unsupported("tensor " + name + " has unsupported type " +
+                         gguf::tensor_type_name(t->type));
+    }
+    out.type = t->type;
+    out.rows = rows;
+    out.cols = cols;
+    out.data = t->data + static_cast<size_t>(row0) * gguf::row_bytes(t->type, cols);
+    if (!counted) count(*t);
+    return OkStatus();
+  }
+
+  // The n expert matrices (cols = ne0, rows = ne1) of a 3-D [cols, rows, n] tensor.
+  Status experts(const std::string& name, int64_t cols, int64_t rows, int64_t n,
+                 std::vector<kb::WeightView>& out) {
+    HEARTH_ASSIGN_OR_RETURN(const gguf::TensorInfo* t,
+                            find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows),
+                                        static_cast<uint64_t>(n)}));
+    if (!kb::type_supported(t->type)) {
+      return Unsupported("tensor " + name + " has unsupported type " +
+                         gguf::tensor_type_name(t->type));
+    }
+    const size_t bytes = gguf::row_bytes(t->type, cols) * static_cast<size_t>(rows);
+    out.assign(static_cast<size_t>(n), kb::WeightView{});
+    for (int64_t e = 0; e < n; ++e) {
+      kb::WeightView& v = out[static_cast<size_t>(e)];
+      v.type = t->type;
+      v.rows = rows;
+      v.cols = cols;
+      v.data = t->data + static_cast<size_t>(e) * bytes;
+    }
+    count(*t);
+    return OkStatus();
+  }
+
   Status vector(const std::string& name, int64_t n, VectorWeight& out) {
     HEARTH_ASSIGN_OR_RETURN(const gguf::TensorInfo* t, find(name, {static_cast<uint64_t>(n)}));
     count(*t);
@@ -77,7 +119,7 @@ class Binder {
   void count(const gguf::TensorInfo& t) {
     w_.n_params += t.n_elements;
     w_.n_bytes += t.n_bytes;
-    if (t.dims.size() == 2) per_type_[t.type] += t.n_elements;
+    if (t.dims.size() >= 2) per_type_[t.type] += t.n_elements;
   }
 
   const gguf::GgufFile& f_;
@@ -90,7 +132,7 @@ class Binder {
 Result<ModelWeights> bind_weights(const gguf::GgufFile& f, const Hparams& hp) {
   ModelWeights w;
   Binder b(f, w);
-  const int64_t e = hp.n_embd, q = hp.q_dim(), kv = hp.kv_dim(), ff = hp.n_ff;
+  const int64_t e = hp.n_embd, q = hp.q_dim(), kv = hp.kv_dim(), ff = hp.n_ff, hd = hp.head_dim;
   HEARTH_RETURN_IF_ERROR(b.matrix("token_embd.weight", e, hp.n_vocab, w.token_embd));
   w.token_embd_row_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(e));
   HEARTH_RETURN_IF_ERROR(b.vector("output_norm.weight", e, w.output_norm));
@@ -108,19 +150,47 @@ Result<ModelWeights> bind_weights(const gguf::GgufFile& f, const Hparams& hp) {
     LayerWeights& l = w.layers[static_cast<size_t>(i)];
     const std::string p = "blk." + std::to_string(i) + ".";
     HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_norm.weight", e, l.attn_norm));
-    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", e, q, l.wq));
-    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", e, kv, l.wk));
-    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", e, kv, l.wv));
+    if (hp.fused_qkv) {
+      const std::string n = p + "attn_qkv.weight";
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, q + 2 * kv, 0, q, false, l.wq));
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, q + 2 * kv, q, kv, true, l.wk));
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, q + 2 * kv, q + kv, kv, true, l.wv));
+    } else {
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", e, q, l.wq));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", e, kv, l.wk));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", e, kv, l.wv));
+    }
     HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", q, e, l.wo));
+    if (hp.qk_norm) {
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", hd, l.q_norm));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", hd, l.k_norm));
+    }
+    if (hp.post_norms) {
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "post_attention_norm.weight", e, l.post_attn_norm));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "post_ffw_norm.weight", e, l.post_ffw_norm));
+    }
     if (hp.has_qkv_bias) {
       HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_q.bias", q, l.bq));
       HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", kv, l.bk));
       HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", kv, l.bv));
     }
     HEARTH_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", e, l.ffn_norm));
-    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", e, ff, l.w_gate));
-    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", e, ff, l.w_up));
-    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", ff, e, l.w_down));
+    if (hp.is_moe()) {
+      const int64_t n = hp.n_expert, fe = hp.n_ff_exp;
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_gate_inp.weight", e, n, l.gate_inp));
+      HEARTH_RETURN_IF_ERROR(b.experts(p + "ffn_gate_exps.weight", e, fe, n, l.gate_exps));
+      HEARTH_RETURN_IF_ERROR(b.experts(p + "ffn_up_exps.weight", e, fe, n, l.up_exps));
+      HEARTH_RETURN_IF_ERROR(b.experts(p + "ffn_down_exps.weight", fe, e, n, l.down_exps));
+    } else if (hp.fused_gate_up) {
+      const std::string n = p + "ffn_up.weight";
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, 2 * ff, 0, ff, false, l.w_gate));
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, 2 * ff, ff, ff, true, l.w_up));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", ff, e, l.w_down));
+    } else {
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", e, ff, l.w_gate));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", e, ff, l.w_up));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", ff, e, l.w_down));
+    }
   }
   b.finish();
   return w;

@@ -19,12 +19,21 @@ struct VectorWeight {
   std::vector<float> owned;
 };
 
+// One layer. Fused tensors (phi3's attn_qkv and gate/up ffn_up) are bound as views
+// of their row ranges, so wq/wk/wv and w_gate/w_up are plain matrices either way.
 struct LayerWeights {
   VectorWeight attn_norm;
   kb::WeightView wq, wk, wv, wo;
-  VectorWeight bq, bk, bv;  // qwen2 only
+  VectorWeight bq, bk, bv;      // qwen2 only
+  VectorWeight q_norm, k_norm;  // qk_norm: head_dim floats each
+  VectorWeight post_attn_norm;  // post_norms (gemma)
   VectorWeight ffn_norm;
-  kb::WeightView w_gate, w_up, w_down;
+  VectorWeight post_ffw_norm;           // post_norms (gemma)
+  kb::WeightView w_gate, w_up, w_down;  // dense FFN
+  // MoE FFN: the router (n_expert rows) and each expert's matrices, views of the
+  // 3-D ffn_{gate,up,down}_exps tensors (expert e is the e-th slice).
+  kb::WeightView gate_inp;
+  std::vector<kb::WeightView> gate_exps, up_exps, down_exps;
 };
 
 struct ModelWeights {
