@@ -434,7 +434,13 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsNonStreamingGeneration) {
   EXPECT_TRUE(wait_active(0, 1500)) << "generation still running after the client left";
   // Noticed at the next generated fragment (20 ms apart), not at the end (10 s).
   EXPECT_LT(std::chrono::steady_clock::now() - closed, std::chrono::milliseconds(1000));
-  const std::string m = metrics();
+  // The sequence is freed on the worker before the request's own thread records the
+  // outcome (499, the disconnect): wait for the last of those, bounded.
+  std::string m = metrics();
+  for (int i = 0; i < 200 && m.find("status=\"499\"} 1") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    m = metrics();
+  }
   EXPECT_NE(m.find("hearth_client_disconnects_total 1"), std::string::npos) << m;
   EXPECT_NE(m.find("hearth_cancelled_generations_total 1"), std::string::npos) << m;
   EXPECT_NE(
