@@ -16,21 +16,7 @@ std::string arch_model(const std::string& file) {
 }
 
 ModelConfig arch_config(std::string id, const std::string& path, bool caching) {
-  ModelConfig c;
-  c.id = std::move(id);
-  c.model_path = path;
-  c.n_ctx = 512;
-  c.n_seq_max = 1;
-  c.n_batch = 64;
-  c.prefill_chunk_size = 24;
-  c.n_threads = 1;
-  c.slot_affinity = false;
-  c.policy = small_policy(32, 32);
-  if (!caching) {
-    c.policy.min_tokens = 1 << 30;
-    c.policy.cold_min_tokens = 1 << 30;
-  }
-  return c;
+  return engine_config(std::move(id), path, /*n_seq_max=*/1, caching);
 }
 
 const char* kStory =

@@ -20,21 +20,7 @@ class EngineRuntime : public ::testing::Test {
     if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "SKIPPED: " << kModel << " is absent";
   }
   static ModelConfig config(std::string id, int32_t n_seq_max, bool caching = true) {
-    ModelConfig c;
-    c.id = std::move(id);
-    c.model_path = kModel;
-    c.n_ctx = 512;
-    c.n_seq_max = n_seq_max;
-    c.n_batch = 64;
-    c.prefill_chunk_size = 24;
-    c.n_threads = 1;
-    c.slot_affinity = false;
-    c.policy = small_policy(32, 32);
-    if (!caching) {
-      c.policy.min_tokens = 1 << 30;
-      c.policy.cold_min_tokens = 1 << 30;
-    }
-    return c;
+    return engine_config(std::move(id), kModel, n_seq_max, caching);
   }
   static CompletionResult cold(std::span<const TokenId> prompt, const RequestParams& p) {
     auto rt = make_runtime();

@@ -43,6 +43,29 @@ inline ModelConfig stub_config(std::string id, int32_t n_seq_max,
   return c;
 }
 
+// A model on the real engine, small and single-threaded: a 512-position context,
+// 24-token prefill slices (so prompts cross several ticks), no slot affinity (so a
+// second request restores from the cache), and a save policy for short prompts unless
+// `caching` is false.
+inline ModelConfig engine_config(std::string id, std::string path, int32_t n_seq_max,
+                                 bool caching = true) {
+  ModelConfig c;
+  c.id = std::move(id);
+  c.model_path = std::move(path);
+  c.n_ctx = 512;
+  c.n_seq_max = n_seq_max;
+  c.n_batch = 64;
+  c.prefill_chunk_size = 24;
+  c.n_threads = 1;
+  c.slot_affinity = false;
+  c.policy = small_policy(32, 32);
+  if (!caching) {
+    c.policy.min_tokens = 1 << 30;
+    c.policy.cold_min_tokens = 1 << 30;
+  }
+  return c;
+}
+
 inline std::unique_ptr<Runtime> make_runtime(RuntimeOptions o = {}) {
   auto rt = Runtime::create(std::move(o));
   EXPECT_TRUE(rt.ok()) << rt.status().to_string();

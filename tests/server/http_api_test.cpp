@@ -476,20 +476,36 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
 }
 
 // One queue, the runtime's: a model running its n_seq_max requests with a full queue
-// turns the next one away before any reply has started.
-TEST_F(HttpApiTest, FullQueueAnswers429WithRetryAfter) {
-  server_.control().step_delay_us = 50000;
-  ServerConfig config;
-  config.limits.max_queued_requests = 0;
-  start(config, 1024, /*n_seq_max=*/1);
-  std::thread busy([this] {
-    httplib::Client c("127.0.0.1", server_.port());
-    c.set_read_timeout(20, 0);
-    c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 20}}.dump(), "application/json");
-  });
-  EXPECT_TRUE(wait_active(1));  // not ASSERT: `busy` must be joined
+// turns the next one away before any reply has started. The fixture: "tiny" runs one
+// sequence, queues none, and a slow request holds that sequence until join().
+class FullQueueTest : public HttpApiTest {
+ protected:
+  void SetUp() override {
+    server_.control().step_delay_us = 50000;
+    ServerConfig config;
+    config.limits.max_queued_requests = 0;
+    start(config, 1024, /*n_seq_max=*/1);
+    busy_ = std::thread([this] {
+      httplib::Client c("127.0.0.1", server_.port());
+      c.set_read_timeout(20, 0);
+      c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 20}}.dump(),
+             "application/json");
+    });
+    EXPECT_TRUE(wait_active(1));  // not ASSERT: `busy_` must be joined
+  }
+  void join() {
+    if (busy_.joinable()) busy_.join();
+  }
+  void TearDown() override {
+    join();
+    HttpApiTest::TearDown();
+  }
+  std::thread busy_;
+};
+
+TEST_F(FullQueueTest, Answers429WithRetryAfter) {
   auto r = post("/v1/completions", {{"prompt", "b"}, {"max_tokens", 2}});
-  busy.join();
+  join();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429) << r->body;
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
@@ -499,24 +515,14 @@ TEST_F(HttpApiTest, FullQueueAnswers429WithRetryAfter) {
 
 // A streaming request the model's queue cannot take is refused before the event stream
 // starts: a 429 status, not a 200 with an error event.
-TEST_F(HttpApiTest, FullQueueAnswers429BeforeAStreamStarts) {
-  server_.control().step_delay_us = 50000;
-  ServerConfig config;
-  config.limits.max_queued_requests = 0;
-  start(config, 1024, /*n_seq_max=*/1);
-  std::thread busy([this] {
-    httplib::Client c("127.0.0.1", server_.port());
-    c.set_read_timeout(20, 0);
-    c.Post("/v1/completions", json{{"prompt", "a"}, {"max_tokens", 20}}.dump(), "application/json");
-  });
-  EXPECT_TRUE(wait_active(1));
+TEST_F(FullQueueTest, Answers429BeforeAStreamStarts) {
   auto chat = post("/v1/chat/completions",
                    {{"messages", {{{"role", "user"}, {"content", "b"}}}}, {"stream", true}});
   auto messages = post("/v1/messages", {{"model", "tiny"},
                                         {"max_tokens", 2},
                                         {"stream", true},
                                         {"messages", {{{"role", "user"}, {"content", "b"}}}}});
-  busy.join();
+  join();
   ASSERT_TRUE(chat);
   EXPECT_EQ(chat->status, 429) << chat->body;
   EXPECT_EQ(chat->get_header_value("Retry-After"), "1");

@@ -29,18 +29,7 @@ class Binder {
 
   // A matrix with cols = ne0 (contiguous), rows = ne1.
   Status matrix(const std::string& name, int64_t cols, int64_t rows, kb::WeightView& out) {
-    HEARTH_ASSIGN_OR_RETURN(const gguf::TensorInfo* t,
-                            find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}));
-    if (!kb::type_supported(t->type)) {
-      return Unsupported("tensor " + name + " has unsupported type " +
-                         gguf::tensor_type_name(t->type));
-    }
-    out.type = t->type;
-    out.rows = rows;
-    out.cols = cols;
-    out.data = t->data;
-    count(*t);
-    return OkStatus();
+    return rows_of(name, cols, rows, /*row0=*/0, rows, /*counted=*/false, out);
   }
 
   // Rows [row0, row0 + rows) of a matrix tensor with cols = ne0 and total_rows = ne1
