@@ -1,6 +1,8 @@
 #include "server/connection_guard.h"
 
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -393,8 +395,12 @@ GuardedServer::GuardedServer(const GuardLimits& limits) : limits_(limits) {
   set_keep_alive_max_count(kMaxRequestsPerConnection);
   set_keep_alive_timeout(std::max<int64_t>(1, limits_.idle_timeout_ms / 1000));
   set_payload_max_length(static_cast<size_t>(limits_.max_body_bytes));
+  // SO_REUSEADDR only: a restart binds while old connections sit in TIME_WAIT, but a
+  // second live server on the port fails to bind (httplib's default, SO_REUSEPORT, lets
+  // the kernel split the traffic between two servers without a word).
   set_socket_options([this](socket_t sock) {
-    httplib::default_socket_options(sock);
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_fd_ = sock;
   });
   set_logger([](const httplib::Request&, const httplib::Response& res) {
@@ -476,6 +482,11 @@ GuardedServer::HeadWait GuardedServer::await_head(int sock, Head& head) {
 }
 
 bool GuardedServer::process_and_close_socket(socket_t sock) {
+  // Replies are written as they are ready (a head, then a body; one SSE event after
+  // another): with Nagle's algorithm on, the second write of a keep-alive reply waits
+  // for the client's delayed ACK, some 40 ms per request.
+  const int nodelay = 1;
+  ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof(nodelay));
   if (t_shed) {
     counters_.shed.fetch_add(1);
     send_canned(sock, 503, "Service Unavailable", "too_many_connections",

@@ -1,5 +1,8 @@
 #include "server/http_server.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <openssl/crypto.h>
 
 #include "common/json_text.h"
@@ -236,9 +239,16 @@ Status HttpServer::bind() {
     http_->widen_listen_backlog();
     return OkStatus();
   }
+  errno = 0;
   if (!http_->bind_to_port(config_.host, config_.port)) {
-    return IoError("cannot bind " + config_.host + ":" + std::to_string(config_.port) +
-                   " (address in use or not available)");
+    const std::string where = config_.host + ":" + std::to_string(config_.port);
+    if (errno == EADDRINUSE) {
+      return IoError("cannot bind " + where +
+                     ": the port is in use (another hearth serve or another program listens "
+                     "on it); pick another with --port");
+    }
+    return IoError("cannot bind " + where + " (address not available: " +
+                   std::strerror(errno) + ")");
   }
   port_ = config_.port;
   http_->widen_listen_backlog();
