@@ -351,9 +351,12 @@ Status apply_config_file(const std::string& path, ServerConfig& config) {
 
 Result<runtime::ModelConfig> model_config_from_flag(const std::string& flag_value) {
   runtime::ModelConfig m = default_model_config();
+  // ID=PATH splits at the first '=' when what precedes it is a valid model id (ids may
+  // hold '/': "Org/Model=/models/m.gguf"); otherwise the whole value is a path
+  // ("/a=b/c.gguf": "/a" is no id).
   const auto eq = flag_value.find('=');
-  if (eq != std::string::npos && eq > 0 && flag_value.find('/') > eq) {
-    HEARTH_RETURN_IF_ERROR(apply_model_setting(m, "id", flag_value.substr(0, eq)));
+  if (eq != std::string::npos && runtime::check_model_id(flag_value.substr(0, eq)).ok()) {
+    m.id = flag_value.substr(0, eq);
     m.model_path = flag_value.substr(eq + 1);
   } else {
     m.model_path = flag_value;

@@ -122,7 +122,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
         return invalid_request("'prompt' holds token id " + std::to_string(t) +
                                    " outside the vocabulary (size " +
                                    std::to_string(model.n_vocab) + ")",
-                               "prompt", "invalid_value");
+                               "prompt", "invalid_token_id");
       }
     }
   } else {

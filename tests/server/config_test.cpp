@@ -165,7 +165,14 @@ TEST(ServerConfig, ModelFlagForms) {
   EXPECT_EQ(model_config_from_flag("/a=b/c.gguf")->model_path, "/a=b/c.gguf");
   // A file name that is no valid id becomes one; an explicit bad id is an error.
   EXPECT_EQ(model_config_from_flag("/x/my model (q4).gguf")->id, "my_model__q4_");
-  EXPECT_FALSE(model_config_from_flag("a b=/x/y.gguf").ok());
+  // ID=PATH splits at the first '=' whatever the id holds, when it is a valid id.
+  auto org = model_config_from_flag("Org/Model-7B:q4=/x/y.gguf");
+  ASSERT_TRUE(org.ok());
+  EXPECT_EQ(org->id, "Org/Model-7B:q4");
+  EXPECT_EQ(org->model_path, "/x/y.gguf");
+  auto odd = model_config_from_flag("a b=/x/y.gguf");  // no id: all of it is the path
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->model_path, "a b=/x/y.gguf");
 }
 
 TEST(ServerConfig, DefaultsAreSafe) {

@@ -475,6 +475,16 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
+// A token id the model does not have gets its own error code, naming the id.
+TEST_F(HttpApiTest, OutOfVocabularyTokenIdHasItsOwnCode) {
+  start();
+  auto r = post("/v1/completions", {{"prompt", {70, 5000}}, {"max_tokens", 2}});
+  expect_error(r, 400, "prompt");
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["error"]["code"], "invalid_token_id") << r->body;
+  EXPECT_NE(j["error"]["message"].get<std::string>().find("5000"), std::string::npos) << r->body;
+}
+
 // One queue, the runtime's: a model running its n_seq_max requests with a full queue
 // turns the next one away before any reply has started. The fixture: "tiny" runs one
 // sequence, queues none, and a slow request holds that sequence until join().
