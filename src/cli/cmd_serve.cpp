@@ -21,6 +21,7 @@ struct ServeFlags {
   std::string chat_template;
   int64_t parallel = 0;
   int64_t max_tokens = 0;
+  std::vector<std::string> cors_origins;
 };
 
 Registrar reg("serve", [](CLI::App& root) {
@@ -44,6 +45,9 @@ Registrar reg("serve", [](CLI::App& root) {
                   "default 4); more wait in its queue (limits.max_queued_requests)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
+  cmd->add_option("--cors-origin", flags->cors_origins,
+                  "Let pages of this origin call the /v1 API from a browser (CORS; '*' = any; "
+                  "repeatable; server.cors_origins); off by default");
   cmd->callback([flags] {
     server::ServerConfig config;
     if (!flags->config_file.empty()) {
@@ -80,6 +84,7 @@ Registrar reg("serve", [](CLI::App& root) {
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
     if (!flags->chat_template.empty()) config.chat_template = flags->chat_template;
     if (flags->max_tokens > 0) config.limits.max_tokens = flags->max_tokens;
+    if (!flags->cors_origins.empty()) config.cors_origins = flags->cors_origins;
     exit_code() = server::run_server(config);
   });
 });

@@ -208,17 +208,20 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     HEARTH_RETURN_IF_ERROR(s.string("chat_template", c.chat_template));
     HEARTH_RETURN_IF_ERROR(s.string("cache_dir", c.cache_dir));
     HEARTH_RETURN_IF_ERROR(s.integer("shutdown_grace_ms", c.shutdown_grace_ms));
-    if (const auto* n = s.get("allowed_hosts")) {
+    for (auto [key, out] : {std::pair{"allowed_hosts", &c.allowed_hosts},
+                            std::pair{"cors_origins", &c.cors_origins}}) {
+      const auto* n = s.get(key);
+      if (!n) continue;
       const auto* arr = n->as_array();
-      if (!arr) return s.type_error("allowed_hosts", "an array of host names");
-      c.allowed_hosts.clear();
+      if (!arr) return s.type_error(key, "an array of strings");
+      out->clear();
       for (const auto& e : *arr) {
         auto v = e.value<std::string>();
         if (!e.is_string() || v->empty()) {
-          return InvalidArgument(
-              "config: server.allowed_hosts: each entry must be a non-empty string");
+          return InvalidArgument(std::string("config: server.") + key +
+                                 ": each entry must be a non-empty string");
         }
-        c.allowed_hosts.push_back(*v);
+        out->push_back(*v);
       }
     }
     HEARTH_RETURN_IF_ERROR(s.check_unknown());

@@ -73,6 +73,18 @@ bool host_allowed(const ServerConfig& config, const std::string& host_header) {
   return false;
 }
 
+// The Origin a CORS reply may name: one of config.cors_origins ("*" allows any), only
+// for the API routes; "" when the request is not a cross-origin call hearth allows.
+std::string cors_origin_for(const ServerConfig& config, const httplib::Request& req) {
+  if (config.cors_origins.empty() || !req.has_header("Origin")) return "";
+  if (req.path.rfind("/v1/", 0) != 0) return "";  // admin endpoints: same-origin only
+  const std::string origin = req.get_header_value("Origin");
+  for (const auto& allowed : config.cors_origins) {
+    if (allowed == "*" || lowercase(allowed) == lowercase(origin)) return origin;
+  }
+  return "";
+}
+
 GuardLimits guard_limits(const LimitsConfig& l) {
   GuardLimits g;
   g.max_connections = l.max_connections;
@@ -155,6 +167,26 @@ void HttpServer::install_routes() {
                           "Host '" + req.get_header_value("Host") +
                               "' is not a loopback name or in server.allowed_hosts",
                           "forbidden");
+          }
+          // CORS (server.cors_origins, off by default): an allowed origin's preflight is
+          // answered here, before the key check (browsers send none with it), and its
+          // calls get Access-Control-Allow-Origin on whatever reply they get.
+          if (const std::string origin = cors_origin_for(config_, req); !origin.empty()) {
+            res.set_header("Access-Control-Allow-Origin", origin);
+            res.set_header("Vary", "Origin");
+            if (req.method == "OPTIONS") {
+              res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+              res.set_header("Access-Control-Allow-Headers",
+                             "Authorization, Content-Type, x-api-key, anthropic-version, "
+                             "anthropic-beta, OpenAI-Organization, OpenAI-Project, "
+                             "X-Stainless-Arch, X-Stainless-Lang, X-Stainless-OS, "
+                             "X-Stainless-Package-Version, X-Stainless-Runtime, "
+                             "X-Stainless-Runtime-Version, X-Stainless-Retry-Count, "
+                             "X-Stainless-Timeout");
+              res.set_header("Access-Control-Max-Age", "600");
+              res.status = 204;
+              return httplib::Server::HandlerResponse::Handled;
+            }
           }
           // Admin calls change server state; a web page must not make them with the
           // user's network position. Same-origin is the only origin hearth serves.
@@ -247,8 +279,8 @@ Status HttpServer::bind() {
                      ": the port is in use (another hearth serve or another program listens "
                      "on it); pick another with --port");
     }
-    return IoError("cannot bind " + where + " (address not available: " +
-                   std::strerror(errno) + ")");
+    return IoError("cannot bind " + where + " (address not available: " + std::strerror(errno) +
+                   ")");
   }
   port_ = config_.port;
   http_->widen_listen_backlog();

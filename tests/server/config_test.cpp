@@ -23,6 +23,7 @@ host = "0.0.0.0"
 port = 9000
 api_key = "k"
 models_dir = "/models"
+cors_origins = ["https://app.example"]
 chat_template = "llama-3"
 
 [limits]
@@ -64,6 +65,7 @@ evict_tiers = ["ram"]
   EXPECT_EQ(c.api_key, "k");
   EXPECT_EQ(c.limits.max_body_bytes, 2 * 1024 * 1024);
   EXPECT_EQ(c.limits.max_queued_requests, 8);
+  EXPECT_EQ(c.cors_origins, std::vector<std::string>{"https://app.example"});
   // [[models]] tables become the runtime's own ModelConfig, nothing in between.
   ASSERT_EQ(c.models.size(), 2u);
   EXPECT_EQ(c.models[0].id, "small");

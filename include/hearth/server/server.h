@@ -52,6 +52,10 @@ struct ServerConfig {
   // Host header values accepted besides the loopback names when bound to loopback
   // ("name" matches any port, "name:port" only that one); DNS-rebinding defence.
   std::vector<std::string> allowed_hosts;
+  // Browser origins ("https://app.example", or "*") whose pages may call the /v1 API
+  // (CORS: preflights answered, Access-Control-Allow-Origin on replies). Empty = off.
+  // Admin endpoints (/hearth/...) stay same-origin only whatever this says.
+  std::vector<std::string> cors_origins;
   std::string models_dir;            // POST /hearth/models loads only from here; empty = refused
   std::string chat_template;         // force a family ("chatml", "llama-3", ...); empty = detect
   std::string cache_dir;             // --cache-dir: shorthand for an enabled disk tier in DIR
