@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "hearth/log.h"
 #include "hearth/server/server.h"
 
 namespace hearth::cli {
@@ -22,6 +23,7 @@ struct ServeFlags {
   int64_t parallel = 0;
   int64_t max_tokens = 0;
   std::vector<std::string> cors_origins;
+  std::string log_format = "text";
 };
 
 Registrar reg("serve", [](CLI::App& root) {
@@ -48,7 +50,12 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--cors-origin", flags->cors_origins,
                   "Let pages of this origin call the /v1 API from a browser (CORS; '*' = any; "
                   "repeatable; server.cors_origins); off by default");
+  cmd->add_option("--log-format", flags->log_format,
+                  "Log lines as 'text' (default) or 'json' (one object per line; a line per "
+                  "request with its id, route, status, tokens, cache hit, TTFT and total time)")
+      ->check(CLI::IsMember({"text", "json"}));
   cmd->callback([flags] {
+    log::set_format(flags->log_format == "json" ? log::Format::kJson : log::Format::kText);
     server::ServerConfig config;
     if (!flags->config_file.empty()) {
       if (Status s = server::apply_config_file(flags->config_file, config); !s.ok()) {

@@ -196,6 +196,14 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
     return out;
   }
   out.stats = std::move(result).value();
+  RequestLog& log = current_request_log();
+  log.model = plan.model.id;
+  log.prompt_tokens = out.stats.prompt_tokens;
+  log.cached_tokens = out.stats.cached_tokens;
+  log.completion_tokens = out.stats.completion_tokens;
+  log.cache_hit_kind = out.stats.cache_hit_kind;
+  log.finish_reason = out.stats.finish_reason;
+  log.ttft_ms = out.ttft_seconds >= 0 ? out.ttft_seconds * 1000.0 : -1;
   if (!out.stats.matched_stop.empty()) {
     out.finish_reason = "stop";
     out.matched_stop = out.stats.matched_stop;
@@ -212,6 +220,35 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
   ctx.metrics.record_generation(plan.model.id, out.ttft_seconds, out.stats.prompt_tokens,
                                 out.stats.cached_tokens, out.stats.completion_tokens, decode_s);
   return out;
+}
+
+RequestLog& current_request_log() {
+  thread_local RequestLog log;
+  return log;
+}
+
+RequestLog& begin_request_log(std::string id) {
+  RequestLog& log = current_request_log();
+  log = RequestLog{};
+  log.id = std::move(id);
+  log.start_ms = steady_now_ms();
+  return log;
+}
+
+void log_request(const std::string& route, int status) {
+  const RequestLog& r = current_request_log();
+  log::Fields fields = {{"id", r.id}, {"route", route}, {"status", int64_t{status}}};
+  if (r.prompt_tokens >= 0) {
+    fields.insert(fields.end(), {{"model", r.model},
+                                 {"prompt_tokens", r.prompt_tokens},
+                                 {"cached_tokens", r.cached_tokens},
+                                 {"completion_tokens", r.completion_tokens},
+                                 {"cache_hit", r.cache_hit_kind},
+                                 {"finish", r.finish_reason}});
+    if (r.ttft_ms >= 0) fields.emplace_back("ttft_ms", r.ttft_ms);
+  }
+  fields.emplace_back("total_ms", static_cast<double>(steady_now_ms() - r.start_ms));
+  log::write_fields(log::Level::kInfo, "request", fields);
 }
 
 }  // namespace hearth::server

@@ -52,6 +52,26 @@ std::optional<ApiError> resolve_model(ServerContext& ctx, const std::string& id,
 std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& req,
                                         GenerationPlan& plan);
 
+// The request served on this thread, for its one log line: http_util's with_metrics
+// and start_sse open it when the request starts and log it when it ends; a generation
+// adds what it did (run_generation).
+struct RequestLog {
+  std::string id;  // also sent as the X-Request-Id reply header
+  int64_t start_ms = 0;
+  std::string model;
+  int64_t prompt_tokens = -1;  // -1: not a generation
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::string cache_hit_kind;
+  std::string finish_reason;
+  double ttft_ms = -1;
+};
+RequestLog& current_request_log();
+// Opens the record of a new request and returns it.
+RequestLog& begin_request_log(std::string id);
+// One line: route, status, the generation's fields when there was one, total time.
+void log_request(const std::string& route, int status);
+
 struct GenerationOutcome {
   GenerateStats stats;
   std::string text;           // everything emitted to the client

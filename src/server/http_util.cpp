@@ -54,10 +54,12 @@ RouteHandler with_metrics(ServerContext& ctx, std::string endpoint, RouteHandler
   return [&ctx, endpoint = std::move(endpoint), handler = std::move(handler)](
              const httplib::Request& req, httplib::Response& res) {
     const int64_t start = steady_now_ms();
+    res.set_header("X-Request-Id", begin_request_log(make_id("req-")).id);
     handler(req, res);
     // A streaming reply is recorded by its content provider when the stream ends.
     if (!res.is_chunked_content_provider_) {
       ctx.metrics.record_request(endpoint, res.status, (steady_now_ms() - start) / 1000.0);
+      log_request(endpoint, res.status);
     }
   };
 }
@@ -243,6 +245,7 @@ void start_sse(httplib::Response& res, ServerContext& ctx, std::string endpoint,
           return alive;
         };
         produce(write);
+        log_request(endpoint, alive ? 200 : kClientClosedRequest);
         ctx.metrics.record_request(endpoint, alive ? 200 : kClientClosedRequest,
                                    (steady_now_ms() - start) / 1000.0);
         if (!alive) return false;

@@ -96,6 +96,7 @@ class RuntimeGeneration final : public Generation {
     GenerateStats out;
     out.prompt_tokens = st.prompt_tokens;
     out.cached_tokens = st.cache_delta.read;
+    out.cache_hit_kind = rt::cache_hit_kind_name(st.cache_hit_kind);
     out.completion_tokens = st.completion_tokens;
     out.steps_after_cancel = st.steps_after_cancel;
     out.finish_reason =
