@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "server/http_server.h"
+#include "server/model_settings.h"
 #include "server/runtime_service.h"
 
 namespace {
@@ -56,10 +57,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   c.limits.write_timeout_ms = 100;
   c.limits.max_tokens = 16;
   c.shutdown_grace_ms = 100;
-  ModelConfig m;
+  runtime::ModelConfig m = default_model_config();
   m.id = "stories";
-  m.path = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
-  m.context = 64;
+  m.model_path = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
+  m.n_ctx = 64;
   c.models.push_back(m);
   auto service = make_runtime_service(c);
   if (!service.ok()) {
