@@ -134,6 +134,7 @@ BackendFactory engine_factory(const ModelConfig& config) {
                     ? config.n_threads
                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   o.n_ctx = config.n_ctx;
+  o.kv_budget_bytes = config.kv_budget_bytes;
   o.n_seq_max = config.n_seq_max;
   o.n_batch = config.n_batch;
   const std::string path = config.model_path;
