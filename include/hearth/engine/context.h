@@ -14,9 +14,9 @@ namespace hearth {
 
 // The KV memory budget of a model that sets none: 4 GiB. A fixed figure, not a share
 // of this machine's memory, so the same model and flags get the same context on every
-// machine (benchmarks, tests and the cache's row lengths reproduce); 4 GiB holds the
-// full context of the 1-3 B models at n_seq_max 4 and about 32k positions of a 0.6 B
-// Qwen3 for one sequence.
+// machine (benchmarks, tests and clients' context limits reproduce); 4 GiB holds the
+// full context of the 1-3 B models at n_seq_max 4 and about 18k positions of a 0.6 B
+// Qwen3 at n_seq_max 1.
 inline constexpr uint64_t kDefaultKvBudgetBytes = uint64_t{4} << 30;
 
 // A context chosen from the budget is rounded down to a multiple of this (the model's
