@@ -38,7 +38,7 @@ def count(n):
     r = subprocess.run([hearth, "tokenize", "-m", model, "--json", text[:n]], capture_output=True,
                        text=True, check=True)
     return len(json.loads(r.stdout)["tokens"])
-lo, hi = want, len(text)
+lo, hi = want, min(len(text), 6 * want, 120000)  # one argv string: < 128 KiB
 while lo < hi:
     mid = (lo + hi + 1) // 2
     lo, hi = (mid, hi) if count(mid) <= want else (lo, mid - 1)
