@@ -1,4 +1,5 @@
-// `hearth gen-model`: a llama GGUF with seeded random weights (see gen_model.h).
+// `hearth gen-model`: a GGUF of one of the engine's families with seeded random
+// weights (see gen_model.h; the presets are listed in docs/gguf.md).
 #include <cstdio>
 
 #include "cli/gen_model.h"
@@ -10,10 +11,16 @@ namespace {
 Registrar reg("gen-model", [](CLI::App& root) {
   auto opts = std::make_shared<GenModelOptions>();
   auto* cmd = root.add_subcommand(
-      "gen-model", "Write a llama-architecture GGUF with seeded random N(0, 0.02) weights");
-  cmd->add_option("--preset", opts->preset, "Model shape")
-      ->check(CLI::IsMember(preset_names()))
-      ->capture_default_str();
+      "gen-model", "Write a GGUF of one architecture family with seeded random N(0, 0.02) weights");
+  cmd->add_option("--arch", opts->arch,
+                  "Architecture family (default: llama, or the family of a preset only it has)")
+      ->check(CLI::IsMember(arch_names()));
+  std::string presets;
+  for (const auto& n : preset_names()) presets += (presets.empty() ? "" : ", ") + n;
+  cmd->add_option("--preset", opts->preset,
+                  "Model shape within the family (default tiny); family/name: " + presets);
+  cmd->add_option("--ctx", opts->ctx, "Context length to write (default: the preset's)")
+      ->check(CLI::Range(1u, 1u << 30));
   cmd->add_option("--type", opts->type, "Weight type")
       ->check(CLI::IsMember(weight_type_names()))
       ->capture_default_str();

@@ -7,15 +7,17 @@
 #include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/engine/engine.h"
-#include "hearth/runtime/runtime.h"
 #include "hearth/engine/sampler.h"
 #include "hearth/engine/tokenizer.h"
+#include "hearth/runtime/runtime.h"
+#include "server/model_settings.h"
 
 namespace hearth::cli {
 namespace {
@@ -31,6 +33,8 @@ struct RunArgs {
   uint64_t seed = 0;
   int threads = 2;
   int ctx = 0;
+  std::string kv_budget;  // a size ("6GiB"); empty: the default budget
+  uint64_t kv_budget_bytes = 0;
   bool json = false;
   std::string cache_dir;  // non-empty: run through the runtime with a disk tier here
 };
@@ -59,6 +63,7 @@ int run_cached(const RunArgs& a) {
   mc.id = "cli";
   mc.model_path = a.model;
   mc.n_ctx = a.ctx;
+  mc.kv_budget_bytes = a.kv_budget_bytes;
   mc.n_threads = a.threads;
   mc.tier = rt::Tier::kDisk;
   mc.slot_affinity = false;
@@ -138,6 +143,7 @@ int run(const RunArgs& a) {
   EngineOptions opts;
   opts.n_threads = a.threads;
   opts.n_ctx = a.ctx;
+  opts.kv_budget_bytes = a.kv_budget_bytes;
   opts.n_seq_max = 1;
   const auto t_load = std::chrono::steady_clock::now();
   auto loaded = Engine::load(a.model, opts);
@@ -242,12 +248,27 @@ Registrar reg("run", [](CLI::App& root) {
   cmd->add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty (1: off)");
   cmd->add_option("--seed", a->seed, "sampling seed");
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
-  cmd->add_option("-c,--ctx", a->ctx, "context size (0: model's, at most 4096)");
+  cmd->add_option("-c,--ctx", a->ctx,
+                  "context size (0: the model's own, or the largest whose KV fits --kv-budget)")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--kv-budget", a->kv_budget,
+                  "KV memory the model may commit at load, e.g. 6GiB (default 4 GiB)");
   cmd->add_flag("--json", a->json, "print {text, tokens, prompt_tokens, timings} as JSON");
   cmd->add_option("--cache-dir", a->cache_dir,
                   "persistent KV cache directory (disk tier, created 0700): an identical "
                   "later run restores the prompt instead of recomputing it");
-  cmd->callback([a] { exit_code() = run(*a); });
+  cmd->callback([a] {
+    if (!a->kv_budget.empty()) {
+      const std::optional<int64_t> bytes = server::parse_size_text(a->kv_budget);
+      if (!bytes) {
+        exit_code() = fail(
+            InvalidArgument("--kv-budget: expected a size like 6GiB, got '" + a->kv_budget + "'"));
+        return;
+      }
+      a->kv_budget_bytes = static_cast<uint64_t>(*bytes);
+    }
+    exit_code() = run(*a);
+  });
 });
 
 }  // namespace

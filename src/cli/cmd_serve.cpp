@@ -1,12 +1,14 @@
 // `hearth serve`: the OpenAI/Anthropic-compatible HTTP server (docs/api.md).
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/registry.h"
 #include "hearth/log.h"
 #include "hearth/server/server.h"
+#include "server/model_settings.h"
 
 namespace hearth::cli {
 namespace {
@@ -24,7 +26,27 @@ struct ServeFlags {
   int64_t max_tokens = 0;
   std::vector<std::string> cors_origins;
   std::string log_format = "text";
+  std::optional<int64_t> ctx_size;
+  std::optional<std::string> kv_budget;
 };
+
+// --parallel, --ctx-size and --kv-budget on one -m model, through the [[models]] keys'
+// own parser (so the ranges and messages are the same).
+Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
+  if (flags.parallel > 0) {
+    if (flags.parallel > 1024) return InvalidArgument("--parallel must be in 1..1024");
+    m.n_seq_max = static_cast<int32_t>(flags.parallel);
+  }
+  if (flags.ctx_size) {
+    if (Status s = server::apply_model_setting(m, "context", *flags.ctx_size); !s.ok())
+      return InvalidArgument("--ctx-size: " + s.message());
+  }
+  if (flags.kv_budget) {
+    if (Status s = server::apply_model_setting(m, "kv_budget", *flags.kv_budget); !s.ok())
+      return InvalidArgument("--kv-budget: " + s.message());
+  }
+  return OkStatus();
+}
 
 Registrar reg("serve", [](CLI::App& root) {
   auto flags = std::make_shared<ServeFlags>();
@@ -45,6 +67,12 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--parallel", flags->parallel,
                   "Requests each -m model runs at once, batched together (its n_seq_max; "
                   "default 4); more wait in its queue (limits.max_queued_requests)");
+  cmd->add_option("--ctx-size", flags->ctx_size,
+                  "Context per sequence of each -m model (context; default 0: the model's own, "
+                  "or the largest whose KV fits --kv-budget)");
+  cmd->add_option("--kv-budget", flags->kv_budget,
+                  "KV memory each -m model may commit at load, e.g. 6GiB (kv_budget; default "
+                  "4 GiB)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->add_option("--cors-origin", flags->cors_origins,
@@ -64,18 +92,18 @@ Registrar reg("serve", [](CLI::App& root) {
         return;
       }
     }
+    if (flags->models.empty() && (flags->ctx_size || flags->kv_budget)) {
+      std::fprintf(stderr,
+                   "hearth serve: --ctx-size and --kv-budget apply to -m models; set context "
+                   "and kv_budget in the config's [[models]] tables\n");
+      exit_code() = 2;
+      return;
+    }
     for (const auto& flag : flags->models) {
       auto m = server::model_config_from_flag(flag);
-      if (m.ok() && flags->parallel > 0) {
-        if (flags->parallel > 1024) {
-          std::fprintf(stderr, "hearth serve: --parallel must be in 1..1024\n");
-          exit_code() = 2;
-          return;
-        }
-        m->n_seq_max = static_cast<int32_t>(flags->parallel);
-      }
-      if (!m.ok()) {
-        std::fprintf(stderr, "hearth serve: %s\n", m.status().message().c_str());
+      Status st = m.ok() ? apply_model_flags(*flags, *m) : m.status();
+      if (!st.ok()) {
+        std::fprintf(stderr, "hearth serve: %s\n", st.message().c_str());
         exit_code() = 2;
         return;
       }

@@ -1,4 +1,5 @@
-// See gen_model.h. Weights stream to disk one tensor at a time; within a tensor,
+// See gen_model.h; the shapes are in gen_model_presets.cpp, the tensors and keys of each
+// family in gen_model_plan.cpp. Weights stream to disk one tensor at a time; within a tensor,
 // chunks of rows are generated (and converted) in parallel, each chunk from its own
 // RNG stream, so the bytes do not depend on the number of threads.
 #include "cli/gen_model.h"
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 
 #if defined(__F16C__)
@@ -23,59 +25,11 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr ModelPreset kPresets[] = {
-    {"tiny", 512, 64, 2, 4, 2, 192, 512, 10000.0f, 1e-5f},
-    {"small", 512, 256, 4, 8, 4, 768, 2048, 10000.0f, 1e-5f},
-    {"tinyllama-1.1b", 32000, 2048, 22, 32, 4, 5632, 2048, 10000.0f, 1e-5f},
-};
-
 constexpr WeightType kWeightTypes[] = {
     {"f32", 0, TensorType::kF32},    {"f16", 1, TensorType::kF16},
     {"bf16", 32, TensorType::kBF16}, {"q8_0", 7, TensorType::kQ8_0},
     {"q4_0", 2, TensorType::kQ4_0},  {"q4_k_m", 15, TensorType::kQ4_K},
 };
-
-// llama.cpp's use_more_bits(): the first and last eighth of the layers, and every
-// third layer in between, get the bigger type in the *_K_M mixes.
-bool use_more_bits(uint32_t i, uint32_t n) {
-  return i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2);
-}
-
-// When a row does not divide into the chosen type's blocks, llama.cpp falls back
-// to a type with 32-element blocks, and to F16 when even that does not fit.
-TensorType fit_row(TensorType t, uint64_t ne0) {
-  const gguf::TypeTraits* tr = gguf::type_traits(t);
-  if (ne0 % tr->block_size == 0) return t;
-  TensorType fallback = TensorType::kF16;
-  switch (t) {
-    case TensorType::kQ4_K:
-      fallback = TensorType::kQ5_0;
-      break;
-    case TensorType::kQ5_K:
-      fallback = TensorType::kQ5_1;
-      break;
-    case TensorType::kQ6_K:
-      fallback = TensorType::kQ8_0;
-      break;
-    default:
-      break;
-  }
-  return ne0 % gguf::type_traits(fallback)->block_size == 0 ? fallback : TensorType::kF16;
-}
-
-TensorType weight_type_for(const WeightType& w, const std::string& role, uint32_t layer,
-                           uint32_t n_layer) {
-  if (w.base == TensorType::kF32 || w.base == TensorType::kF16 || w.base == TensorType::kBF16 ||
-      w.base == TensorType::kQ8_0) {
-    return w.base;
-  }
-  if (role == "output") return TensorType::kQ6_K;  // llama.cpp's rule for every 4/5-bit mix
-  if (w.llama_ftype == 15 && (role == "attn_v" || role == "ffn_down") &&
-      use_more_bits(layer, n_layer)) {
-    return TensorType::kQ6_K;
-  }
-  return w.base;
-}
 
 // Bytes of data for a tensor; the writer validated the shape already.
 uint64_t tensor_bytes(const PlannedTensor& t) {
@@ -166,20 +120,19 @@ Status fill_tensor(const PlannedTensor& t, size_t index, uint64_t seed, double s
   return OkStatus();
 }
 
-}  // namespace
-
-const ModelPreset* find_preset(const std::string& name) {
-  for (const auto& p : kPresets) {
-    if (name == p.name) return &p;
+// "hearth-gen-<preset>": llama's as before, and the other families' presets named
+// after a model ("hearth-gen-qwen3-0.6b"); their generic shapes get the family
+// ("hearth-gen-qwen3-tiny"). Never "phi3": llama.cpp applies Phi-3 vocabulary fix-ups
+// to a general.name containing it, and the built-in vocabulary lacks their tokens.
+std::string general_name(const ModelPreset& p) {
+  const std::string_view arch = p.arch, name = p.name;
+  if (arch == "llama" || (name != "tiny" && name != "small")) {
+    return std::string("hearth-gen-") + p.name;
   }
-  return nullptr;
+  return std::string("hearth-gen-") + (arch == "phi3" ? "phi-3" : p.arch) + "-" + p.name;
 }
 
-std::vector<std::string> preset_names() {
-  std::vector<std::string> out;
-  for (const auto& p : kPresets) out.emplace_back(p.name);
-  return out;
-}
+}  // namespace
 
 const WeightType* find_weight_type(const std::string& name) {
   for (const auto& w : kWeightTypes) {
@@ -194,51 +147,37 @@ std::vector<std::string> weight_type_names() {
   return out;
 }
 
-std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab,
-                                        const WeightType& w) {
-  const uint64_t embd = p.n_embd;
-  const uint64_t embd_kv = uint64_t{p.n_embd} / p.n_head * p.n_head_kv;
-  std::vector<PlannedTensor> out;
-  auto weight = [&](std::string name, std::string role, uint32_t layer,
-                    std::vector<uint64_t> dims) {
-    const TensorType t = fit_row(weight_type_for(w, role, layer, p.n_layer), dims[0]);
-    out.push_back({std::move(name), std::move(dims), t, false});
-  };
-  auto norm = [&](std::string name) {
-    out.push_back({std::move(name), {embd}, TensorType::kF32, true});
-  };
-  weight("token_embd.weight", "token_embd", 0, {embd, n_vocab});
-  for (uint32_t i = 0; i < p.n_layer; ++i) {
-    const std::string blk = "blk." + std::to_string(i) + ".";
-    norm(blk + "attn_norm.weight");
-    weight(blk + "attn_q.weight", "attn_q", i, {embd, embd});
-    weight(blk + "attn_k.weight", "attn_k", i, {embd, embd_kv});
-    weight(blk + "attn_v.weight", "attn_v", i, {embd, embd_kv});
-    weight(blk + "attn_output.weight", "attn_output", i, {embd, embd});
-    norm(blk + "ffn_norm.weight");
-    weight(blk + "ffn_gate.weight", "ffn_gate", i, {embd, p.n_ff});
-    weight(blk + "ffn_up.weight", "ffn_up", i, {embd, p.n_ff});
-    weight(blk + "ffn_down.weight", "ffn_down", i, {p.n_ff, embd});
-  }
-  norm("output_norm.weight");
-  weight("output.weight", "output", 0, {embd, n_vocab});
-  return out;
-}
-
 Status generate_model(const GenModelOptions& opts) {
-  const ModelPreset* p = find_preset(opts.preset);
-  if (p == nullptr) return InvalidArgument("unknown preset '" + opts.preset + "'");
+  if (opts.arch) {
+    const auto archs = arch_names();
+    if (std::find(archs.begin(), archs.end(), *opts.arch) == archs.end()) {
+      return InvalidArgument("unknown --arch '" + *opts.arch + "'");
+    }
+  }
+  const std::string preset = opts.preset.value_or("tiny");
+  const ModelPreset* p = find_preset(opts.arch, preset);
+  if (p == nullptr) {
+    std::string known;
+    for (const auto& n : opts.arch ? preset_names(*opts.arch) : preset_names())
+      known += (known.empty() ? "" : ", ") + n;
+    return InvalidArgument("unknown --preset '" + preset + "'" +
+                           (opts.arch ? " for --arch " + *opts.arch : std::string()) +
+                           " (known: " + known + ")");
+  }
   const WeightType* w = find_weight_type(opts.type);
   if (w == nullptr) return InvalidArgument("unknown --type '" + opts.type + "'");
   if (opts.out.empty()) return InvalidArgument("--out is required");
-  if (p->n_embd % p->n_head != 0 || p->n_head % p->n_head_kv != 0) {
-    return Internal("preset '" + opts.preset + "' has inconsistent head counts");
+  if (opts.ctx && (*opts.ctx < 1 || *opts.ctx > (1u << 30))) {
+    return InvalidArgument("--ctx must be in 1.." + std::to_string(1u << 30) + ", got " +
+                           std::to_string(*opts.ctx));
+  }
+  if ((p->head_dim == 0 && p->n_embd % p->n_head != 0) || p->n_head % p->n_head_kv != 0) {
+    return Internal("preset '" + preset + "' has inconsistent head counts");
   }
 
   gguf::GgufWriter writer;
-  const std::string arch = "llama";
-  writer.set_string("general.architecture", arch);
-  writer.set_string("general.name", std::string("hearth-gen-") + p->name);
+  writer.set_string("general.architecture", p->gguf_arch());
+  writer.set_string("general.name", general_name(*p));
   writer.set_u32("general.file_type", w->llama_ftype);
   writer.set_u32("general.alignment", 32);
   if (gguf::type_traits(w->base)->quantized) writer.set_u32("general.quantization_version", 2);
@@ -270,16 +209,7 @@ Status generate_model(const GenModelOptions& opts) {
     tokenizer_kv.emplace_back("tokenizer.ggml.add_eos_token", gguf::Value::boolean(false));
   }
 
-  writer.set_u32(arch + ".vocab_size", n_vocab);
-  writer.set_u32(arch + ".context_length", p->n_ctx);
-  writer.set_u32(arch + ".embedding_length", p->n_embd);
-  writer.set_u32(arch + ".block_count", p->n_layer);
-  writer.set_u32(arch + ".feed_forward_length", p->n_ff);
-  writer.set_u32(arch + ".attention.head_count", p->n_head);
-  writer.set_u32(arch + ".attention.head_count_kv", p->n_head_kv);
-  writer.set_f32(arch + ".rope.freq_base", p->rope_base);
-  writer.set_u32(arch + ".rope.dimension_count", p->n_embd / p->n_head);
-  writer.set_f32(arch + ".attention.layer_norm_rms_epsilon", p->rms_eps);
+  write_hparams(writer, *p, n_vocab, opts.ctx.value_or(p->n_ctx));
   for (auto& [key, value] : tokenizer_kv) writer.set(key, std::move(value));
 
   const std::vector<PlannedTensor> plan = plan_tensors(*p, n_vocab, *w);

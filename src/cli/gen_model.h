@@ -1,4 +1,5 @@
-// `hearth gen-model`: writes a llama-architecture GGUF with seeded random weights.
+// `hearth gen-model`: writes a GGUF of one of the engine's architecture families
+// (llama, qwen3, qwen3moe, gemma2, gemma3, phi3, mixtral) with seeded random weights.
 // The same options always produce the same bytes.
 #pragma once
 
@@ -12,22 +13,43 @@
 
 namespace hearth::cli {
 
+// A model shape. The family decides the tensors and metadata keys (gen_model_plan.cpp);
+// "mixtral" is written as general.architecture "llama" with expert tensors.
 struct ModelPreset {
-  const char* name;
+  const char* arch;  // llama, qwen3, qwen3moe, gemma2, gemma3, phi3, mixtral
+  const char* name;  // unique within its family ("tiny" exists in every family)
   uint32_t n_vocab;  // used with the built-in vocabulary
   uint32_t n_embd;
   uint32_t n_layer;
   uint32_t n_head;
   uint32_t n_head_kv;
-  uint32_t n_ff;
+  uint32_t head_dim;  // 0: n_embd / n_head, and no attention.key_length key
+  uint32_t n_ff;      // dense FFN width; MoE: the width of each expert
+  uint32_t n_expert;  // 0: dense
+  uint32_t n_expert_used;
   uint32_t n_ctx;
   float rope_base;
   float rms_eps;
+  uint32_t n_swa;  // gemma2/3: attention.sliding_window
+
+  uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
+  bool moe() const { return n_expert > 0; }
+  // The general.architecture the file carries.
+  const char* gguf_arch() const;
+  // Whether the output projection is tied to token_embd (no output.weight), as in the
+  // real files of the family (qwen3, qwen3moe, gemma2, gemma3).
+  bool tied() const;
 };
 
-// "tiny", "small", "tinyllama-1.1b"; nullptr for an unknown name.
-const ModelPreset* find_preset(const std::string& name);
+// The families gen-model writes, in the order `--help` lists them.
+std::vector<std::string> arch_names();
+// The preset `name` of family `arch`; with no arch, llama's preset of that name, else
+// the only family that has one. nullptr when there is none.
+const ModelPreset* find_preset(const std::optional<std::string>& arch, const std::string& name);
+// "arch/name" of every preset.
 std::vector<std::string> preset_names();
+// The names of one family's presets.
+std::vector<std::string> preset_names(const std::string& arch);
 
 // A weight type choice: --type value -> llama_ftype and the base tensor type.
 struct WeightType {
@@ -39,7 +61,9 @@ const WeightType* find_weight_type(const std::string& name);
 std::vector<std::string> weight_type_names();
 
 struct GenModelOptions {
-  std::string preset = "tiny";
+  std::optional<std::string> arch;    // unset: llama, or the family of a preset only it has
+  std::optional<std::string> preset;  // unset: the family's "tiny"
+  std::optional<uint32_t> ctx;        // overrides the preset's context_length
   std::string type = "f32";
   uint64_t seed = 0;
   std::string out;
@@ -60,6 +84,10 @@ struct PlannedTensor {
 // with llama.cpp's Q4_K_M mix and its fallbacks for rows that do not fit a block.
 std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab,
                                         const WeightType& w);
+
+// The <arch>.* hyperparameter keys of a preset (n_ctx: its context_length).
+void write_hparams(gguf::GgufWriter& writer, const ModelPreset& p, uint32_t n_vocab,
+                   uint32_t n_ctx);
 
 Status generate_model(const GenModelOptions& opts);
 

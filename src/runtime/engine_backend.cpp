@@ -47,9 +47,8 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
   info_.n_embd = m.n_embd;
   info_.quant_type = m.quant_name;
   info_.quant_bits = static_cast<int32_t>(m.bits_per_weight + 0.5);
-  info_.memory_estimate_bytes =
-      m.weight_bytes + static_cast<uint64_t>(engine_->kv_bytes_per_position()) *
-                           static_cast<uint64_t>(m.n_ctx) * static_cast<uint64_t>(m.n_seq_max);
+  // The KV the engine committed at load (n_seq_max + its embedding sequence).
+  info_.memory_estimate_bytes = m.weight_bytes + m.kv_bytes;
   for (int32_t id = 0; id < tokenizer_->n_vocab(); ++id) {
     if (tokenizer_->is_eog(id)) info_.eog_tokens.push_back(id);
     info_.max_token_bytes =
@@ -134,6 +133,7 @@ BackendFactory engine_factory(const ModelConfig& config) {
                     ? config.n_threads
                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   o.n_ctx = config.n_ctx;
+  o.kv_budget_bytes = config.kv_budget_bytes;
   o.n_seq_max = config.n_seq_max;
   o.n_batch = config.n_batch;
   const std::string path = config.model_path;

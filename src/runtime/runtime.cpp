@@ -115,6 +115,11 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
                            "): every decoding sequence needs a row in each forward pass");
   if (config.max_queue < 0) return InvalidArgument("max_queue must be >= 0");
   if (config.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0");
+  // A custom backend sizes its own KV; a budget it would not see is refused, not ignored.
+  if (config.factory && config.kv_budget_bytes > 0)
+    return InvalidArgument(
+        "kv_budget_bytes is honoured by the engine backend only, not by a "
+        "custom BackendFactory");
   if (!config.id.empty()) HEARTH_RETURN_IF_ERROR(check_model_id(config.id));
   {
     std::lock_guard lock(im.mu_);

@@ -24,42 +24,9 @@ bool parse_size(const toml::node& node, int64_t& out) {
   }
   auto s = node.value<std::string>();
   if (!s) return false;
-  size_t pos = 0;
-  double number = 0;
-  try {
-    number = std::stod(*s, &pos);
-  } catch (...) {
-    return false;
-  }
-  std::string unit = s->substr(pos);
-  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
-  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  double mult = 1;
-  if (unit.empty() || unit == "b")
-    mult = 1;
-  else if (unit == "k" || unit == "kb")
-    mult = 1e3;
-  else if (unit == "kib")
-    mult = 1024.0;
-  else if (unit == "m" || unit == "mb")
-    mult = 1e6;
-  else if (unit == "mib")
-    mult = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb")
-    mult = 1e9;
-  else if (unit == "gib")
-    mult = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tb")
-    mult = 1e12;
-  else if (unit == "tib")
-    mult = 1024.0 * 1024 * 1024 * 1024;
-  else
-    return false;
-  // "nan", "inf" and "1e30GiB" parse as doubles: refuse what no int64 byte count holds
-  // (the cast of such a value is undefined behaviour; the config fuzzer found it).
-  const double bytes = number * mult;
-  if (!std::isfinite(bytes) || bytes < 0 || bytes >= 9.2e18) return false;
-  out = static_cast<int64_t>(bytes);
+  const std::optional<int64_t> bytes = parse_size_text(*s);
+  if (!bytes) return false;
+  out = *bytes;
   return true;
 }
 

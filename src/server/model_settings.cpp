@@ -1,7 +1,10 @@
 #include "server/model_settings.h"
 
+#include <cctype>
 #include <climits>
+#include <cmath>
 #include <filesystem>
+#include <utility>
 
 namespace hearth::server {
 namespace {
@@ -19,6 +22,45 @@ Result<int32_t> int32_in(std::string_view key, int64_t value, int64_t min, int64
 }
 
 }  // namespace
+
+std::optional<int64_t> parse_size_text(std::string_view text) {
+  const std::string s(text);
+  size_t pos = 0;
+  double number = 0;
+  try {
+    number = std::stod(s, &pos);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = s.substr(pos);
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"", 1.0},
+      {"b", 1.0},
+      {"k", 1e3},
+      {"kb", 1e3},
+      {"kib", 1024.0},
+      {"m", 1e6},
+      {"mb", 1e6},
+      {"mib", 1024.0 * 1024},
+      {"g", 1e9},
+      {"gb", 1e9},
+      {"gib", 1024.0 * 1024 * 1024},
+      {"t", 1e12},
+      {"tb", 1e12},
+      {"tib", 1024.0 * 1024 * 1024 * 1024},
+  };
+  for (const auto& [name, mult] : kUnits) {
+    if (unit != name) continue;
+    // "nan", "inf" and "1e30GiB" parse as doubles: refuse what no int64 byte count holds
+    // (the cast of such a value is undefined behaviour; the config fuzzer found it).
+    const double bytes = number * mult;
+    if (!std::isfinite(bytes) || bytes < 0 || bytes >= 9.2e18) return std::nullopt;
+    return static_cast<int64_t>(bytes);
+  }
+  return std::nullopt;
+}
 
 runtime::ModelConfig default_model_config() {
   runtime::ModelConfig config;
@@ -52,6 +94,16 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     } else {
       HEARTH_ASSIGN_OR_RETURN(config.n_seq_max, int32_in(key, *number, 1, 1024));
     }
+    return OkStatus();
+  }
+  if (key == "kv_budget") {
+    std::optional<int64_t> bytes;
+    if (number) bytes = *number >= 0 ? std::optional<int64_t>(*number) : std::nullopt;
+    if (text) bytes = parse_size_text(*text);
+    if (!bytes) {
+      return type_error(key, "a size (bytes as an integer >= 0, or a string like \"6GiB\")");
+    }
+    config.kv_budget_bytes = static_cast<uint64_t>(*bytes);
     return OkStatus();
   }
   if (key.starts_with("policy.")) {

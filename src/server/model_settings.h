@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -23,10 +24,17 @@ using ModelSettingValue = std::variant<std::monostate, int64_t, std::string>;
 runtime::ModelConfig default_model_config();
 
 // Applies one setting: "id", "path", "tier" ("ram", "ram_file", "disk") are strings;
-// "context" (0 = the model's own) and "n_seq_max" are integers; "policy.<gate>" sets a
-// save-policy gate (runtime::set_save_policy_field). InvalidArgument names the key.
+// "context" (0 = the model's own, bounded by the KV budget) and "n_seq_max" are
+// integers; "kv_budget" is a size (bytes as an integer, or a string like "6GiB"; 0 =
+// the default); "policy.<gate>" sets a save-policy gate
+// (runtime::set_save_policy_field). InvalidArgument names the key.
 Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value);
+
+// A size: decimal digits (bytes) or a number with a unit, "512MiB", "2GB", "1.5 GiB",
+// "64k" (k/m/g/t are powers of 1000, kib/mib/gib/tib of 1024; case-insensitive).
+// nullopt for anything else, a negative value, or one no int64 holds.
+std::optional<int64_t> parse_size_text(std::string_view text);
 
 // Checks what a model needs after its settings: a path; an id made from the file's
 // name when none was given.

@@ -43,7 +43,9 @@ Engine* engine_for(const std::string& model, Status& error) {
   if (!engine) {
     EngineOptions opts;
     opts.n_seq_max = 1;
-    opts.n_ctx = 0;      // the model's own, capped at 4096: the context llama.cpp ran with
+    // The model's own (llama.cpp ran with min(4096, it); the context length changes no
+    // bits), within the default KV budget.
+    opts.n_ctx = 0;
     opts.n_threads = 1;  // the test machine is shared; bits do not depend on it
     auto e = Engine::load(model, opts);
     if (!e.ok()) {

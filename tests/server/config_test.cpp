@@ -138,6 +138,28 @@ TEST(ServerConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of("[server\nport=1").find("line 1"), std::string::npos);
 }
 
+// kv_budget: a size (bytes or "6GiB") through the one model-settings parser; a value
+// that is not a size is an error naming the key.
+TEST(ServerConfig, ModelKvBudget) {
+  ServerConfig c;
+  ASSERT_TRUE(apply("[[models]]\npath = \"a.gguf\"\ncontext = 0\nkv_budget = \"6GiB\"\n"
+                    "[[models]]\npath = \"b.gguf\"\nkv_budget = 1048576\n"
+                    "[[models]]\npath = \"c.gguf\"\n",
+                    c)
+                  .ok());
+  ASSERT_EQ(c.models.size(), 3u);
+  EXPECT_EQ(c.models[0].kv_budget_bytes, 6ull << 30);
+  EXPECT_EQ(c.models[0].n_ctx, 0);
+  EXPECT_EQ(c.models[1].kv_budget_bytes, 1048576u);
+  EXPECT_EQ(c.models[2].kv_budget_bytes, 0u);  // the engine's default
+  for (const char* bad : {"\"lots\"", "-1", "1.5", "\"-2GiB\"", "\"inf\""}) {
+    EXPECT_NE(error_of(std::string("[[models]]\npath = \"a\"\nkv_budget = ").append(bad))
+                  .find("models[0].kv_budget"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 TEST(ServerConfig, FailedParseLeavesConfigUntouched) {
   ServerConfig c;
   c.port = 1234;

@@ -369,6 +369,11 @@ TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
                     {{"path", "sub/m.gguf"}, {"id", "m3"}, {"policy", {{"min_tokenz", 1}}}}),
                400, "policy.min_tokenz");
   expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "../m3"}}), 400, "id");
+  expect_error(
+      post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"kv_budget", "lots"}}), 400,
+      "kv_budget");
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"kv_budget", -1}}),
+               400, "kv_budget");
   EXPECT_EQ(client_->Delete("/hearth/models/m2")->status, 200);
   auto del = client_->Delete("/hearth/models/m");
   EXPECT_EQ(del->status, 200);

@@ -24,8 +24,14 @@ namespace hearth {
 class Tokenizer;  // include/hearth/engine/tokenizer.h
 
 struct EngineOptions {
-  int n_threads = 2;      // worker threads used by forward(); results do not depend on it
-  int32_t n_ctx = 0;      // positions per sequence; 0 = model's context_length capped at 4096
+  int n_threads = 2;  // worker threads used by forward(); results do not depend on it
+  // Positions per sequence: 0 = the model's own context_length, or the largest that
+  // fits kv_budget_bytes (hearth/engine/context.h); an explicit n_ctx whose KV exceeds
+  // the budget fails the load.
+  int32_t n_ctx = 0;
+  // Bound on the KV memory committed at load (all n_seq_max + 1 sequences: the +1 is
+  // embed()'s private one); 0 = kDefaultKvBudgetBytes (4 GiB).
+  uint64_t kv_budget_bytes = 0;
   int32_t n_seq_max = 4;  // sequences 0 .. n_seq_max-1 may hold KV at the same time
   int32_t n_batch = 512;  // largest number of tokens evaluated at once; forward() splits
                           // bigger batches internally (the results do not change)
@@ -46,6 +52,8 @@ struct ModelInfo {
   int32_t n_ctx_train = 0;  // <arch>.context_length
   int32_t n_ctx = 0;        // positions per sequence in this engine
   int32_t n_seq_max = 0;
+  uint64_t kv_bytes = 0;         // KV memory committed at load (n_seq_max + 1 sequences)
+  uint64_t kv_budget_bytes = 0;  // the budget it was held to (EngineOptions, or the default)
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;

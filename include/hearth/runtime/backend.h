@@ -37,7 +37,7 @@ struct BackendInfo {
   int32_t n_embd = 0;      // embedding width
   std::string quant_type;  // e.g. "q4_k_m", "f16"
   int32_t quant_bits = 0;
-  uint64_t memory_estimate_bytes = 0;  // weights + KV for n_ctx * n_seq_max
+  uint64_t memory_estimate_bytes = 0;  // weights + the KV committed for all sequences
   std::vector<TokenId> eog_tokens;     // end-of-generation tokens (EOS, EOT, ...)
   std::string chat_template;           // tokenizer.chat_template (Jinja text) or empty
   // Bytes of the longest token text (0 = unknown): no token stands for more bytes of

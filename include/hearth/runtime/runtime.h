@@ -26,10 +26,10 @@
 #include <string_view>
 #include <vector>
 
-#include "hearth/runtime/backend.h"
 #include "hearth/cache/io.h"
 #include "hearth/cache/scheduler.h"
 #include "hearth/cache/types.h"
+#include "hearth/runtime/backend.h"
 #include "hearth/status.h"
 
 namespace hearth::runtime {
@@ -78,7 +78,12 @@ struct ModelConfig {
   // EngineBackend over hearth::Engine loading model_path.
   BackendFactory factory;
 
-  int32_t n_ctx = 0;               // context per sequence; 0 = model default (capped 4096)
+  // Context per sequence; 0 = the model's own, or the largest that fits kv_budget_bytes.
+  // An explicit context whose KV exceeds the budget fails the load (docs/runtime.md).
+  int32_t n_ctx = 0;
+  // Bound on the KV memory the backend commits at load for all its sequences; 0 = the
+  // engine's default, hearth::kDefaultKvBudgetBytes (4 GiB).
+  uint64_t kv_budget_bytes = 0;
   int32_t n_batch = 512;           // max tokens per forward pass; must be >= n_seq_max
   int32_t n_seq_max = 1;           // concurrent sequences (continuous batching)
   int32_t prefill_chunk_size = 0;  // per-row prefill slice cap; 0 = max(64, n_batch/4),

@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "engine/model/engine_impl.h"
+#include "hearth/engine/context.h"
+#include "hearth/log.h"
 #if __has_include("hearth/engine/tokenizer.h")
 #include "hearth/engine/tokenizer.h"
 #define HEARTH_ENGINE_HAS_TOKENIZER 1
@@ -19,6 +21,11 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
 namespace {
+
+// F16 K and V rows of every layer (the KvStore layout).
+uint64_t kv_position_bytes(const engine::Hparams& hp) {
+  return static_cast<uint64_t>(hp.n_layer) * 2 * static_cast<uint64_t>(hp.kv_dim()) * 2;
+}
 
 ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
                     const std::string& path, int32_t n_ctx, int32_t n_seq_max) {
@@ -87,9 +94,27 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   HEARTH_ASSIGN_OR_RETURN(impl->w, engine::bind_weights(impl->file, impl->hp));
   const engine::Hparams& hp = impl->hp;
   impl->opts = options;
-  impl->opts.n_ctx = options.n_ctx > 0 ? options.n_ctx : std::min(hp.n_ctx_train, 4096);
+  // KV of every sequence the store holds: n_seq_max and embed()'s private one.
+  const int32_t n_kv_seq = options.n_seq_max + 1;
+  HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
+                          choose_context({.n_ctx_train = hp.n_ctx_train,
+                                          .requested = options.n_ctx,
+                                          .bytes_per_position = kv_position_bytes(hp),
+                                          .n_seq = n_kv_seq,
+                                          .budget_bytes = options.kv_budget_bytes}));
+  impl->opts.n_ctx = ctx.n_ctx;
   impl->n_threads = options.n_threads;
   impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
+  impl->info.kv_bytes = ctx.kv_bytes;
+  impl->info.kv_budget_bytes = ctx.budget_bytes;
+  std::string why = "the model's own";
+  if (options.n_ctx > 0) why = "as configured";
+  if (ctx.capped) {
+    why = "the largest that fits the budget; the model's own is " + std::to_string(hp.n_ctx_train);
+  }
+  log::info("engine: " + impl->info.name + ": context " + std::to_string(ctx.n_ctx) + " (" + why +
+            "), KV " + format_bytes(ctx.kv_bytes) + " for " + std::to_string(n_kv_seq) +
+            " sequences, budget " + format_bytes(ctx.budget_bytes));
   if (auto chat_template = impl->file.get_string("tokenizer.chat_template"); chat_template.ok())
     impl->info.chat_template = *chat_template;
 

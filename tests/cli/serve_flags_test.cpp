@@ -1,0 +1,48 @@
+// `hearth serve --ctx-size / --kv-budget`: applied to each -m model through the
+// [[models]] keys' parser; a bad value, flags with no -m model, and an explicit
+// context whose KV exceeds the budget are errors naming them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "gguf_cli_util.h"
+
+namespace hearth::cli {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testing::run_cli;
+
+const std::string kModel =
+    std::string(HEARTH_SHARED_DIR) + "/reference/architectures/models/small-qwen3-f16.gguf";
+
+class ServeFlags : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!testing::cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built at " << HEARTH_CLI_PATH;
+  }
+};
+
+TEST_F(ServeFlags, BadValuesAreRefusedNamingTheFlag) {
+  auto r = run_cli("serve -m " + kModel + " --kv-budget lots --port 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--kv-budget"));
+  auto r2 = run_cli("serve -m " + kModel + " --ctx-size -5 --port 0");
+  EXPECT_EQ(r2.exit_code, 2);
+  EXPECT_THAT(r2.err, HasSubstr("--ctx-size"));
+  auto r3 = run_cli("serve --ctx-size 1024 --port 0");
+  EXPECT_EQ(r3.exit_code, 2);
+  EXPECT_THAT(r3.err, HasSubstr("apply to -m models"));
+}
+
+// small-qwen3-f16 holds 1 KiB of KV per position per sequence; 4 sequences + the
+// engine's embedding one at 1024 positions need 5 MiB.
+TEST_F(ServeFlags, AnExplicitContextOverTheBudgetFailsTheStart) {
+  if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "SKIPPED: " << kModel << " is absent";
+  auto r = run_cli("serve -m " + kModel + " --ctx-size 1024 --kv-budget 4MiB --port 0");
+  EXPECT_EQ(r.exit_code, 1);  // the service cannot start
+  EXPECT_THAT(r.err, AllOf(HasSubstr("context 1024"), HasSubstr("kv_budget 4 MiB")));
+}
+
+}  // namespace
+}  // namespace hearth::cli
