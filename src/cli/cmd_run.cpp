@@ -13,9 +13,9 @@
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/engine/engine.h"
-#include "hearth/runtime/runtime.h"
 #include "hearth/engine/sampler.h"
 #include "hearth/engine/tokenizer.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::cli {
 namespace {
@@ -31,6 +31,7 @@ struct RunArgs {
   uint64_t seed = 0;
   int threads = 2;
   int ctx = 0;
+  std::string kv_type = "f16";  // EngineOptions::kv_type, by name
   bool json = false;
   std::string cache_dir;  // non-empty: run through the runtime with a disk tier here
 };
@@ -60,6 +61,7 @@ int run_cached(const RunArgs& a) {
   mc.model_path = a.model;
   mc.n_ctx = a.ctx;
   mc.n_threads = a.threads;
+  mc.kv_type = *kv_type_from_name(a.kv_type);
   mc.tier = rt::Tier::kDisk;
   mc.slot_affinity = false;
   // A CLI prompt is short: save every finished run, however few tokens it holds.
@@ -138,6 +140,7 @@ int run(const RunArgs& a) {
   EngineOptions opts;
   opts.n_threads = a.threads;
   opts.n_ctx = a.ctx;
+  opts.kv_type = *kv_type_from_name(a.kv_type);
   opts.n_seq_max = 1;
   const auto t_load = std::chrono::steady_clock::now();
   auto loaded = Engine::load(a.model, opts);
@@ -243,6 +246,9 @@ Registrar reg("run", [](CLI::App& root) {
   cmd->add_option("--seed", a->seed, "sampling seed");
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
   cmd->add_option("-c,--ctx", a->ctx, "context size (0: model's, at most 4096)");
+  cmd->add_option("--kv-type", a->kv_type,
+                  "element type of the KV cache: f16 (default), q8_0 or q4_0")
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->add_flag("--json", a->json, "print {text, tokens, prompt_tokens, timings} as JSON");
   cmd->add_option("--cache-dir", a->cache_dir,
                   "persistent KV cache directory (disk tier, created 0700): an identical "

@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <filesystem>
+#include <optional>
 
 namespace hearth::server {
 namespace {
@@ -30,6 +31,15 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value) {
   const auto* text = std::get_if<std::string>(&value);
   const auto* number = std::get_if<int64_t>(&value);
+  if (key == "kv_type") {
+    if (!text) return type_error(key, "a string");
+    const std::optional<KvType> t = kv_type_from_name(*text);
+    if (!t)
+      return InvalidArgument("kv_type: expected \"f16\", \"q8_0\" or \"q4_0\", got \"" + *text +
+                             "\"");
+    config.kv_type = *t;
+    return OkStatus();
+  }
   if (key == "id" || key == "path" || key == "tier") {
     if (!text) return type_error(key, "a string");
     if (key == "id") {

@@ -23,7 +23,8 @@ using ModelSettingValue = std::variant<std::monostate, int64_t, std::string>;
 runtime::ModelConfig default_model_config();
 
 // Applies one setting: "id", "path", "tier" ("ram", "ram_file", "disk") are strings;
-// "context" (0 = the model's own) and "n_seq_max" are integers; "policy.<gate>" sets a
+// "kv_type" ("f16", "q8_0", "q4_0") is a string; "context" (0 = the model's own) and
+// "n_seq_max" are integers; "policy.<gate>" sets a
 // save-policy gate (runtime::set_save_policy_field). InvalidArgument names the key.
 Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value);
