@@ -131,6 +131,7 @@ struct BenchArgs {
   int32_t gen_after = 512;                          // prompt before the tgN steps
   int reps = 3;                                     // median of
   bool weights_in_place = false;                    // EngineOptions::weights_in_place
+  std::string kv_type = "f16";                      // EngineOptions::kv_type, by name
 };
 
 int run_bench(const BenchArgs& a) {
@@ -141,6 +142,7 @@ int run_bench(const BenchArgs& a) {
   o.n_seq_max = 1;
   o.n_ctx = 4096;
   o.weights_in_place = a.weights_in_place;
+  o.kv_type = *kv_type_from_name(a.kv_type);
   const auto load_start = Clock::now();
   auto loaded = Engine::load(a.model, o);
   const double load_s = seconds_since(load_start);
@@ -162,6 +164,7 @@ int run_bench(const BenchArgs& a) {
   out["load_s"] = load_s;  // the file opened, checked and its matrices placed
   out["numerics_id"] = e.numerics_id();
   out["kernels"] = engine::kernel_isa();
+  out["kv_type"] = kv_type_name(info.kv_type);
   for (int32_t n : a.prompts) {
     if (n > info.n_ctx) continue;
     std::vector<double> rates;
@@ -214,9 +217,10 @@ int run_bench(const BenchArgs& a) {
     return 0;
   }
   std::printf(
-      "model %s (%s), %d threads, kernels %s, weights: %s (loaded in %.2f s), numerics %s\n",
+      "model %s (%s), %d threads, kernels %s, KV %s, weights: %s (loaded in %.2f s), numerics "
+      "%s\n",
       info.name.c_str(), info.quant_name.c_str(), threads, engine::kernel_isa(),
-      info.weights_placement.c_str(), load_s, e.numerics_id().c_str());
+      kv_type_name(info.kv_type), info.weights_placement.c_str(), load_s, e.numerics_id().c_str());
   for (int32_t n : a.prompts) {
     const std::string k = "pp" + std::to_string(n);
     if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k.c_str(), out[k].get<double>());
@@ -238,6 +242,9 @@ Registrar reg("bench_engine", [](CLI::App& root) {
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
   cmd->add_flag("--json", a->json, "JSON output");
+  cmd->add_option("--kv-type", a->kv_type,
+                  "element type of the KV cache: f16 (default), q8_0 or q4_0")
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->add_flag("--weights-in-place", a->weights_in_place,
                 "read the weight matrices from the file mapping instead of a huge-page copy");
   cmd->add_option("--prompts", a->prompts, "prefill sizes to time (ppN)")

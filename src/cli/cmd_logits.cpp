@@ -113,9 +113,11 @@ int fail(const Status& s) {
   return 1;
 }
 
-int generate(const std::string& model, const std::string& prompt, int n, int threads) {
+int generate(const std::string& model, const std::string& prompt, int n, int threads,
+             KvType kv_type) {
   EngineOptions opts;
   opts.n_threads = threads;
+  opts.kv_type = kv_type;
   opts.n_seq_max = 2;
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
@@ -181,7 +183,7 @@ int generate(const std::string& model, const std::string& prompt, int n, int thr
   return 0;
 }
 
-int check_reference(const std::string& case_path, std::string model, int threads) {
+int check_reference(const std::string& case_path, std::string model, int threads, KvType kv_type) {
   auto c = engine::parse_reference_case(case_path);
   if (!c.ok()) return fail(c.status());
   if (model.empty()) model = engine::resolve_reference_model(*c);
@@ -192,6 +194,7 @@ int check_reference(const std::string& case_path, std::string model, int threads
   EngineOptions opts;
   opts.n_threads = threads;
   opts.n_seq_max = 1;
+  opts.kv_type = kv_type;
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
   auto r = engine::run_reference_case(**loaded, *c);
@@ -219,6 +222,7 @@ Registrar reg("logits", [](CLI::App& root) {
     std::string model, prompt, reference;
     int n = 24;
     int threads = 2;
+    std::string kv_type = "f16";
   };
   auto args = std::make_shared<Args>();
   auto* cmd = root.add_subcommand(
@@ -228,13 +232,17 @@ Registrar reg("logits", [](CLI::App& root) {
   cmd->add_option("-n,--n-predict", args->n, "tokens to generate")->check(CLI::Range(1, 100000));
   cmd->add_option("--reference", args->reference, "reference case file to check against");
   cmd->add_option("-t,--threads", args->threads, "threads")->check(CLI::Range(1, 256));
+  cmd->add_option("--kv-type", args->kv_type,
+                  "element type of the KV cache: f16 (default), q8_0 or q4_0")
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->callback([args] {
+    const KvType kv_type = *kv_type_from_name(args->kv_type);
     if (!args->reference.empty()) {
-      exit_code() = check_reference(args->reference, args->model, args->threads);
+      exit_code() = check_reference(args->reference, args->model, args->threads, kv_type);
     } else if (args->model.empty()) {
       exit_code() = fail(InvalidArgument("-m MODEL is required (or --reference CASE)"));
     } else {
-      exit_code() = generate(args->model, args->prompt, args->n, args->threads);
+      exit_code() = generate(args->model, args->prompt, args->n, args->threads, kv_type);
     }
   });
 });

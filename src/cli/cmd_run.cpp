@@ -35,6 +35,7 @@ struct RunArgs {
   int ctx = 0;
   std::string kv_budget;  // a size ("6GiB"); empty: the default budget
   uint64_t kv_budget_bytes = 0;
+  std::string kv_type = "f16";  // EngineOptions::kv_type, by name
   bool json = false;
   std::string cache_dir;  // non-empty: run through the runtime with a disk tier here
 };
@@ -65,6 +66,7 @@ int run_cached(const RunArgs& a) {
   mc.n_ctx = a.ctx;
   mc.kv_budget_bytes = a.kv_budget_bytes;
   mc.n_threads = a.threads;
+  mc.kv_type = *kv_type_from_name(a.kv_type);
   mc.tier = rt::Tier::kDisk;
   mc.slot_affinity = false;
   // A CLI prompt is short: save every finished run, however few tokens it holds.
@@ -144,6 +146,7 @@ int run(const RunArgs& a) {
   opts.n_threads = a.threads;
   opts.n_ctx = a.ctx;
   opts.kv_budget_bytes = a.kv_budget_bytes;
+  opts.kv_type = *kv_type_from_name(a.kv_type);
   opts.n_seq_max = 1;
   const auto t_load = std::chrono::steady_clock::now();
   auto loaded = Engine::load(a.model, opts);
@@ -253,6 +256,9 @@ Registrar reg("run", [](CLI::App& root) {
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--kv-budget", a->kv_budget,
                   "KV memory the model may commit at load, e.g. 6GiB (default 4 GiB)");
+  cmd->add_option("--kv-type", a->kv_type,
+                  "element type of the KV cache: f16 (default), q8_0 or q4_0")
+      ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->add_flag("--json", a->json, "print {text, tokens, prompt_tokens, timings} as JSON");
   cmd->add_option("--cache-dir", a->cache_dir,
                   "persistent KV cache directory (disk tier, created 0700): an identical "

@@ -57,7 +57,8 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
   info_.chat_template = m.chat_template;
   identity_.model_path = m.path;
   identity_.quant_byte = quant_byte_for(m.quant_name);
-  // Everything that shapes the KV bytes beyond the file itself.
+  // Everything that shapes the KV bytes beyond the file itself (the KV type is in
+  // numerics_id(): "kv=f16", "kv=q8_0" or "kv=q4_0").
   identity_.kv_layout = "engine-kv;numerics=" + engine_->numerics_id() +
                         ";kv_bytes_per_pos=" + std::to_string(engine_->kv_bytes_per_position()) +
                         ";rope_base=" + std::to_string(m.rope_base) +
@@ -136,6 +137,7 @@ BackendFactory engine_factory(const ModelConfig& config) {
   o.kv_budget_bytes = config.kv_budget_bytes;
   o.n_seq_max = config.n_seq_max;
   o.n_batch = config.n_batch;
+  o.kv_type = config.kv_type;
   const std::string path = config.model_path;
   return [path, o]() -> Result<std::unique_ptr<Backend>> {
     HEARTH_ASSIGN_OR_RETURN(auto engine, Engine::load(path, o));

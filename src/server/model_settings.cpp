@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <utility>
+#include <optional>
 
 namespace hearth::server {
 namespace {
@@ -72,6 +73,15 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value) {
   const auto* text = std::get_if<std::string>(&value);
   const auto* number = std::get_if<int64_t>(&value);
+  if (key == "kv_type") {
+    if (!text) return type_error(key, "a string");
+    const std::optional<KvType> t = kv_type_from_name(*text);
+    if (!t)
+      return InvalidArgument("kv_type: expected \"f16\", \"q8_0\" or \"q4_0\", got \"" + *text +
+                             "\"");
+    config.kv_type = *t;
+    return OkStatus();
+  }
   if (key == "id" || key == "path" || key == "tier") {
     if (!text) return type_error(key, "a string");
     if (key == "id") {

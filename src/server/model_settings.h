@@ -24,10 +24,11 @@ using ModelSettingValue = std::variant<std::monostate, int64_t, std::string>;
 runtime::ModelConfig default_model_config();
 
 // Applies one setting: "id", "path", "tier" ("ram", "ram_file", "disk") are strings;
-// "context" (0 = the model's own, bounded by the KV budget) and "n_seq_max" are
-// integers; "kv_budget" is a size (bytes as an integer, or a string like "6GiB"; 0 =
-// the default); "policy.<gate>" sets a save-policy gate
-// (runtime::set_save_policy_field). InvalidArgument names the key.
+// "kv_type" ("f16", "q8_0", "q4_0") is a string; "context" (0 = the model's own,
+// bounded by the KV budget) and "n_seq_max" are integers; "kv_budget" is a size
+// (bytes as an integer, or a string like "6GiB"; 0 = the default); "policy.<gate>"
+// sets a save-policy gate (runtime::set_save_policy_field). InvalidArgument names
+// the key.
 Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value);
 

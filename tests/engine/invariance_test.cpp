@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gen_model_test_util.h"
@@ -54,8 +55,10 @@ struct RunResult {
   std::vector<uint8_t> kv;    // kv_pack of seq 0
 };
 
-std::unique_ptr<Engine> load(const std::string& path, int threads, int32_t n_batch = 512) {
+std::unique_ptr<Engine> load(const std::string& path, int threads, int32_t n_batch = 512,
+                             KvType kv_type = KvType::kF16) {
   EngineOptions o;
+  o.kv_type = kv_type;
   o.n_threads = threads;
   o.n_ctx = 512;
   o.n_seq_max = 4;
@@ -131,9 +134,9 @@ std::vector<Config> full_matrix() {
   return out;
 }
 
-void check_full_matrix(const std::string& path) {
-  auto e1 = load(path, 1);
-  auto e2 = load(path, 2);
+void check_full_matrix(const std::string& path, KvType kv_type = KvType::kF16) {
+  auto e1 = load(path, 1, 512, kv_type);
+  auto e2 = load(path, 2, 512, kv_type);
   ASSERT_TRUE(e1 && e2);
   const auto prompt = random_tokens(kPromptLen, e1->info().n_vocab, 7);
   const RunResult base = run(*e1, prompt, kPromptLen, false);
@@ -142,7 +145,7 @@ void check_full_matrix(const std::string& path) {
                              " thread(s)" + (c.others ? ", three other sequences" : ", alone");
     expect_same(base, run(c.threads == 1 ? *e1 : *e2, prompt, c.chunk, c.others), what);
   }
-  auto small_batch = load(path, 1, 13);
+  auto small_batch = load(path, 1, 13, kv_type);
   ASSERT_TRUE(small_batch);
   expect_same(base, run(*small_batch, prompt, kPromptLen, true), "n_batch 13 internal split");
 }
@@ -187,6 +190,29 @@ INSTANTIATE_TEST_SUITE_P(
                       "small-phi3-gqa-q8_0.gguf", "small-gemma2-f16.gguf", "small-gemma2-q8_0.gguf",
                       "small-gemma3-f16.gguf", "small-gemma3-q8_0.gguf"),
     [](const auto& info) { return test_name(fs::path(info.param).stem().string()); });
+
+// The quantized KV types: the full matrix again, Q8_0 on a dense llama and gemma2 (window
+// and soft-caps), Q4_0 on qwen3 (q/k norms) and MoE (all four pass with both types; two
+// each keep the suite's time).
+class KvTypeInvarianceTest : public ::testing::TestWithParam<std::tuple<std::string, KvType>> {};
+
+TEST_P(KvTypeInvarianceTest, BitIdenticalAcrossBatchingThreadsAndNeighbours) {
+  const auto& [file, kv_type] = GetParam();
+  const std::string path = model_path(file);
+  if (path.empty()) GTEST_SKIP() << "SKIPPED: " << file << " not found under " HEARTH_SHARED_DIR;
+  check_full_matrix(path, kv_type);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    KvTypes, KvTypeInvarianceTest,
+    ::testing::Values(std::tuple{"small-llama-q4_0.gguf", KvType::kQ8_0},
+                      std::tuple{"small-gemma2-q8_0.gguf", KvType::kQ8_0},
+                      std::tuple{"small-qwen3-q4_k_m.gguf", KvType::kQ4_0},
+                      std::tuple{"small-qwen3moe-q8_0.gguf", KvType::kQ4_0}),
+    [](const auto& info) {
+      return test_name(fs::path(std::get<0>(info.param)).stem().string() + "_" +
+                       kv_type_name(std::get<1>(info.param)));
+    });
 
 // gen-model `small` in each type gen-model writes, produced by the hearth binary.
 class GenModelInvarianceTest : public ::testing::TestWithParam<std::string> {};

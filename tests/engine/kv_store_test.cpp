@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace hearth::engine {
@@ -72,6 +74,45 @@ TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
         EXPECT_EQ(b->k_row(1, l, p)[i], k) << l << " " << p;
         EXPECT_EQ(b->v_row(1, l, p)[i], v) << l << " " << p;
       }
+}
+
+// Quantized types: a row is kv_dim / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes, so
+// positions and packed rows shrink to 34/64 and 18/64 of F16's; pack/unpack copy the
+// blocks as they are.
+TEST(KvStoreTest, QuantizedRowsAreBlocksAndShrinkThePackedRows) {
+  for (auto [type, block] :
+       {std::pair{KvType::kQ8_0, size_t{34}}, std::pair{KvType::kQ4_0, size_t{18}}}) {
+    auto a = KvStore::create(1, 3, 10, 64, type);
+    auto b = KvStore::create(2, 3, 10, 64, type);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->row_bytes(), 2 * block);
+    EXPECT_EQ(a->bytes_per_position(), 3u * 2 * 2 * block);
+    EXPECT_EQ(a->k_bytes(0, 1, 4), a->k_bytes(0, 1, 0) + 4 * 2 * block);
+    for (int32_t l = 0; l < 3; ++l)
+      for (int32_t p = 0; p < 10; ++p)
+        for (size_t i = 0; i < a->row_bytes(); ++i) {
+          a->k_bytes(0, l, p)[i] = static_cast<uint8_t>(l * 31 + p * 7 + i);
+          a->v_bytes(0, l, p)[i] = static_cast<uint8_t>(l * 17 + p * 3 + i + 1);
+        }
+    a->set_len(0, 10);
+    std::vector<uint8_t> bytes;
+    a->pack(0, 7, bytes);
+    EXPECT_EQ(bytes.size(), 7 * a->bytes_per_position());
+    b->unpack(1, bytes, 7);
+    EXPECT_EQ(b->len(1), 7);
+    for (int32_t l = 0; l < 3; ++l)
+      for (int32_t p = 0; p < 7; ++p) {
+        EXPECT_EQ(std::memcmp(a->k_bytes(0, l, p), b->k_bytes(1, l, p), a->row_bytes()), 0);
+        EXPECT_EQ(std::memcmp(a->v_bytes(0, l, p), b->v_bytes(1, l, p), a->row_bytes()), 0);
+      }
+  }
+}
+
+TEST(KvStoreTest, QuantizedTypesNeedWholeBlocks) {
+  auto kv = KvStore::create(1, 2, 8, 48, KvType::kQ8_0);
+  ASSERT_FALSE(kv.ok());
+  EXPECT_NE(kv.status().message().find("kv_type q8_0"), std::string::npos);
+  EXPECT_TRUE(KvStore::create(1, 2, 8, 48, KvType::kF16).ok());
 }
 
 }  // namespace

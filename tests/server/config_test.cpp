@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "hearth/server/server.h"
+#include "server/model_settings.h"
 
 namespace hearth::server {
 namespace {
@@ -197,6 +198,35 @@ TEST(ServerConfig, ModelFlagForms) {
   auto odd = model_config_from_flag("a b=/x/y.gguf");  // no id: all of it is the path
   ASSERT_TRUE(odd.ok());
   EXPECT_EQ(odd->model_path, "a b=/x/y.gguf");
+}
+
+// kv_type: the KV element type per model ("f16" by default); anything else is an error
+// naming the key. POST /hearth/models shares the parser (apply_model_setting).
+TEST(ServerConfig, KvTypePerModel) {
+  ServerConfig c;
+  Status s = apply(R"([[models]]
+path = "/m/a.gguf"
+kv_type = "q8_0"
+[[models]]
+path = "/m/b.gguf"
+kv_type = "q4_0"
+[[models]]
+path = "/m/c.gguf"
+)",
+                   c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.models.size(), 3u);
+  EXPECT_EQ(c.models[0].kv_type, KvType::kQ8_0);
+  EXPECT_EQ(c.models[1].kv_type, KvType::kQ4_0);
+  EXPECT_EQ(c.models[2].kv_type, KvType::kF16);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\nkv_type = \"q5_0\"").find("models[0].kv_type"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\nkv_type = 8").find("models[0].kv_type"),
+            std::string::npos);
+  runtime::ModelConfig m;
+  const Status bad = apply_model_setting(m, "kv_type", std::string("F16"));
+  EXPECT_NE(bad.message().find("kv_type"), std::string::npos);
+  EXPECT_TRUE(apply_model_setting(m, "kv_type", std::string("f16")).ok());
 }
 
 TEST(ServerConfig, DefaultsAreSafe) {

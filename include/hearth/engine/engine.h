@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "hearth/engine/kv_type.h"
 #include "hearth/status.h"
 
 namespace hearth {
@@ -41,6 +42,10 @@ struct EngineOptions {
   // in place from the file mapping (no copy; pages shared with other processes).
   // The results are the same bits either way.
   bool weights_in_place = false;
+  // Element type of the K and V rows (hearth/engine/kv_type.h). Part of numerics_id():
+  // rows of one type are never read by an engine of another. Quantized types need
+  // head_dim % 32 == 0 (else load() fails naming kv_type).
+  KvType kv_type = KvType::kF16;
 };
 
 struct ModelInfo {
@@ -54,6 +59,7 @@ struct ModelInfo {
   int32_t n_seq_max = 0;
   uint64_t kv_bytes = 0;         // KV memory committed at load (n_seq_max + 1 sequences)
   uint64_t kv_budget_bytes = 0;  // the budget it was held to (EngineOptions, or the default)
+  KvType kv_type = KvType::kF16;  // element type of the K and V rows
   int32_t n_embd = 0;
   int32_t n_layer = 0;
   int32_t n_head = 0;
@@ -118,11 +124,13 @@ class Engine {
   // Keeps the first n positions (0 <= n <= seq_len).
   Status seq_truncate(int32_t seq, int32_t n);
 
-  // Size of one position's KV in kv_pack's format (all layers, K and V, F16).
+  // Size of one position's KV in kv_pack's format (all layers, K and V, in the
+  // engine's KV type).
   size_t kv_bytes_per_position() const;
   // Appends nothing, replaces out with the first n_pos positions of seq:
   // for each layer l: K rows 0..n_pos-1 then V rows 0..n_pos-1, each row
-  // n_head_kv * head_dim F16 values (little-endian), exactly as the engine stores them.
+  // n_head_kv * head_dim values in the KV type (F16 values, or Q8_0 / Q4_0 blocks;
+  // little-endian), exactly as the engine stores them.
   Status kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const;
   // Replaces seq's contents with n_pos positions from kv_pack's format.
   // bytes.size() must equal n_pos * kv_bytes_per_position().

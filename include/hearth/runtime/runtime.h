@@ -29,6 +29,7 @@
 #include "hearth/cache/io.h"
 #include "hearth/cache/scheduler.h"
 #include "hearth/cache/types.h"
+#include "hearth/engine/kv_type.h"
 #include "hearth/runtime/backend.h"
 #include "hearth/status.h"
 
@@ -89,6 +90,9 @@ struct ModelConfig {
   int32_t prefill_chunk_size = 0;  // per-row prefill slice cap; 0 = max(64, n_batch/4),
                                    // -1 = unlimited
   int32_t n_threads = 0;           // engine threads; 0 = hardware default
+  // Element type of the engine's K and V rows (f16, q8_0, q4_0: hearth/engine/kv_type.h).
+  // Part of the cache namespace through the backend's kv_layout: rows never cross types.
+  KvType kv_type = KvType::kF16;
   BatchStrategy batch_strategy = BatchStrategy::kDecodeFirst;
   // Prefer the free sequence whose resident KV cells share the longest prefix with a new
   // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "engine/kernels/canonical.h"
+#include "engine/kernels/kv_blocks.h"
 #include "hearth/engine/fp16.h"
 
 // clang-format off

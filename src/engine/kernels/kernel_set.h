@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "hearth/engine/kv_type.h"
 #include "hearth/gguf/gguf.h"
 
 namespace hearth::engine {
@@ -83,8 +84,8 @@ using MultiDot2Fn = void (*)(const void* w0, const void* w1, const uint8_t* x, s
 
 inline constexpr int kTypeSlots = 40;  // indexed by the raw gguf type id
 
-// Attention over one KV head's F16 rows (engine/model/attention.h has the definition
-// and the canonical order every implementation keeps).
+// Attention over one KV head's rows, F16 or Q8_0 / Q4_0 blocks (engine/model/
+// attention.h has the definitions and the canonical orders every implementation keeps).
 //
 // One token's queries on one KV head: the `group` query heads that share it (GQA).
 struct TokenQueries {
@@ -110,6 +111,12 @@ struct AttendTask {
   // query sees only positions canon::window_start(pos, window) .. pos.
   float softcap = 0.0f;
   int32_t window = 0;
+  // Quantized KV (kv_type != kF16): k0 and v0 are unused; kq0 and vq0 point at this KV
+  // head's first block of position 0, q_stride bytes from one position to the next.
+  KvType kv_type = KvType::kF16;
+  const uint8_t* kq0 = nullptr;
+  const uint8_t* vq0 = nullptr;
+  size_t q_stride = 0;
 };
 // Every query head of the task, positions tiled `lanes` at a time (0: the widest
 // this table has for head_dim). False, with nothing written, when the table has no

@@ -6,6 +6,7 @@
 
 #include "engine/kernels/canonical.h"
 #include "engine/kernels/kernel_set.h"
+#include "engine/kernels/kv_blocks.h"
 #include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
@@ -42,6 +43,19 @@ void softmax_f16_portable(float* scores, int32_t n, float scale) {
 AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                      std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
                      float* scratch, AttendMask mask) {
+  if (kv.type() != KvType::kF16) {
+    const size_t qoff = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim / kKvBlock) *
+                        canon::kv_block_bytes(kv.type());
+    AttendTask t{nullptr,      nullptr,       0,
+                 group,        tokens.data(), static_cast<int32_t>(tokens.size()),
+                 head_dim,     scale,         scratch,
+                 mask.softcap, mask.window};
+    t.kv_type = kv.type();
+    t.kq0 = kv.k_bytes(seq, layer, 0) + qoff;
+    t.vq0 = kv.v_bytes(seq, layer, 0) + qoff;
+    t.q_stride = kv.row_bytes();
+    return t;
+  }
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
   return AttendTask{kv.k_row(seq, layer, 0) + off,
                     kv.v_row(seq, layer, 0) + off,
@@ -56,6 +70,45 @@ AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_h
                     mask.window};
 }
 
+// attend_reference on quantized KV: the order in attention.h, plainly.
+void attend_reference_quantized(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head,
+                                int32_t pos, const float* q, int32_t head_dim, float scale,
+                                float* scores, float* out, AttendMask mask) {
+  const KvType type = kv.type();
+  const size_t bb = canon::kv_block_bytes(type);
+  const int32_t nb = head_dim / kKvBlock;
+  const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(nb) * bb;
+  const int32_t ws = canon::window_start(pos, mask.window);
+  const int32_t n = pos + 1 - ws;
+  int8_t ints[kKvBlock];
+  for (int32_t i = 0; i < n; ++i) {
+    const uint8_t* k = kv.k_bytes(seq, layer, ws + i) + off;
+    float s = 0.0f;
+    for (int32_t b = 0; b < nb; ++b, k += bb) {
+      canon::kv_block_ints(type, k, ints);
+      const float* qb = q + b * kKvBlock;
+      float inner = 0.0f;
+      for (int32_t d = 0; d < kKvBlock; ++d) inner += qb[d] * static_cast<float>(ints[d]);
+      s = std::fma(canon::kv_block_scale(k), inner, s);
+    }
+    scores[i] = s;
+  }
+  if (mask.softcap > 0.0f) canon::softcap(scores, n, mask.softcap);
+  softmax_f16(scores, n, scale);
+  for (int32_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
+  for (int32_t i = 0; i < n; ++i) {
+    const uint8_t* v = kv.v_bytes(seq, layer, ws + i) + off;
+    const float pr = scores[i];
+    for (int32_t b = 0; b < nb; ++b, v += bb) {
+      canon::kv_block_ints(type, v, ints);
+      const float w = pr * canon::kv_block_scale(v);
+      float* ob = out + b * kKvBlock;
+      for (int32_t d = 0; d < kKvBlock; ++d)
+        ob[d] = std::fma(w, static_cast<float>(ints[d]), ob[d]);
+    }
+  }
+}
+
 }  // namespace
 
 void softmax_f16(float* scores, int32_t n, float scale) {
@@ -68,6 +121,10 @@ void softmax_f16(float* scores, int32_t n, float scale) {
 void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t pos,
                       const float* q, int32_t head_dim, float scale, float* scores, float* out,
                       AttendMask mask) {
+  if (kv.type() != KvType::kF16) {
+    attend_reference_quantized(kv, seq, layer, kv_head, pos, q, head_dim, scale, scores, out, mask);
+    return;
+  }
   const int32_t ws = canon::window_start(pos, mask.window);
   const int32_t n = pos + 1 - ws;  // positions ws .. pos; scores[i] is position ws + i
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);

@@ -1,6 +1,6 @@
-// Causal attention over a sequence's F16 KV, with llama.cpp's (flash attention off)
-// roundings: Q is F16, scores and softmax in f32 (the softmax sum in double lanes, exp
-// by the engine's canonical exp), probabilities rounded to F16 before P.V.
+// Causal attention over a sequence's KV (F16, or Q8_0 / Q4_0 blocks), with llama.cpp's (flash
+// attention off) roundings: Q is F16, scores and softmax in f32 (the softmax sum in double lanes,
+// exp by the engine's canonical exp), probabilities rounded to F16 before P.V.
 //
 // The canonical order (numerics hearth-canon-v3), for one query head attending to
 // positions 0..pos:
@@ -10,6 +10,18 @@
 // q, k, prob and v are all F16 values, so every product is exact in f32: each step is
 // one rounding of (sum + product), the same with or without FMA. The result depends
 // only on the sequence's KV and q: not on the batch, the thread count or the ISA.
+//
+// Quantized KV (KvType::kQ8_0 / kQ4_0, hearth/engine/kv_type.h): each head's slice of a
+// K row is head_dim / 32 blocks b of scale dk[p][b] and integers qk[p][d] (Q8_0: q,
+// Q4_0: q - 8), V's likewise (dv, qv). The order becomes
+//   inner    = sum over d of block b, in order, of q[d] * qk[p][d], from 0;
+//   score[p] = fma(dk[p][b], inner, score[p]) over b = 0, 1, ..., from 0;
+//   prob     = softmax_f16(score, pos + 1, scale), as above;
+//   out[d]   = fma(prob[p] * dv[p][b(d)], qv[p][d], out[d]) over p = 0..pos, from 0,
+// where b(d) = d / 32. q * qk (F16 times |qk| <= 128) and prob * dv (two F16 values)
+// are exact in f32; the fmas are explicit, so again nothing depends on contraction.
+// K and V are quantized when written (llama.cpp's reference quantizers, per token),
+// and Q stays F16: unlike llama.cpp, which quantizes Q to Q8_0 for the K dot.
 #pragma once
 
 #include <cstddef>

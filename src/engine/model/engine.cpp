@@ -22,9 +22,9 @@ Engine::~Engine() = default;
 
 namespace {
 
-// F16 K and V rows of every layer (the KvStore layout).
-uint64_t kv_position_bytes(const engine::Hparams& hp) {
-  return static_cast<uint64_t>(hp.n_layer) * 2 * static_cast<uint64_t>(hp.kv_dim()) * 2;
+// K and V rows of every layer in the KV element type (the KvStore layout).
+uint64_t kv_position_bytes(const engine::Hparams& hp, KvType type) {
+  return static_cast<uint64_t>(hp.n_layer) * 2 * kv_row_bytes(type, hp.kv_dim());
 }
 
 ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
@@ -99,7 +99,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
                           choose_context({.n_ctx_train = hp.n_ctx_train,
                                           .requested = options.n_ctx,
-                                          .bytes_per_position = kv_position_bytes(hp),
+                                          .bytes_per_position = kv_position_bytes(hp, options.kv_type),
                                           .n_seq = n_kv_seq,
                                           .budget_bytes = options.kv_budget_bytes}));
   impl->opts.n_ctx = ctx.n_ctx;
@@ -145,9 +145,16 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     }
   }
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
-  HEARTH_ASSIGN_OR_RETURN(
-      engine::KvStore kv,
-      engine::KvStore::create(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx, hp.kv_dim()));
+  if (options.kv_type != KvType::kF16 && hp.head_dim % kKvBlock != 0) {
+    return InvalidArgument(std::string("kv_type ") + kv_type_name(options.kv_type) +
+                           " needs a head size that is a multiple of " + std::to_string(kKvBlock) +
+                           "; this model's is " + std::to_string(hp.head_dim) +
+                           " (use kv_type f16)");
+  }
+  impl->info.kv_type = options.kv_type;
+  HEARTH_ASSIGN_OR_RETURN(engine::KvStore kv,
+                          engine::KvStore::create(options.n_seq_max + 1, hp.n_layer,
+                                                  impl->opts.n_ctx, hp.kv_dim(), options.kv_type));
   impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
   ForwardScratch& s = impl->s;
   const size_t B = static_cast<size_t>(impl->opts.n_batch);
@@ -306,7 +313,12 @@ std::string Engine::numerics_id() const {
   if (hp.n_swa > 0) {
     arch += ";swa=" + std::to_string(hp.n_swa) + "/" + std::to_string(hp.swa_period) + ":full";
   }
-  return std::string("hearth-engine-2;kv=f16;attn=f16q-f32acc-f16p;") + kb::kernels_id() + arch;
+  // Quantized KV names its type and its attention order (attention.h); F16 keeps the id
+  // its saved rows carry.
+  const char* kv = "kv=f16;attn=f16q-f32acc-f16p;";
+  if (impl_->kv->type() == KvType::kQ8_0) kv = "kv=q8_0;attn=f16q-blockfma-f16p;";
+  if (impl_->kv->type() == KvType::kQ4_0) kv = "kv=q4_0;attn=f16q-blockfma-f16p;";
+  return std::string("hearth-engine-2;") + kv + kb::kernels_id() + arch;
 }
 
 Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {

@@ -12,6 +12,7 @@
 #include "engine/model/engine_impl.h"
 #include "engine/model/norm.h"
 #include "engine/model/rope.h"
+#include "engine/quant/quant.h"
 #include "hearth/engine/fp16.h"
 
 namespace hearth {
@@ -160,11 +161,20 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
     const float* cs = angles + t * hp.n_rot;
     engine::rope_apply(q, hp.n_head, hd, hp.n_rot, cs, hp.rope_neox);
     engine::rope_apply(k, hp.n_head_kv, hd, hp.n_rot, cs, hp.rope_neox);
-    // K and V go to the sequence's store as F16 before any token attends.
-    uint16_t* kr = kv->k_row(chunk[t].seq, l, chunk[t].pos);
-    uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
-    for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
-    for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
+    // K and V go to the sequence's store in the KV type before any token attends
+    // (quantized rows by the reference quantizers: per token, whatever the batch).
+    if (kv->type() == KvType::kF16) {
+      uint16_t* kr = kv->k_row(chunk[t].seq, l, chunk[t].pos);
+      uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
+      for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
+      for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
+    } else {
+      const gguf::TensorType qt =
+          kv->type() == KvType::kQ8_0 ? gguf::TensorType::kQ8_0 : gguf::TensorType::kQ4_0;
+      // kv_dim is a multiple of 32 (checked at load): these cannot fail.
+      (void)engine::quantize_row(qt, k, kv->k_bytes(chunk[t].seq, l, chunk[t].pos), kvd);
+      (void)engine::quantize_row(qt, v, kv->v_bytes(chunk[t].seq, l, chunk[t].pos), kvd);
+    }
     float* q16 = s.q16.data() + t * qd;
     if (hp.q_scale > 0) {
       for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i] * hp.q_scale));

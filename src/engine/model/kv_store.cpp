@@ -34,21 +34,31 @@ void warm_for_kernel_writes(void* p, size_t bytes) {
 
 }  // namespace
 
-KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
-    : n_seq_(n_seq), n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
-  seq_elems_ =
-      static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) * static_cast<size_t>(kv_dim);
+KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type)
+    : n_seq_(n_seq),
+      n_layer_(n_layer),
+      n_ctx_(n_ctx),
+      kv_dim_(kv_dim),
+      type_(type),
+      row_bytes_(kv_row_bytes(type, kv_dim)) {
+  seq_bytes_ = static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) * row_bytes_;
   len_.assign(static_cast<size_t>(n_seq), 0);
 }
 
-Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim) {
+Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
+                                KvType type) {
   if (n_seq < 1 || n_layer < 1 || n_ctx < 1 || kv_dim < 1) {
     return InvalidArgument("KV store: n_seq, n_layer, n_ctx and kv_dim must be positive (got " +
                            std::to_string(n_seq) + ", " + std::to_string(n_layer) + ", " +
                            std::to_string(n_ctx) + ", " + std::to_string(kv_dim) + ")");
   }
-  KvStore kv(n_seq, n_layer, n_ctx, kv_dim);
-  const size_t bytes = kv.seq_elems_ * sizeof(uint16_t);
+  if (type != KvType::kF16 && kv_dim % kKvBlock != 0) {
+    return InvalidArgument(std::string("KV store: kv_type ") + kv_type_name(type) +
+                           " needs kv_dim to be a multiple of " + std::to_string(kKvBlock) +
+                           " (got " + std::to_string(kv_dim) + ")");
+  }
+  KvStore kv(n_seq, n_layer, n_ctx, kv_dim, type);
+  const size_t bytes = kv.seq_bytes_;
   kv.blocks_.reserve(static_cast<size_t>(n_seq));
   for (int32_t s = 0; s < n_seq; ++s) {
     HEARTH_ASSIGN_OR_RETURN(HugePageRegion block,
@@ -64,22 +74,22 @@ Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, i
   return kv;
 }
 
-uint16_t* KvStore::row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
-  const size_t run = static_cast<size_t>(n_ctx_) * static_cast<size_t>(kv_dim_);
-  return reinterpret_cast<uint16_t*>(blocks_[static_cast<size_t>(seq)].data()) +
+uint8_t* KvStore::row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
+  const size_t run = static_cast<size_t>(n_ctx_) * row_bytes_;
+  return static_cast<uint8_t*>(blocks_[static_cast<size_t>(seq)].data()) +
          (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kind)) * run +
-         static_cast<size_t>(pos) * static_cast<size_t>(kv_dim_);
+         static_cast<size_t>(pos) * row_bytes_;
 }
 
 void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
-  const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
+  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
   out.resize(run_bytes * 2 * static_cast<size_t>(n_layer_));
   uint8_t* dst = out.data();
   for (int32_t l = 0; l < n_layer_; ++l) {
     if (n == 0) break;
-    std::memcpy(dst, k_row(seq, l, 0), run_bytes);
+    std::memcpy(dst, k_bytes(seq, l, 0), run_bytes);
     dst += run_bytes;
-    std::memcpy(dst, v_row(seq, l, 0), run_bytes);
+    std::memcpy(dst, v_bytes(seq, l, 0), run_bytes);
     dst += run_bytes;
   }
 }
@@ -88,22 +98,22 @@ std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
   set_len(seq, 0);
   std::vector<std::span<uint8_t>> runs;
   if (n == 0) return runs;
-  const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
+  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
   for (int32_t l = 0; l < n_layer_; ++l) {
-    runs.emplace_back(reinterpret_cast<uint8_t*>(k_row(seq, l, 0)), run_bytes);
-    runs.emplace_back(reinterpret_cast<uint8_t*>(v_row(seq, l, 0)), run_bytes);
+    runs.emplace_back(k_bytes(seq, l, 0), run_bytes);
+    runs.emplace_back(v_bytes(seq, l, 0), run_bytes);
   }
   return runs;
 }
 
 void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
-  const size_t run_bytes = static_cast<size_t>(n) * static_cast<size_t>(kv_dim_) * 2;
+  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
   const uint8_t* src = bytes.data();
   for (int32_t l = 0; l < n_layer_; ++l) {
     if (n == 0) break;
-    std::memcpy(k_row(seq, l, 0), src, run_bytes);
+    std::memcpy(k_bytes(seq, l, 0), src, run_bytes);
     src += run_bytes;
-    std::memcpy(v_row(seq, l, 0), src, run_bytes);
+    std::memcpy(v_bytes(seq, l, 0), src, run_bytes);
     src += run_bytes;
   }
   set_len(seq, n);

@@ -87,7 +87,8 @@ std::string resolve_reference_model(const ReferenceCase& c) {
 
 ReferenceBounds reference_bounds(const ModelInfo& info) {
   const std::string& q = info.quant_name;
-  if (q == "F32" || q == "F16" || q == "BF16") return {0.1, 0.01};
+  const bool float_weights = q == "F32" || q == "F16" || q == "BF16";
+  if (float_weights && info.kv_type == KvType::kF16) return {0.1, 0.01};
   return {0.25, 0.06};
 }
 

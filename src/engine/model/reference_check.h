@@ -42,7 +42,8 @@ struct ReferenceBounds {
   double max_abs;
   double mean_abs;
 };
-// F32/F16/BF16 models: 0.1 / 0.01; quantized: 0.25 / 0.06.
+// F32/F16/BF16 models: 0.1 / 0.01; quantized weights or a quantized KV type (the
+// references ran with F16 KV): 0.25 / 0.06.
 ReferenceBounds reference_bounds(const ModelInfo& info);
 
 struct ReferenceReport {

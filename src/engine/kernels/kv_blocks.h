@@ -1,0 +1,37 @@
+// The quantized KV blocks (hearth/engine/kv_type.h) as the attention code reads them:
+// a block's F16 scale as a float and its 32 integers (Q8_0: q; Q4_0: q - 8), in
+// element order. Header-only and plain, for the reference and the kernels alike.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hearth/engine/fp16.h"
+#include "hearth/engine/kv_type.h"
+
+namespace hearth::engine::canon {
+
+inline constexpr size_t kv_block_bytes(KvType t) {
+  return t == KvType::kQ4_0 ? 18 : 34;
+}
+
+inline float kv_block_scale(const uint8_t* block) {
+  uint16_t d;
+  std::memcpy(&d, block, 2);
+  return fp16_to_fp32(d);
+}
+
+inline void kv_block_ints(KvType t, const uint8_t* block, int8_t* out) {
+  const uint8_t* qs = block + 2;
+  if (t == KvType::kQ4_0) {
+    for (int j = 0; j < 16; ++j) {
+      out[j] = static_cast<int8_t>((qs[j] & 0x0F) - 8);
+      out[j + 16] = static_cast<int8_t>((qs[j] >> 4) - 8);
+    }
+    return;
+  }
+  std::memcpy(out, qs, 32);
+}
+
+}  // namespace hearth::engine::canon
