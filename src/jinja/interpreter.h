@@ -1,0 +1,71 @@
+// Evaluates a parsed template: scopes, loops, macros, output with literal ranges, and
+// the limits that keep a hostile template from running away (steps, output, depth).
+#pragma once
+
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hearth/jinja/template.h"
+#include "jinja/ast.h"
+
+namespace hearth::jinja {
+
+class Interpreter {
+ public:
+  Interpreter(const RenderOptions& opts) : opts_(opts) {}
+
+  // Renders `body` with `globals` as the template's context.
+  Result<RenderOutput> render(const Body& body, std::vector<std::pair<std::string, Value>> globals);
+
+  // Called by builtins.
+  Result<Value> call(const Value& callee, CallArgs& args, int line, int column);
+  Status error(int line, int column, std::string_view what) const;
+  Status count_steps(size_t n, int line, int column);           // loop-iteration budget
+  Status check_size(size_t bytes, int line, int column) const;  // a string or list's size
+  const RenderOptions& options() const { return opts_; }
+  // Current call site (for builtins' error messages).
+  int line() const { return line_; }
+  int column() const { return column_; }
+
+ private:
+  enum class Flow { kNormal, kBreak, kContinue };
+  struct Frame {
+    int parent = -1;
+    std::vector<std::pair<std::string, Value>> vars;
+  };
+
+  Status exec_body(const Body& body, RangedText& out, Flow& flow);
+  Status exec(const Stmt& s, RangedText& out, Flow& flow);
+  Status exec_for(const Stmt& s, RangedText& out);
+  Status run_loop(const Stmt& s, const List& items, RangedText& out, int depth);
+  Status exec_set(const Stmt& s);
+  Result<Value> eval(const Expr& e);
+  Result<Value> eval_binary(const Expr& e);
+  Result<Value> eval_compare(const Expr& e);
+  Result<Value> eval_call(const Expr& e);
+  Result<CallArgs> eval_args(const Expr& e, size_t first);
+  Result<Value> getattr(const Value& obj, const std::string& name, int line, int column);
+  Result<Value> getitem(const Value& obj, const Value& key, int line, int column);
+  Result<Value> slice(const Value& obj, const Value& start, const Value& stop, const Value& step,
+                      int line, int column);
+  Value make_macro(const Stmt& s, int frame);
+  Result<Value> call_macro(const Stmt& s, int def_frame, CallArgs& args, const Value* caller);
+
+  Value lookup(const std::string& name) const;
+  void assign(const std::string& name, Value v);
+  int push_frame(int parent);
+  void pop_frame();
+
+  const RenderOptions& opts_;
+  std::vector<Frame> frames_;
+  int current_ = -1;
+  int depth_ = 0;
+  size_t steps_ = 0;
+  int line_ = 0;
+  int column_ = 0;
+  RangedText* out_ = nullptr;  // the top-level output (size limit)
+};
+
+}  // namespace hearth::jinja
