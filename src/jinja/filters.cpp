@@ -14,9 +14,7 @@ namespace {
 using Filter = Result<Value> (*)(Interpreter&, const Value&, CallArgs&);
 
 Status undefined_error(Interpreter& in, const Value& v) {
-  return in.error(
-      in.line(), in.column(),
-      v.str().empty() ? std::string("undefined value") : "'" + v.str() + "' is undefined");
+  return in.error(in.line(), in.column(), undefined_message(v));
 }
 
 // A value as a string value (strings keep their ranges).
@@ -136,11 +134,11 @@ Result<Value> f_trim(Interpreter& in, const Value& v, CallArgs& a) {
 
 Result<Value> f_upper(Interpreter&, const Value& v, CallArgs&) {
   const Value s = as_string(v);
-  return derived_string(ascii_upper(s.str()), {&s});
+  return derived_string(py_upper(s.str()), {&s});
 }
 Result<Value> f_lower(Interpreter&, const Value& v, CallArgs&) {
   const Value s = as_string(v);
-  return derived_string(ascii_lower(s.str()), {&s});
+  return derived_string(py_lower(s.str()), {&s});
 }
 Result<Value> f_capitalize(Interpreter&, const Value& v, CallArgs&) {
   const Value s = as_string(v);
@@ -453,7 +451,7 @@ Result<Value> sort_key(Interpreter& in, const Value& item, const Value* attribut
   if (attribute) {
     HEARTH_ASSIGN_OR_RETURN(k, item_attribute(in, item, *attribute));
   }
-  if (!case_sensitive && k.is_string()) return Value::string(ascii_lower(k.str()));
+  if (!case_sensitive && k.is_string()) return Value::string(py_lower(k.str()));
   return k;
 }
 
@@ -662,7 +660,7 @@ Result<Value> f_attr(Interpreter&, const Value& v, CallArgs& a) {
   if (!name || !name->is_string()) return Value::undefined();
   if (v.kind() == Kind::kNamespace) {
     if (const Value* x = v.find(name->str())) return *x;
-    return Value::undefined(name->str());
+    return Value::undefined("'" + name->str() + "' is undefined");
   }
   return method(v, name->str());
 }

@@ -92,7 +92,7 @@ Value Interpreter::lookup(const std::string& name) const {
   }
   Value g = global_function(name);
   if (!g.is_undefined()) return g;
-  return Value::undefined(name);
+  return Value::undefined("'" + name + "' is undefined");
 }
 
 void Interpreter::assign(const std::string& name, Value v) {
@@ -270,7 +270,7 @@ Status Interpreter::exec_for(const Stmt& s, RangedText& out) {
   }
   const size_t n = items.size();
   Status st;
-  Value prev = Value::undefined("previtem");
+  Value prev = Value::undefined("'previtem' is undefined");
   for (size_t i = 0; i < n && st.ok(); ++i) {
     st = count_steps(1, s.line, s.column);
     if (!st.ok()) break;
@@ -290,7 +290,7 @@ Status Interpreter::exec_for(const Stmt& s, RangedText& out) {
     loop.emplace_back(Value::string("depth0"), Value::integer(0));
     loop.emplace_back(Value::string("previtem"), prev);
     loop.emplace_back(Value::string("nextitem"),
-                      i + 1 < n ? items[i + 1] : Value::undefined("nextitem"));
+                      i + 1 < n ? items[i + 1] : Value::undefined("'nextitem' is undefined"));
     const size_t index = i;
     loop.emplace_back(
         Value::string("cycle"),
@@ -391,7 +391,7 @@ Result<Value> Interpreter::call_macro(const Stmt& s, int def_frame, CallArgs& ar
       }
       assign(p.name, std::move(d).value());
     } else {
-      assign(p.name, Value::undefined(p.name));
+      assign(p.name, Value::undefined("'" + p.name + "' is undefined"));
     }
   }
   if (!caller.is_undefined()) assign("caller", caller);
@@ -408,9 +408,7 @@ Result<Value> Interpreter::call(const Value& callee, CallArgs& args, int line, i
   args.line = line;
   args.column = column;
   if (callee.is_undefined()) {
-    const std::string& n = callee.str();
-    return error(line, column,
-                 n.empty() ? std::string("'None' has no attribute") : "'" + n + "' is undefined");
+    return error(line, column, undefined_message(callee));
   }
   if (!callee.is_callable()) {
     return error(line, column,
@@ -438,9 +436,7 @@ Result<Value> Interpreter::getattr(const Value& obj, const std::string& name, in
                                    int column) {
   switch (obj.kind()) {
     case Kind::kUndefined:
-      return error(line, column,
-                   obj.str().empty() ? "'" + name + "' of an undefined value"
-                                     : "'" + obj.str() + "' is undefined");
+      return error(line, column, undefined_message(obj));
     case Kind::kNamespace:
     case Kind::kDict: {
       if (obj.kind() == Kind::kDict) {
@@ -474,9 +470,7 @@ Result<Value> Interpreter::getattr(const Value& obj, const std::string& name, in
 Result<Value> Interpreter::getitem(const Value& obj, const Value& key, int line, int column) {
   switch (obj.kind()) {
     case Kind::kUndefined:
-      return error(line, column,
-                   obj.str().empty() ? std::string("subscript of an undefined value")
-                                     : "'" + obj.str() + "' is undefined");
+      return error(line, column, undefined_message(obj));
     case Kind::kDict:
     case Kind::kNamespace: {
       if (const Value* v = obj.find(key)) return *v;
@@ -656,7 +650,7 @@ Result<Value> Interpreter::eval(const Expr& e) {
     case ExprKind::kNeg:
     case ExprKind::kPos: {
       HEARTH_ASSIGN_OR_RETURN(Value v, eval(*e.kids[0]));
-      if (v.is_undefined()) return error(e.line, e.column, "'" + v.str() + "' is undefined");
+      if (v.is_undefined()) return error(e.line, e.column, undefined_message(v));
       if (!v.is_number()) {
         return error(e.line, e.column,
                      std::string("bad operand type for unary ") +

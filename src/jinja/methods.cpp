@@ -108,10 +108,10 @@ Result<Value> m_replace(Interpreter& in, const Value& s, CallArgs& a) {
 }
 
 Result<Value> m_upper(Interpreter&, const Value& s, CallArgs&) {
-  return derived_string(ascii_upper(s.str()), {&s});
+  return derived_string(py_upper(s.str()), {&s});
 }
 Result<Value> m_lower(Interpreter&, const Value& s, CallArgs&) {
-  return derived_string(ascii_lower(s.str()), {&s});
+  return derived_string(py_lower(s.str()), {&s});
 }
 Result<Value> m_title(Interpreter&, const Value& s, CallArgs&) {
   return derived_string(py_title(s.str()), {&s});

@@ -19,9 +19,7 @@ Status type_error(Interpreter& in, std::string_view op, const Value& l, const Va
 }
 
 Status undefined_error(Interpreter& in, const Value& u) {
-  return in.error(in.line(), in.column(),
-                  u.str().empty() ? std::string("undefined value used in an operation")
-                                  : "'" + u.str() + "' is undefined");
+  return in.error(in.line(), in.column(), undefined_message(u));
 }
 
 Result<Value> repeat(Interpreter& in, const Value& seq, int64_t times) {

@@ -196,6 +196,13 @@ class Parser {
 
   Result<StmtPtr> if_stmt(StmtPtr s) {
     s->kind = StmtKind::kIf;
+    ++if_depth_;
+    auto r = if_body(std::move(s));
+    --if_depth_;
+    return r;
+  }
+
+  Result<StmtPtr> if_body(StmtPtr s) {
     while (true) {
       HEARTH_ASSIGN_OR_RETURN(ExprPtr cond, expression());
       s->conds.push_back(std::move(cond));
@@ -231,7 +238,8 @@ class Parser {
     s->kind = StmtKind::kFor;
     HEARTH_RETURN_IF_ERROR(assign_targets(s->targets, true));
     if (!skip_name("in")) return error(peek(), "expected 'in', got " + describe(peek()));
-    HEARTH_ASSIGN_OR_RETURN(s->expr, tuple_expression(false));
+    // No conditional expression here: `for x in xs if cond` filters the loop.
+    HEARTH_ASSIGN_OR_RETURN(s->expr, or_expr());
     if (skip_name("if")) {
       HEARTH_ASSIGN_OR_RETURN(s->cond, expression());
     }
@@ -727,7 +735,11 @@ class Parser {
       next();
       name.append(".").append(next().text);
     }
-    if (!is_filter_name(name)) return error(t, "no filter named '" + name + "'");
+    // Like Jinja2, an unknown filter is a compile error outside {% if %} blocks and a
+    // render error (when reached) inside them.
+    if (!is_filter_name(name) && if_depth_ == 0) {
+      return error(t, "no filter named '" + name + "'");
+    }
     auto f = make(ExprKind::kFilter, t);
     f->name = std::move(name);
     f->kids.push_back(std::move(node));
@@ -745,7 +757,9 @@ class Parser {
         const bool negated = skip_name("not");
         const Token& nt = peek();
         HEARTH_ASSIGN_OR_RETURN(std::string name, expect_name());
-        if (!is_test_name(name)) return error(nt, "no test named '" + name + "'");
+        if (!is_test_name(name) && if_depth_ == 0) {
+          return error(nt, "no test named '" + name + "'");
+        }
         auto e = make(ExprKind::kTest, t);
         e->name = std::move(name);
         e->negated = negated;
@@ -777,6 +791,7 @@ class Parser {
   size_t pos_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  int if_depth_ = 0;
 };
 
 }  // namespace

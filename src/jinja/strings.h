@@ -21,8 +21,8 @@ std::vector<std::pair<size_t, size_t>> split_bounds(std::string_view s, const st
 std::vector<std::string> split_lines(std::string_view s);
 std::string py_replace(std::string_view s, std::string_view old, std::string_view repl,
                        int64_t count);
-std::string ascii_upper(std::string_view s);
-std::string ascii_lower(std::string_view s);
+std::string py_upper(std::string_view s);
+std::string py_lower(std::string_view s);
 std::string py_capitalize(std::string_view s);
 std::string py_title(std::string_view s);  // str.title()
 std::vector<uint32_t> code_points(std::string_view s);

@@ -38,6 +38,10 @@ const Value* CallArgs::get(size_t pos, std::string_view name) const {
   return nullptr;
 }
 
+std::string undefined_message(const Value& u) {
+  return u.str().empty() ? std::string("an undefined value was used") : u.str();
+}
+
 bool truthy(const Value& v) {
   switch (v.kind()) {
     case Kind::kUndefined:

@@ -44,9 +44,10 @@ enum class Kind : uint8_t {
 class Value {
  public:
   Value() = default;  // Undefined
-  static Value undefined(std::string name = {}) {
+  // `why` says what is undefined when the value is used ("'x' is undefined").
+  static Value undefined(std::string why = {}) {
     Value v;
-    v.str_ = std::move(name);
+    v.str_ = std::move(why);
     return v;
   }
   static Value none() { return Value(Kind::kNone); }
@@ -126,7 +127,7 @@ class Value {
   bool as_bool() const { return int_ != 0; }
   int64_t as_int() const { return int_; }
   double as_double() const { return kind_ == Kind::kFloat ? float_ : static_cast<double>(int_); }
-  const std::string& str() const { return str_; }  // string text; Undefined: its name
+  const std::string& str() const { return str_; }  // string text; Undefined: why
   const std::vector<TextRange>& ranges() const { return ranges_; }
   bool fully_literal() const {
     return !str_.empty() && ranges_.size() == 1 && ranges_[0].begin == 0 &&
@@ -169,6 +170,8 @@ struct CallArgs {
   const Value* get(size_t pos, std::string_view name) const;
 };
 
+// The error for using an Undefined: what it says, or a generic message.
+std::string undefined_message(const Value& undefined);
 // Python's truth value.
 bool truthy(const Value& v);
 // Python's ==.

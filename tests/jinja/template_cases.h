@@ -90,10 +90,11 @@ inline std::pair<std::string, std::string> special_tokens(const std::string& nam
   return it == kTable.end() ? std::pair<std::string, std::string>{"", ""} : it->second;
 }
 
-inline std::vector<std::pair<std::string, Outcome>> render_all(
-    const std::string& name, const nlohmann::ordered_json& cases) {
+// Renders every case with the template file `dir`/`name`.jinja.
+inline std::vector<std::pair<std::string, Outcome>> render_all_at(
+    const std::string& dir, const std::string& name, const nlohmann::ordered_json& cases) {
   std::vector<std::pair<std::string, Outcome>> out;
-  const std::string source = read_file(templates_dir() + "/" + name + ".jinja");
+  const std::string source = read_file(dir + "/" + name + ".jinja");
   auto tmpl = Template::parse(source);
   const auto [bos, eos] = special_tokens(name);
   RenderOptions opts;
@@ -125,6 +126,11 @@ inline std::vector<std::pair<std::string, Outcome>> render_all(
     out.emplace_back(c.at("name").get<std::string>(), std::move(o));
   }
   return out;
+}
+
+inline std::vector<std::pair<std::string, Outcome>> render_all(
+    const std::string& name, const nlohmann::ordered_json& cases) {
+  return render_all_at(templates_dir(), name, cases);
 }
 
 inline std::vector<std::pair<std::string, Outcome>> outcomes_from_json(
