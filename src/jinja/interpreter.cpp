@@ -73,6 +73,15 @@ Status Interpreter::check_size(size_t bytes, int line, int column) const {
   return OkStatus();
 }
 
+Status Interpreter::check_items(size_t items, int line, int column) const {
+  if (items > opts_.max_list_items) {
+    return error(
+        line, column,
+        "the template built a list longer than " + std::to_string(opts_.max_list_items) + " items");
+  }
+  return OkStatus();
+}
+
 int Interpreter::push_frame(int parent) {
   frames_.push_back(Frame{parent, {}});
   current_ = static_cast<int>(frames_.size()) - 1;
@@ -271,6 +280,23 @@ Status Interpreter::exec_for(const Stmt& s, RangedText& out) {
   const size_t n = items.size();
   Status st;
   Value prev = Value::undefined("'previtem' is undefined");
+  auto index = std::make_shared<size_t>(0);
+  Value loop = Value::name_space({});
+  {
+    const char* names[] = {"index",  "index0", "revindex", "revindex0", "first",   "last",
+                           "length", "depth",  "depth0",   "previtem",  "nextitem"};
+    for (const char* name : names)
+      loop.mutable_entries().emplace_back(Value::string(name), Value());
+    loop.mutable_entries()[6].second = Value::integer(static_cast<int64_t>(n));
+    loop.mutable_entries()[7].second = Value::integer(1);
+    loop.mutable_entries()[8].second = Value::integer(0);
+    loop.mutable_entries().emplace_back(
+        Value::string("cycle"),
+        Value::callable("cycle", [index](Interpreter& in, CallArgs& a) -> Result<Value> {
+          if (a.args.empty()) return in.error(a.line, a.column, "no items for cycling given");
+          return a.args[*index % a.args.size()];
+        }));
+  }
   for (size_t i = 0; i < n && st.ok(); ++i) {
     st = count_steps(1, s.line, s.column);
     if (!st.ok()) break;
@@ -278,29 +304,18 @@ Status Interpreter::exec_for(const Stmt& s, RangedText& out) {
     // over to the next iteration (Jinja2 scoping).
     frames_[current_].vars.clear();
     for (size_t t = 0; t < s.targets.size(); ++t) assign(s.targets[t], bound[i][t]);
-    Dict loop;
-    loop.emplace_back(Value::string("index"), Value::integer(static_cast<int64_t>(i + 1)));
-    loop.emplace_back(Value::string("index0"), Value::integer(static_cast<int64_t>(i)));
-    loop.emplace_back(Value::string("revindex"), Value::integer(static_cast<int64_t>(n - i)));
-    loop.emplace_back(Value::string("revindex0"), Value::integer(static_cast<int64_t>(n - i - 1)));
-    loop.emplace_back(Value::string("first"), Value::boolean(i == 0));
-    loop.emplace_back(Value::string("last"), Value::boolean(i + 1 == n));
-    loop.emplace_back(Value::string("length"), Value::integer(static_cast<int64_t>(n)));
-    loop.emplace_back(Value::string("depth"), Value::integer(1));
-    loop.emplace_back(Value::string("depth0"), Value::integer(0));
-    loop.emplace_back(Value::string("previtem"), prev);
-    loop.emplace_back(Value::string("nextitem"),
-                      i + 1 < n ? items[i + 1] : Value::undefined("'nextitem' is undefined"));
-    const size_t index = i;
-    loop.emplace_back(
-        Value::string("cycle"),
-        Value::callable("cycle", [index](Interpreter& in, CallArgs& a) -> Result<Value> {
-          if (a.args.empty()) {
-            return in.error(a.line, a.column, "no items for cycling given");
-          }
-          return a.args[index % a.args.size()];
-        }));
-    assign("loop", Value::name_space(std::move(loop)));
+    // One loop object per loop, advanced in place like Jinja2's LoopContext.
+    *index = i;
+    Dict& lp = loop.mutable_entries();
+    lp[0].second = Value::integer(static_cast<int64_t>(i + 1));
+    lp[1].second = Value::integer(static_cast<int64_t>(i));
+    lp[2].second = Value::integer(static_cast<int64_t>(n - i));
+    lp[3].second = Value::integer(static_cast<int64_t>(n - i - 1));
+    lp[4].second = Value::boolean(i == 0);
+    lp[5].second = Value::boolean(i + 1 == n);
+    lp[9].second = prev;
+    lp[10].second = i + 1 < n ? items[i + 1] : Value::undefined("'nextitem' is undefined");
+    assign("loop", loop);
     Flow flow = Flow::kNormal;
     st = exec_body(s.bodies[0], out, flow);
     if (flow == Flow::kBreak) break;

@@ -22,8 +22,9 @@ class Interpreter {
   // Called by builtins.
   Result<Value> call(const Value& callee, CallArgs& args, int line, int column);
   Status error(int line, int column, std::string_view what) const;
-  Status count_steps(size_t n, int line, int column);           // loop-iteration budget
-  Status check_size(size_t bytes, int line, int column) const;  // a string or list's size
+  Status count_steps(size_t n, int line, int column);            // loop-iteration budget
+  Status check_size(size_t bytes, int line, int column) const;   // a string's size
+  Status check_items(size_t items, int line, int column) const;  // a list's length
   const RenderOptions& options() const { return opts_; }
   // Current call site (for builtins' error messages).
   int line() const { return line_; }

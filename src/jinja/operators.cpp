@@ -1,5 +1,6 @@
 #include "jinja/operators.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "jinja/interpreter.h"
@@ -23,7 +24,11 @@ Status undefined_error(Interpreter& in, const Value& u) {
 }
 
 Result<Value> repeat(Interpreter& in, const Value& seq, int64_t times) {
-  if (times < 0) times = 0;
+  // Clamped so size * times cannot overflow: any non-empty sequence times 2^30 is over
+  // every limit anyway.
+  times = std::clamp<int64_t>(times, 0, int64_t{1} << 30);
+  if (seq.is_string() && seq.str().empty()) return Value::string("");
+  if (seq.is_sequence() && seq.items().empty()) return seq;
   if (seq.is_string()) {
     HEARTH_RETURN_IF_ERROR(
         in.check_size(seq.str().size() * static_cast<size_t>(times), in.line(), in.column()));
@@ -32,7 +37,7 @@ Result<Value> repeat(Interpreter& in, const Value& seq, int64_t times) {
     return out.take();
   }
   const size_t n = seq.items().size() * static_cast<size_t>(times);
-  HEARTH_RETURN_IF_ERROR(in.check_size(n * 16, in.line(), in.column()));
+  HEARTH_RETURN_IF_ERROR(in.check_items(n, in.line(), in.column()));
   HEARTH_RETURN_IF_ERROR(in.count_steps(n, in.line(), in.column()));
   List out;
   for (int64_t i = 0; i < times; ++i) {
@@ -185,6 +190,8 @@ Result<Value> binary_op(Interpreter& in, std::string_view op, const Value& l, co
       return out.take();
     }
     if (l.is_sequence() && l.kind() == r.kind()) {
+      HEARTH_RETURN_IF_ERROR(
+          in.check_items(l.items().size() + r.items().size(), in.line(), in.column()));
       List out = l.items();
       out.insert(out.end(), r.items().begin(), r.items().end());
       HEARTH_RETURN_IF_ERROR(in.count_steps(r.items().size(), in.line(), in.column()));

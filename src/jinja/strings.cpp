@@ -255,9 +255,13 @@ std::string map_case(std::string_view s, bool upper) {
 
 }  // namespace
 
-std::string py_upper(std::string_view s) { return map_case(s, true); }
+std::string py_upper(std::string_view s) {
+  return map_case(s, true);
+}
 
-std::string py_lower(std::string_view s) { return map_case(s, false); }
+std::string py_lower(std::string_view s) {
+  return map_case(s, false);
+}
 
 std::string py_capitalize(std::string_view s) {
   if (s.empty()) return {};

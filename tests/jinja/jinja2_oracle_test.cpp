@@ -21,10 +21,10 @@ bool have_jinja2() {
   return ok;
 }
 
-#define REQUIRE_JINJA2()                                                                    \
-  if (!have_jinja2()) {                                                                     \
+#define REQUIRE_JINJA2()                                                                      \
+  if (!have_jinja2()) {                                                                       \
     GTEST_SKIP() << "python3-jinja2 is not installed (scripts/install-deps.sh installs it); " \
-                    "the Jinja2 oracle comparison is skipped";                              \
+                    "the Jinja2 oracle comparison is skipped";                                \
   }
 
 std::string shell_quote(const std::string& s) {
@@ -50,16 +50,17 @@ struct OracleJob {
 nlohmann::ordered_json run_oracle(const std::vector<OracleJob>& jobs, const std::string& dir) {
   std::filesystem::create_directories(dir);
   const std::string driver = dir + "/oracle_driver.py";
-  std::ofstream(driver) << "import json, sys\n"
-                           "sys.dont_write_bytecode = True\n"
-                           "sys.path.insert(0, sys.argv[1])\n"
-                           "import render\n"
-                           "out = {}\n"
-                           "for job in json.load(open(sys.argv[2], encoding='utf-8')):\n"
-                           "    with open(job['cases'], encoding='utf-8') as f:\n"
-                           "        cases = json.load(f)\n"
-                           "    out[job['name']] = render.render_all(job['template'], cases)\n"
-                           "sys.stdout.buffer.write(json.dumps(out, ensure_ascii=False).encode())\n";
+  std::ofstream(driver)
+      << "import json, sys\n"
+         "sys.dont_write_bytecode = True\n"
+         "sys.path.insert(0, sys.argv[1])\n"
+         "import render\n"
+         "out = {}\n"
+         "for job in json.load(open(sys.argv[2], encoding='utf-8')):\n"
+         "    with open(job['cases'], encoding='utf-8') as f:\n"
+         "        cases = json.load(f)\n"
+         "    out[job['name']] = render.render_all(job['template'], cases)\n"
+         "sys.stdout.buffer.write(json.dumps(out, ensure_ascii=False).encode())\n";
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& j : jobs) {
     list.push_back({{"name", j.name}, {"template", j.template_path}, {"cases", j.cases_path}});
@@ -80,9 +81,9 @@ nlohmann::ordered_json run_oracle(const std::vector<OracleJob>& jobs, const std:
 
 // One shared template's Jinja2 renders (ctest runs each test in its own process).
 nlohmann::ordered_json oracle_template(const std::string& name) {
-  return run_oracle({{name, templates_dir() + "/" + name + ".jinja",
-                      templates_dir() + "/conversations.json"}},
-                    ::testing::TempDir() + "/hearth_jinja_oracle_" + std::to_string(getpid()));
+  return run_oracle(
+      {{name, templates_dir() + "/" + name + ".jinja", templates_dir() + "/conversations.json"}},
+      ::testing::TempDir() + "/hearth_jinja_oracle_" + std::to_string(getpid()));
 }
 
 class OracleTemplate : public ::testing::TestWithParam<std::string> {};
@@ -115,7 +116,8 @@ struct Snippet {
 const Snippet kSnippets[] = {
     {"str_of_values",
      "{{ n }}|{{ true }}|{{ false }}|{{ x }}|{{ f }}|{{ l }}|{{ d }}|{{ (1, 'a') }}|{{ (1,) }}|"
-     "{{ quote }}|{{ [quote, 'a\\nb', 'tab\\t', u8] }}|{{ {'k': none, 1: 2.0} }}|{{ undefined_x }}"},
+     "{{ quote }}|{{ [quote, 'a\\nb', 'tab\\t', u8] }}|{{ {'k': none, 1: 2.0} }}|{{ undefined_x "
+     "}}"},
     {"float_repr",
      "{{ 1e16 }} {{ 1e15 }} {{ 0.1 + 0.2 }} {{ 1 / 3 }} {{ 2.0 }} {{ 1e-5 }} {{ 0.0001 }} "
      "{{ 10 / 2 }} {{ -0.5 }} {{ 123456789.123 }} {{ 3 * 1.1 }} {{ 2 ** 0.5 }} {{ 1e300 * 10 }}"},
@@ -124,7 +126,8 @@ const Snippet kSnippets[] = {
      "{{ -7.5 % 2 }} {{ 'ab' * 3 }} {{ [1] * 2 }} {{ 1 + true }} {{ x - 10 }} {{ -x }}"},
     {"tojson_variants",
      "{{ d | tojson }}\n{{ d | tojson(indent=2) }}\n{{ d | tojson(sort_keys=true) }}\n"
-     "{{ u8 | tojson }}|{{ u8 | tojson(ensure_ascii=true) }}|{{ 'a\"b\\\\c\\n\\x01\\x7f' | tojson }}\n"
+     "{{ u8 | tojson }}|{{ u8 | tojson(ensure_ascii=true) }}|{{ 'a\"b\\\\c\\n\\x01\\x7f' | tojson "
+     "}}\n"
      "{{ l | tojson(separators=(',', ':')) }}|{{ {} | tojson(indent=2) }}|{{ [] | tojson }}|"
      "{{ f | tojson }}|{{ n | tojson }}|{{ {'a': {'b': [1, {}]}} | tojson(indent=0) }}"},
     {"loop_vars",
@@ -138,7 +141,8 @@ const Snippet kSnippets[] = {
     {"scoping",
      "{% set a = 1 %}{% for i in [1, 2] %}{{ a }}{% set a = a + 10 %}{{ a }},{% endfor %}{{ a }}"
      "{% if true %}{% set b = 5 %}{% endif %}{{ b }}"
-     "{% set ns = namespace(c=0) %}{% for i in l %}{% set ns.c = ns.c + i %}{% endfor %}{{ ns.c }}"},
+     "{% set ns = namespace(c=0) %}{% for i in l %}{% set ns.c = ns.c + i %}{% endfor %}{{ ns.c "
+     "}}"},
     {"macros",
      "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}"
      "{{ greet('a') }} {{ greet('b', '?') }} {{ greet(punct='.', name='c') }} {{ greet() }}"
@@ -146,7 +150,8 @@ const Snippet kSnippets[] = {
      "{% macro wrap() %}[{{ caller() }}]{% endmacro %}{% call wrap() %}inner {{ x }}{% endcall %}"},
     {"set_block_and_filter_block",
      "{% set body %}  Some {{ x }} text  {% endset %}[{{ body }}]{% set up | upper %}abc{% endset "
-     "%}{{ up }}{% filter upper %}shout {{ s }}{% endfilter %}{% with y = x + 1 %}{{ y }}{% endwith "
+     "%}{{ up }}{% filter upper %}shout {{ s }}{% endfilter %}{% with y = x + 1 %}{{ y }}{% "
+     "endwith "
      "%}"},
     {"whitespace_control",
      "a  \n  {% if true %}\n  b\n  {% endif %}\n  c {{- ' d ' -}} e\n  {%- if true +%}\n f\n"
@@ -158,8 +163,10 @@ const Snippet kSnippets[] = {
     {"string_methods",
      "{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ s.split() }}|{{ 'a,b,,c'.split(',') }}|"
      "{{ 'a b c'.split(' ', 1) }}|{{ 'a b c'.rsplit(' ', 1) }}|{{ 'xxaxx'.strip('x') }}|"
-     "{{ 'Hello'.startswith('He') }}{{ 'Hello'.endswith(('x', 'lo')) }}|{{ 'aaa'.replace('a', 'b', 2) "
-     "}}|{{ 'abc'.upper() }}{{ 'ABC'.lower() }}|{{ 'hello world'.title() }}|{{ 'hELLO'.capitalize() "
+     "{{ 'Hello'.startswith('He') }}{{ 'Hello'.endswith(('x', 'lo')) }}|{{ 'aaa'.replace('a', 'b', "
+     "2) "
+     "}}|{{ 'abc'.upper() }}{{ 'ABC'.lower() }}|{{ 'hello world'.title() }}|{{ "
+     "'hELLO'.capitalize() "
      "}}|{{ 'abcabc'.find('c') }}{{ 'abc'.count('b') }}|{{ '-'.join(['a', 'b']) }}|"
      "{{ '{} and {}'.format(1, 'two') }}|{{ 'a\\nb\\r\\nc'.splitlines() }}|{{ u8.upper() }}"},
     {"slicing",
@@ -173,7 +180,8 @@ const Snippet kSnippets[] = {
      "{{ 'a\\n\\nb' | indent(2, blank=true) }}|{{ '%s is %d' | format('x', 3) }}|"
      "{{ 'a long sentence here' | truncate(9, leeway=0) }}|{{ n | string }}|{{ x | string }}"},
     {"filters_lists",
-     "{{ l | sort }}|{{ l | sort(reverse=true) }}|{{ l | first }}{{ l | last }}|{{ l | join('-') }}|"
+     "{{ l | sort }}|{{ l | sort(reverse=true) }}|{{ l | first }}{{ l | last }}|{{ l | join('-') "
+     "}}|"
      "{{ l | sum }}|{{ l | min }}{{ l | max }}|{{ l | reverse | list }}|{{ 'abc' | list }}|"
      "{{ [1, 2, 1, 3] | unique | list }}|{{ ['B', 'a', 'b'] | unique | list }}|"
      "{{ range(7) | batch(3) | list }}|{{ l | map('string') | join }}|{{ d | dictsort }}|"
@@ -181,16 +189,20 @@ const Snippet kSnippets[] = {
      "{{ [1, 2, 3, 4] | reject('odd') | list }}|{{ d | list }}|{{ l | select | list }}"},
     {"filters_attr",
      "{% set people = [{'name': 'b', 'age': 3}, {'name': 'a', 'age': 5}, {'name': 'c'}] %}"
-     "{{ people | map(attribute='name') | join(',') }}|{{ people | selectattr('age') | list | length }}|"
+     "{{ people | map(attribute='name') | join(',') }}|{{ people | selectattr('age') | list | "
+     "length }}|"
      "{{ people | rejectattr('age', 'defined') | map(attribute='name') | list }}|"
-     "{{ people | selectattr('age', 'defined') | selectattr('age', 'gt', 3) | map(attribute='name') "
+     "{{ people | selectattr('age', 'defined') | selectattr('age', 'gt', 3) | "
+     "map(attribute='name') "
      "| first }}|"
      "{{ people | sort(attribute='name') | map(attribute='name') | join }}|"
-     "{{ people | join(', ', attribute='name') }}|{{ people | map(attribute='age', default=0) | list }}|"
+     "{{ people | join(', ', attribute='name') }}|{{ people | map(attribute='age', default=0) | "
+     "list }}|"
      "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}"},
     {"filters_numbers",
      "{{ '42' | int }} {{ '4.7' | int }} {{ 'x' | int }} {{ 'x' | int(7) }} {{ (f / 1e10) | int }} "
-     "{{ '2.5' | float }} {{ x | float }} {{ 2.567 | round(2) }} {{ 2.5 | round }} {{ 3.5 | round }} "
+     "{{ '2.5' | float }} {{ x | float }} {{ 2.567 | round(2) }} {{ 2.5 | round }} {{ 3.5 | round "
+     "}} "
      "{{ 2.1 | round(0, 'ceil') }} {{ -3 | abs }} {{ undefined_y | default('dflt') }} "
      "{{ '' | default('empty', true) }} {{ n | default('kept') }} {{ '0x1A' | int(0, 16) }}"},
     {"tests",
@@ -209,8 +221,9 @@ const Snippet kSnippets[] = {
      "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{{ d.keys() | list }}|"
      "{{ d.values() | list }}|{{ d.get('b') }}{{ d.get('zz') }}{{ d.get('zz', 7) }}|{{ d.b }}"
      "{{ d['a'][1] }}|{{ messages[0].role }}{{ messages[0]['content'] }}"},
-    {"strftime", "{{ strftime_now('%Y-%m-%d') }} {{ strftime_now('%d %b %Y') }} "
-                 "{{ strftime_now('%A %B %j %H:%M:%S') }}"},
+    {"strftime",
+     "{{ strftime_now('%Y-%m-%d') }} {{ strftime_now('%d %b %Y') }} "
+     "{{ strftime_now('%A %B %j %H:%M:%S') }}"},
     {"chat_like",
      "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | trim }}"
      "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"},

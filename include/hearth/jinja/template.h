@@ -29,6 +29,7 @@ struct RenderOptions {
   bool fixed_now = false;
   std::tm now{};
   size_t max_output_bytes = size_t{16} << 20;  // the render and any string it builds
+  size_t max_list_items = size_t{1} << 20;     // any list the template builds
   size_t max_steps = 5'000'000;                // loop iterations and macro calls
   int max_depth = 400;                         // nested statements, expressions and calls
 };
