@@ -73,7 +73,9 @@ Result<Value> g_namespace(Interpreter& in, CallArgs& a) {
     }
     if (!replaced) d.emplace_back(Value::string(k), v);
   }
-  return Value::name_space(std::move(d));
+  Value ns = Value::name_space(std::move(d));
+  in.track_namespace(ns);
+  return ns;
 }
 
 Result<Value> g_raise_exception(Interpreter& in, CallArgs& a) {

@@ -50,6 +50,11 @@ Result<List> iterable_items(const Value& v, Interpreter& in) {
   return iterate(v, in, in.line(), in.column());
 }
 
+Interpreter::~Interpreter() {
+  frames_.clear();
+  for (auto& ns : namespaces_) ns.mutable_entries().clear();
+}
+
 Status Interpreter::error(int line, int column, std::string_view what) const {
   return InvalidArgument(at(line, column, what));
 }
@@ -282,6 +287,7 @@ Status Interpreter::exec_for(const Stmt& s, RangedText& out) {
   Value prev = Value::undefined("'previtem' is undefined");
   auto index = std::make_shared<size_t>(0);
   Value loop = Value::name_space({});
+  track_namespace(loop);
   {
     const char* names[] = {"index",  "index0", "revindex", "revindex0", "first",   "last",
                            "length", "depth",  "depth0",   "previtem",  "nextitem"};

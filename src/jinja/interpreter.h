@@ -14,7 +14,12 @@ namespace hearth::jinja {
 
 class Interpreter {
  public:
-  Interpreter(const RenderOptions& opts) : opts_(opts) {}
+  explicit Interpreter(const RenderOptions& opts) : opts_(opts) {}
+  // Breaks reference cycles: namespaces are the only mutable values, so only a namespace
+  // can come to hold itself (`{% set ns.x = [ns] %}`); all are emptied at the end.
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // Renders `body` with `globals` as the template's context.
   Result<RenderOutput> render(const Body& body, std::vector<std::pair<std::string, Value>> globals);
@@ -26,6 +31,8 @@ class Interpreter {
   Status check_size(size_t bytes, int line, int column) const;   // a string's size
   Status check_items(size_t items, int line, int column) const;  // a list's length
   const RenderOptions& options() const { return opts_; }
+  // Every namespace (and loop object) a render creates, so ~Interpreter can empty them.
+  void track_namespace(const Value& ns) { namespaces_.push_back(ns); }
   // Current call site (for builtins' error messages).
   int line() const { return line_; }
   int column() const { return column_; }
@@ -67,6 +74,7 @@ class Interpreter {
   int line_ = 0;
   int column_ = 0;
   RangedText* out_ = nullptr;  // the top-level output (size limit)
+  std::vector<Value> namespaces_;
 };
 
 }  // namespace hearth::jinja

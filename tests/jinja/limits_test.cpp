@@ -106,3 +106,16 @@ TEST(JinjaLimits, MalformedInputsAreErrors) {
 
 }  // namespace
 }  // namespace hearth::jinja
+
+namespace hearth::jinja {
+namespace {
+
+// A namespace that holds itself (found by jinja_fuzz as a leak) is freed with the render.
+TEST(JinjaLimits, SelfReferencingNamespacesDoNotLeak) {
+  EXPECT_EQ(failure("{% set ns = namespace(a=1) %}{% set ns.a = ns, 1 %}{% set ns.b = [ns] %}"
+                    "{% for x in [ns] %}{% set ns.l = loop %}{% endfor %}{{ ns.a | length }}"),
+            "");
+}
+
+}  // namespace
+}  // namespace hearth::jinja
