@@ -227,6 +227,16 @@ const Snippet kSnippets[] = {
     {"chat_like",
      "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | trim }}"
      "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"},
+    {"generation_tag",
+     "{% for m in messages %}{% if m.role == 'user' %}U:{{ m.content }}{% else %}"
+     "{% generation %}A:{{ m.content }}{% endgeneration %}{% endif %}\n{% endfor %}"},
+    {"lstrip_edge_cases",
+     "  {{ x }}\n\t{% if true %}tab{% endif %}\n  {#- c #}\n x {% if true -%}\n  y\n"
+     "{%- endif %}\n{% for i in l %}\n  {{ i }}\n{% endfor %}\n{%+ if true %}keep{% endif %}"},
+    {"nested_loops_and_namespace",
+     "{% set ns = namespace(found=false, idx=-1) %}{% for m in messages %}{% for c in m.content %}"
+     "{% if c == 'l' and not ns.found %}{% set ns.found = true %}{% set ns.idx = loop.index0 %}"
+     "{% endif %}{% endfor %}{{ loop.index }}{% endfor %}{{ ns.found }}{{ ns.idx }}"},
     {"err_undefined_attr", "{{ nope.attr }}"},
     {"err_call_undefined", "{{ nope() }}"},
     {"unknown_filter_not_reached", "{% if false %}{{ x | no_such_filter }}{% endif %}ok"},
