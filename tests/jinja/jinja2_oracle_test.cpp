@@ -16,10 +16,20 @@
 namespace hearth::jinja::testing {
 namespace {
 
-bool have_jinja2() {
-  static const bool ok = std::system("python3 -c 'import jinja2' >/dev/null 2>&1") == 0;
-  return ok;
+// The first Python that has Jinja2: python3 on PATH, else Debian's /usr/bin/python3
+// (where python3-jinja2 installs it); empty when none has.
+const std::string& python_with_jinja2() {
+  static const std::string python = [] {
+    for (const char* p : {"python3", "/usr/bin/python3"}) {
+      const std::string cmd = std::string(p) + " -c 'import jinja2' >/dev/null 2>&1";
+      if (std::system(cmd.c_str()) == 0) return std::string(p);
+    }
+    return std::string();
+  }();
+  return python;
 }
+
+bool have_jinja2() { return !python_with_jinja2().empty(); }
 
 #define REQUIRE_JINJA2()                                                                      \
   if (!have_jinja2()) {                                                                       \
@@ -67,7 +77,7 @@ nlohmann::ordered_json run_oracle(const std::vector<OracleJob>& jobs, const std:
   }
   const std::string jobs_path = dir + "/oracle_jobs.json";
   std::ofstream(jobs_path) << list.dump();
-  const std::string cmd = "python3 " + shell_quote(driver) + " " + shell_quote(templates_dir()) +
+  const std::string cmd = python_with_jinja2() + " " + shell_quote(driver) + " " + shell_quote(templates_dir()) +
                           " " + shell_quote(jobs_path) + " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
