@@ -45,6 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   opts.max_output_bytes = size_t{1} << 20;
   opts.max_list_items = size_t{1} << 16;
   opts.max_steps = 200'000;
+  opts.max_milliseconds = 2'000;
   auto r = tmpl->render(context(), {"bos_token", "eos_token"}, opts);
   if (!r.ok()) {
     if (r.status().message().empty()) std::abort();

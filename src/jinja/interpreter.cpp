@@ -1,5 +1,6 @@
 #include "jinja/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "jinja/builtins.h"
@@ -59,7 +60,17 @@ Status Interpreter::error(int line, int column, std::string_view what) const {
   return InvalidArgument(at(line, column, what));
 }
 
+Status Interpreter::check_deadline(int line, int column) {
+  if (std::chrono::steady_clock::now() > deadline_) {
+    return error(
+        line, column,
+        "the template ran too long (over " + std::to_string(opts_.max_milliseconds) + " ms)");
+  }
+  return OkStatus();
+}
+
 Status Interpreter::count_steps(size_t n, int line, int column) {
+  HEARTH_RETURN_IF_ERROR(check_deadline(line, column));
   steps_ += n;
   if (steps_ > opts_.max_steps) {
     return error(line, column,
@@ -122,6 +133,8 @@ void Interpreter::assign(const std::string& name, Value v) {
 
 Result<RenderOutput> Interpreter::render(const Body& body,
                                          std::vector<std::pair<std::string, Value>> globals) {
+  deadline_ = std::chrono::steady_clock::now() +
+              std::chrono::milliseconds(std::max(opts_.max_milliseconds, 1));
   frames_.clear();
   push_frame(-1);
   frames_[0].vars = std::move(globals);
@@ -146,6 +159,7 @@ Status Interpreter::exec_body(const Body& body, RangedText& out, Flow& flow) {
 Status Interpreter::exec(const Stmt& s, RangedText& out, Flow& flow) {
   DepthGuard g(depth_);
   if (depth_ > opts_.max_depth) return error(s.line, s.column, "the template nests too deeply");
+  if ((++ticks_ & 63) == 0) HEARTH_RETURN_IF_ERROR(check_deadline(s.line, s.column));
   line_ = s.line;
   column_ = s.column;
   switch (s.kind) {

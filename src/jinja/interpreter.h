@@ -2,6 +2,7 @@
 // the limits that keep a hostile template from running away (steps, output, depth).
 #pragma once
 
+#include <chrono>
 #include <ctime>
 #include <string>
 #include <string_view>
@@ -75,6 +76,9 @@ class Interpreter {
   int column_ = 0;
   RangedText* out_ = nullptr;  // the top-level output (size limit)
   std::vector<Value> namespaces_;
+  std::chrono::steady_clock::time_point deadline_;
+  uint32_t ticks_ = 0;
+  Status check_deadline(int line, int column);
 };
 
 }  // namespace hearth::jinja

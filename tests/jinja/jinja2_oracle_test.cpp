@@ -29,7 +29,9 @@ const std::string& python_with_jinja2() {
   return python;
 }
 
-bool have_jinja2() { return !python_with_jinja2().empty(); }
+bool have_jinja2() {
+  return !python_with_jinja2().empty();
+}
 
 #define REQUIRE_JINJA2()                                                                      \
   if (!have_jinja2()) {                                                                       \
@@ -77,8 +79,9 @@ nlohmann::ordered_json run_oracle(const std::vector<OracleJob>& jobs, const std:
   }
   const std::string jobs_path = dir + "/oracle_jobs.json";
   std::ofstream(jobs_path) << list.dump();
-  const std::string cmd = python_with_jinja2() + " " + shell_quote(driver) + " " + shell_quote(templates_dir()) +
-                          " " + shell_quote(jobs_path) + " 2>/dev/null";
+  const std::string cmd = python_with_jinja2() + " " + shell_quote(driver) + " " +
+                          shell_quote(templates_dir()) + " " + shell_quote(jobs_path) +
+                          " 2>/dev/null";
   std::string out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[65536];

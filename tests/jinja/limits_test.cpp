@@ -119,3 +119,22 @@ TEST(JinjaLimits, SelfReferencingNamespacesDoNotLeak) {
 
 }  // namespace
 }  // namespace hearth::jinja
+
+namespace hearth::jinja {
+namespace {
+
+// Few steps, each a large string operation: the wall-clock budget ends it.
+TEST(JinjaLimits, ExpensiveStepsHitTheTimeBudget) {
+  RenderOptions opts;
+  opts.max_milliseconds = 300;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string msg = failure(
+      "{% set big = 'ab' * 4000000 %}{% for i in range(100000) %}"
+      "{% set x = big.replace('a', 'c') %}{% endfor %}",
+      opts);
+  EXPECT_NE(msg.find("ran too long"), std::string::npos) << msg;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+}  // namespace
+}  // namespace hearth::jinja

@@ -32,6 +32,9 @@ struct RenderOptions {
   size_t max_list_items = size_t{1} << 20;     // any list the template builds
   size_t max_steps = 5'000'000;                // loop iterations and macro calls
   int max_depth = 400;                         // nested statements, expressions and calls
+  // Wall-clock budget of one render: bounds what the step count cannot (a loop of large
+  // string operations). Generous: real chat templates render in microseconds.
+  int max_milliseconds = 10'000;
 };
 
 struct RenderOutput {
