@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "jinja/builtins.h"
 #include "jinja/lexer.h"
@@ -139,7 +140,6 @@ Result<RenderOutput> Interpreter::render(const Body& body,
   push_frame(-1);
   frames_[0].vars = std::move(globals);
   RangedText out;
-  out_ = &out;
   Flow flow = Flow::kNormal;
   HEARTH_RETURN_IF_ERROR(exec_body(body, out, flow));
   RenderOutput r;
@@ -316,6 +316,17 @@ Status Interpreter::exec_for(const Stmt& s, RangedText& out) {
           if (a.args.empty()) return in.error(a.line, a.column, "no items for cycling given");
           return a.args[*index % a.args.size()];
         }));
+    // loop.changed(*values): true on the first call and whenever the values differ
+    // from the previous call's.
+    auto last = std::make_shared<std::optional<List>>();
+    loop.mutable_entries().emplace_back(
+        Value::string("changed"),
+        Value::callable("changed", [last](Interpreter&, CallArgs& a) -> Result<Value> {
+          const Value now = Value::list(a.args);
+          if (*last && equals(Value::list(**last), now)) return Value::boolean(false);
+          *last = a.args;
+          return Value::boolean(true);
+        }));
   }
   for (size_t i = 0; i < n && st.ok(); ++i) {
     st = count_steps(1, s.line, s.column);
@@ -377,11 +388,11 @@ Value Interpreter::make_macro(const Stmt& s, int frame) {
   auto keep = s.shared_body;  // the body outlives this render's tree walk
   return Value::callable(s.kind == StmtKind::kMacro ? s.text : "caller",
                          [stmt, frame, keep](Interpreter& in, CallArgs& a) -> Result<Value> {
-                           return in.call_macro(*stmt, frame, a, nullptr);
+                           return in.call_macro(*stmt, frame, a);
                          });
 }
 
-Result<Value> Interpreter::call_macro(const Stmt& s, int def_frame, CallArgs& args, const Value*) {
+Result<Value> Interpreter::call_macro(const Stmt& s, int def_frame, CallArgs& args) {
   DepthGuard g(depth_);
   if (depth_ > opts_.max_depth) return error(args.line, args.column, "macro calls nest too deeply");
   HEARTH_RETURN_IF_ERROR(count_steps(1, args.line, args.column));

@@ -60,7 +60,9 @@ class Interpreter {
   Result<Value> slice(const Value& obj, const Value& start, const Value& stop, const Value& step,
                       int line, int column);
   Value make_macro(const Stmt& s, int frame);
-  Result<Value> call_macro(const Stmt& s, int def_frame, CallArgs& args, const Value* caller);
+  // Binds the arguments (and `caller` from a call block) in a frame whose parent is the
+  // macro's defining scope, then renders the body.
+  Result<Value> call_macro(const Stmt& s, int def_frame, CallArgs& args);
 
   Value lookup(const std::string& name) const;
   void assign(const std::string& name, Value v);
@@ -74,7 +76,6 @@ class Interpreter {
   size_t steps_ = 0;
   int line_ = 0;
   int column_ = 0;
-  RangedText* out_ = nullptr;  // the top-level output (size limit)
   std::vector<Value> namespaces_;
   std::chrono::steady_clock::time_point deadline_;
   uint32_t ticks_ = 0;

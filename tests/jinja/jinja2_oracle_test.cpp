@@ -146,7 +146,8 @@ const Snippet kSnippets[] = {
     {"loop_vars",
      "{% for i in l %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}"
      "{{ loop.first }}{{ loop.last }}{{ loop.length }}{{ loop.previtem }}{{ loop.nextitem }}"
-     "{{ loop.cycle('a', 'b') }};{% endfor %}"},
+     "{{ loop.cycle('a', 'b') }};{% endfor %}"
+     "{% for i in [1, 1, 2, 2, 1] %}{% if loop.changed(i) %}{{ i }}{% endif %}{% endfor %}"},
     {"loop_controls",
      "{% for i in range(10) %}{% if i is even %}{% continue %}{% endif %}{% if i > 6 %}{% break "
      "%}{% endif %}{{ i }}{% endfor %}|{% for i in [] %}x{% else %}empty{% endfor %}|"
