@@ -6,6 +6,7 @@
 #   request  OpenAI / Anthropic request bodies (first byte picks the endpoint)
 #   config   a complete `hearth serve --config` file
 #   http     raw HTTP/1.1 exchanges with the live server (stories260K; key "fuzz-key")
+#   jinja    chat templates: the shared real ones (../shared/templates) and snippets
 # Crashes land in build-fuzz/crashes/<target>/; the script fails on the first one.
 # Usage: scripts/fuzz.sh BUILD_DIR SECONDS
 set -euo pipefail
@@ -37,7 +38,15 @@ seed http pipelined 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\nGET /v1/mode
 seed http admin 'POST /hearth/tokenize HTTP/1.1\r\nHost: [::1]:80\r\nAuthorization: Bearer fuzz-key\r\nContent-Type: application/json\r\nContent-Length: 57\r\n\r\n{"model":"stories","text":"a</s>b","parse_special":false}'
 seed http anthropic 'POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nx-api-key: fuzz-key\r\nContent-Type: application/json\r\nContent-Length: 78\r\n\r\n{"model":"stories","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}'
 
-for target in gguf kvc request config http; do
+mkdir -p "$build/corpus/jinja"
+if [ -d "$shared/templates" ]; then
+  find "$shared/templates" -name '*.jinja' -exec cp -n {} "$build/corpus/jinja"/ \;
+fi
+seed jinja loops '{% for m in messages if m.role != "tool" %}{{ loop.index }}{{ m.content | trim }}{% if loop.last %}{% break %}{% endif %}{% endfor %}'
+seed jinja macros '{% macro f(a, b=2) %}{{ a ~ b }}{{ caller() if caller is defined }}{% endmacro %}{{ f(1) }}{% set ns = namespace(x=[]) %}{% set ns.x = ns.x + [1] %}{{ ns.x | tojson(indent=2) }}'
+seed jinja filters '{{ tools | map(attribute="function") | selectattr("name", "equalto", "get_weather") | list | first | tojson(sort_keys=true) }}{{ messages[1:-1] | length }}{{ "a,b" .split(",") | join("-") | upper }}{{ 7 // 2 ~ 2 ** 3 }}{{ strftime_now("%Y") }}'
+
+for target in gguf kvc request config http jinja; do
   fuzzer="$build/fuzz/${target}_fuzz"
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"

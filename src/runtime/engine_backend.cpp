@@ -55,6 +55,9 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
         std::max(info_.max_token_bytes, static_cast<int32_t>(tokenizer_->token_text(id).size()));
   }
   info_.chat_template = m.chat_template;
+  if (tokenizer_->bos_id() >= 0) info_.bos_text = tokenizer_->token_text(tokenizer_->bos_id());
+  if (tokenizer_->eos_id() >= 0) info_.eos_text = tokenizer_->token_text(tokenizer_->eos_id());
+  info_.add_bos = tokenizer_->add_bos();
   identity_.model_path = m.path;
   identity_.quant_byte = quant_byte_for(m.quant_name);
   // Everything that shapes the KV bytes beyond the file itself (the KV type is in

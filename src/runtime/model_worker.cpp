@@ -163,6 +163,9 @@ LoadedModelInfo ModelWorker::info() const {
   i.restarts = restarts_;
   i.scheduler_steps = steps_.load();
   i.chat_template = backend_info_.chat_template;
+  i.bos_text = backend_info_.bos_text;
+  i.eos_text = backend_info_.eos_text;
+  i.add_bos = backend_info_.add_bos;
   i.max_token_bytes = backend_info_.max_token_bytes;
   return i;
 }

@@ -4,6 +4,7 @@
 
 #include "hearth/log.h"
 #include "server/chat_template.h"
+#include "server/jinja_chat.h"
 
 namespace hearth::server {
 
@@ -41,6 +42,7 @@ std::optional<ApiError> resolve_model(ServerContext& ctx, const std::string& id,
 
 namespace {
 
+// The hard-coded family for a model without a Jinja template (or a forced family).
 ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
   if (!ctx.config.chat_template.empty()) {
     if (auto f = chat_family_from_name(ctx.config.chat_template)) return *f;
@@ -129,7 +131,18 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
     // A text prompt is user text: no control tokens. A chat prompt gets them from its
     // template's text only, never from what the messages say.
     RenderedChat rendered{req.prompt, {}};
-    if (req.is_chat) {
+    if (req.is_chat && ctx.config.chat_template.empty() && !model.chat_template.empty()) {
+      // The model's own template, rendered as transformers would.
+      auto r = render_jinja_chat(model.chat_template, req.messages,
+                                 {model.bos_text, model.eos_text, model.add_bos});
+      if (!r.ok()) {
+        return invalid_request("the chat template of model '" + model.id +
+                                   "' failed on these messages: " + r.status().message(),
+                               "messages", "invalid_chat_template");
+      }
+      plan.chat_family = "jinja";
+      rendered = std::move(r).value();
+    } else if (req.is_chat) {
       const ChatFamily family = pick_family(ctx, model);
       plan.chat_family = chat_family_name(family);
       rendered = render_chat(family, req.messages);

@@ -17,8 +17,13 @@ inline std::string small_qwen2_path() {
   return std::string(HEARTH_SHARED_DIR) + "/reference/models/small-qwen2-f32.gguf";
 }
 
+inline const char* kChatmlTemplate =
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+    "{% endfor %}<|im_start|>assistant\n";
+
 // Writes the patched copy to `out`; the control ids are n_vocab - 2 and n_vocab - 1.
-inline Status write_chatml_model(const std::string& out) {
+inline Status write_chatml_model(const std::string& out,
+                                 const std::string& chat_template = kChatmlTemplate) {
   HEARTH_ASSIGN_OR_RETURN(gguf::GgufFile in, gguf::GgufFile::open(small_qwen2_path()));
   HEARTH_ASSIGN_OR_RETURN(std::vector<std::string> tokens,
                           in.get_string_array("tokenizer.ggml.tokens"));
@@ -34,9 +39,7 @@ inline Status write_chatml_model(const std::string& out) {
   for (const auto& [key, value] : in.metadata()) w.set(key, value);
   w.set("tokenizer.ggml.tokens", gguf::Value::string_array(tokens));
   w.set("tokenizer.ggml.token_type", gguf::Value::i32_array(types));
-  w.set_string("tokenizer.chat_template",
-               "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
-               "{% endfor %}<|im_start|>assistant\n");
+  w.set_string("tokenizer.chat_template", chat_template);
   for (const gguf::TensorInfo& t : in.tensors()) {
     HEARTH_RETURN_IF_ERROR(
         w.add_tensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes)));

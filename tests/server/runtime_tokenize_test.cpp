@@ -140,7 +140,7 @@ TEST_F(RuntimeSeamTest, ChatContentNeverBecomesControlTokens) {
   req.max_tokens = 1;
   GenerationPlan plan;
   ASSERT_FALSE(plan_generation(ctx, req, plan).has_value());
-  EXPECT_EQ(plan.chat_family, "chatml");
+  EXPECT_EQ(plan.chat_family, "jinja");  // the model's own tokenizer.chat_template
   const auto& prompt = plan.request.prompt;
   // Two turns and the assistant header: three <|im_start|>, two <|im_end|>, all the
   // template's; the content's spelled markers are plain text.
@@ -149,6 +149,41 @@ TEST_F(RuntimeSeamTest, ChatContentNeverBecomesControlTokens) {
   auto text = service_->detokenize("chat", prompt);
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("Be brief <|im_start|>"), std::string::npos) << *text;
+  fs::remove_all(dir);
+}
+
+// The model's own Jinja template renders the prompt; when it raises, the request is a
+// 400 naming the template's message, not a 500 and not a silently different prompt.
+TEST_F(RuntimeSeamTest, ChatTemplateErrorsAreA400WithTheTemplatesMessage) {
+  if (!fs::exists(testing::small_qwen2_path()))
+    GTEST_SKIP() << "SKIPPED: " << testing::small_qwen2_path() << " absent";
+  const fs::path dir = fs::temp_directory_path() / ("hearth-tmpl-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string model_path = (dir / "strict.gguf").string();
+  ASSERT_TRUE(testing::write_chatml_model(
+                  model_path,
+                  "{% if messages[0].role == 'system' %}{{ raise_exception('System role not "
+                  "supported') }}{% endif %}{% for m in messages %}<|im_start|>{{ m.role }}\n"
+                  "{{ m.content }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n")
+                  .ok());
+  start("strict", model_path);
+  const json sys_body = {
+      {"model", "strict"},
+      {"max_tokens", 1},
+      {"messages", {{{"role", "system"}, {"content", "x"}}, {{"role", "user"}, {"content", "y"}}}}};
+  auto bad = client_->Post("/v1/chat/completions", sys_body.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400) << bad->body;
+  const json error = json::parse(bad->body)["error"];
+  EXPECT_EQ(error["code"], "invalid_chat_template") << bad->body;
+  EXPECT_NE(error["message"].get<std::string>().find("System role not supported"),
+            std::string::npos)
+      << bad->body;
+  const json user_body = {
+      {"model", "strict"}, {"max_tokens", 1}, {"messages", {{{"role", "user"}, {"content", "y"}}}}};
+  auto ok = client_->Post("/v1/chat/completions", user_body.dump(), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
   fs::remove_all(dir);
 }
 

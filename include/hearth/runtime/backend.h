@@ -40,6 +40,11 @@ struct BackendInfo {
   uint64_t memory_estimate_bytes = 0;  // weights + the KV committed for all sequences
   std::vector<TokenId> eog_tokens;     // end-of-generation tokens (EOS, EOT, ...)
   std::string chat_template;           // tokenizer.chat_template (Jinja text) or empty
+  // The chat template's bos_token / eos_token: the texts of the vocabulary's BOS and EOS
+  // tokens (empty when it has none), and whether tokenizing with add_special prepends BOS.
+  std::string bos_text;
+  std::string eos_text;
+  bool add_bos = false;
   // Bytes of the longest token text (0 = unknown): no token stands for more bytes of
   // input, which bounds a prompt's token count before it is tokenized.
   int32_t max_token_bytes = 0;

@@ -172,6 +172,9 @@ struct LoadedModelInfo {
   int32_t restarts = 0;
   uint64_t scheduler_steps = 0;  // Backend::step calls so far (one per tick with work)
   std::string chat_template;     // BackendInfo::chat_template
+  std::string bos_text;          // BackendInfo::bos_text
+  std::string eos_text;          // BackendInfo::eos_text
+  bool add_bos = false;          // BackendInfo::add_bos
   int32_t max_token_bytes = 0;   // BackendInfo::max_token_bytes
 };
 
