@@ -94,6 +94,14 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   HEARTH_ASSIGN_OR_RETURN(impl->w, engine::bind_weights(impl->file, impl->hp));
   const engine::Hparams& hp = impl->hp;
   impl->opts = options;
+  // Quantized KV rows are whole blocks per head: checked before the context rule sizes
+  // them.
+  if (options.kv_type != KvType::kF16 && hp.head_dim % kKvBlock != 0) {
+    return InvalidArgument(std::string("kv_type ") + kv_type_name(options.kv_type) +
+                           " needs a head size that is a multiple of " + std::to_string(kKvBlock) +
+                           "; this model's is " + std::to_string(hp.head_dim) +
+                           " (use kv_type f16)");
+  }
   // KV of every sequence the store holds: n_seq_max and embed()'s private one.
   const int32_t n_kv_seq = options.n_seq_max + 1;
   HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
@@ -145,12 +153,6 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     }
   }
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
-  if (options.kv_type != KvType::kF16 && hp.head_dim % kKvBlock != 0) {
-    return InvalidArgument(std::string("kv_type ") + kv_type_name(options.kv_type) +
-                           " needs a head size that is a multiple of " + std::to_string(kKvBlock) +
-                           "; this model's is " + std::to_string(hp.head_dim) +
-                           " (use kv_type f16)");
-  }
   impl->info.kv_type = options.kv_type;
   HEARTH_ASSIGN_OR_RETURN(engine::KvStore kv,
                           engine::KvStore::create(options.n_seq_max + 1, hp.n_layer,
