@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   c.limits.write_timeout_ms = 100;
   c.limits.max_tokens = 16;
   c.shutdown_grace_ms = 100;
-  runtime::ModelConfig m = default_model_config();
+  hearth::runtime::ModelConfig m = default_model_config();
   m.id = "stories";
   m.model_path = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
   m.n_ctx = 64;
