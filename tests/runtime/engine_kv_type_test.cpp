@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "engine_warm_cold.h"
 #include "runtime/engine_backend.h"
-#include "stub_fixture.h"
 
 namespace hearth::runtime {
 namespace {
@@ -20,28 +20,10 @@ std::string reference_model(const std::string& file) {
 }
 
 ModelConfig kv_config(std::string id, const std::string& path, KvType kv_type, bool caching) {
-  ModelConfig c;
-  c.id = std::move(id);
-  c.model_path = path;
+  ModelConfig c = engine_config(std::move(id), path, /*n_seq_max=*/1, caching);
   c.kv_type = kv_type;
-  c.n_ctx = 512;
-  c.n_seq_max = 1;
-  c.n_batch = 64;
-  c.prefill_chunk_size = 24;
-  c.n_threads = 1;
-  c.slot_affinity = false;
-  c.policy = small_policy(32, 32);
-  if (!caching) {
-    c.policy.min_tokens = 1 << 30;
-    c.policy.cold_min_tokens = 1 << 30;
-  }
   return c;
 }
-
-const char* kStory =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-    "sun. One day, she saw a big red ball in the park. She ran to get it, but a dog took it. "
-    "Lily was sad, so her friend Tom gave her his kite, and they flew it together all day.";
 
 class KvTypeWarmCold : public ::testing::TestWithParam<std::pair<const char*, KvType>> {};
 
@@ -49,35 +31,7 @@ TEST_P(KvTypeWarmCold, ExactAndPrefixHitsAreBitIdentical) {
   const std::string path = reference_model(GetParam().first);
   const KvType kv_type = GetParam().second;
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "SKIPPED: " << path << " is absent";
-  auto rt = make_runtime();
-  ASSERT_TRUE(rt->load_model(kv_config("m", path, kv_type, true)).ok());
-  RequestParams p = greedy(8);
-  auto t1 = rt->complete("m", kStory, p);
-  ASSERT_TRUE(t1.ok()) << t1.status().to_string();
-  ASSERT_TRUE(t1->finish_key);
-  ASSERT_TRUE(rt->cache_flush());
-  std::vector<TokenId> prompt2 = t1->context_tokens;
-  auto more = *rt->tokenize("m", " The dog ran away.", false);
-  prompt2.insert(prompt2.end(), more.begin(), more.end());
-
-  auto cold_rt = make_runtime();
-  ASSERT_TRUE(cold_rt->load_model(kv_config("m", path, kv_type, false)).ok());
-  auto reference = cold_rt->complete_tokens("m", prompt2, p);
-  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
-
-  ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
-  RequestParams pk = p;
-  pk.parent_key = t1->finish_key;
-  auto exact = rt->complete_tokens("m", prompt2, pk);
-  ASSERT_TRUE(exact.ok()) << exact.status().to_string();
-  EXPECT_EQ(exact->cache_hit_kind, CacheHitKind::kExact);
-  expect_same_output(*exact, *reference);
-  ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
-  auto prefix = rt->complete_tokens("m", prompt2, p);
-  ASSERT_TRUE(prefix.ok());
-  EXPECT_EQ(prefix->cache_hit_kind, CacheHitKind::kPartial);
-  expect_same_output(*prefix, *reference);
-  EXPECT_EQ(rt->cache_counters()["runtime_restore_failures"], 0u);
+  expect_hits_match_cold([&](bool caching) { return kv_config("m", path, kv_type, caching); });
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, KvTypeWarmCold,

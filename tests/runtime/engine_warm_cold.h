@@ -1,0 +1,54 @@
+// The warm == cold check of the runtime's engine tests (one model, any architecture or
+// KV type): an exact hit (the row restored into another slot after another request
+// used it) and a longest-prefix hit give the cold run's tokens and logits bit for bit.
+// The story prompt is longer than gemma's 64-position sliding window.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "stub_fixture.h"
+
+namespace hearth::runtime::testing {
+
+inline constexpr const char* kWarmColdStory =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+    "sun. One day, she saw a big red ball in the park. She ran to get it, but a dog took it. "
+    "Lily was sad, so her friend Tom gave her his kite, and they flew it together all day.";
+
+// `config(caching)`: the model "m"; caching false for the cold reference runtime.
+inline void expect_hits_match_cold(const std::function<ModelConfig(bool caching)>& config) {
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(config(true)).ok());
+  RequestParams p = greedy(8);
+  auto t1 = rt->complete("m", kWarmColdStory, p);
+  ASSERT_TRUE(t1.ok()) << t1.status().to_string();
+  ASSERT_TRUE(t1->finish_key);
+  ASSERT_GT(t1->context_tokens.size(), 64u);
+  ASSERT_TRUE(rt->cache_flush());
+  std::vector<TokenId> prompt2 = t1->context_tokens;
+  auto more = *rt->tokenize("m", " The dog ran away.", false);
+  prompt2.insert(prompt2.end(), more.begin(), more.end());
+
+  auto cold_rt = make_runtime();
+  ASSERT_TRUE(cold_rt->load_model(config(false)).ok());
+  auto reference = cold_rt->complete_tokens("m", prompt2, p);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+
+  // Another sequence first, so the slot holds no resident cells of t1.
+  ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
+  RequestParams pk = p;
+  pk.parent_key = t1->finish_key;
+  auto exact = rt->complete_tokens("m", prompt2, pk);
+  ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+  EXPECT_EQ(exact->cache_hit_kind, CacheHitKind::kExact);
+  expect_same_output(*exact, *reference);
+  ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
+  auto prefix = rt->complete_tokens("m", prompt2, p);
+  ASSERT_TRUE(prefix.ok());
+  EXPECT_EQ(prefix->cache_hit_kind, CacheHitKind::kPartial);
+  expect_same_output(*prefix, *reference);
+  EXPECT_EQ(rt->cache_counters()["runtime_restore_failures"], 0u);
+}
+
+}  // namespace hearth::runtime::testing
