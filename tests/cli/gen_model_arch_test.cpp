@@ -18,23 +18,7 @@ using ::testing::HasSubstr;
 using testing::run_cli;
 using testing::temp_path;
 
-class GenModelArch : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!testing::cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built at " << HEARTH_CLI_PATH;
-  }
-  void TearDown() override {
-    for (const auto& p : created_) std::filesystem::remove(p);
-  }
-  std::string gen(const std::string& args, const std::string& name) {
-    const std::string path = temp_path(name);
-    created_.push_back(path);
-    auto r = run_cli("gen-model " + args + " --out " + path);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return path;
-  }
-  std::vector<std::string> created_;
-};
+class GenModelArch : public testing::GenModelTest {};
 
 struct ArchCase {
   const char* family;                // --arch

@@ -22,24 +22,7 @@ using testing::temp_path;
 
 const std::string kShared = HEARTH_SHARED_DIR;
 
-class GenModelCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!testing::cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built at " << HEARTH_CLI_PATH;
-  }
-  void TearDown() override {
-    for (const auto& p : created_) std::filesystem::remove(p);
-  }
-  // Generates a model and returns its path (removed after the test).
-  std::string gen(const std::string& args, const std::string& name) {
-    const std::string path = temp_path(name);
-    created_.push_back(path);
-    auto r = run_cli("gen-model " + args + " --out " + path);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    return path;
-  }
-  std::vector<std::string> created_;
-};
+class GenModelCli : public testing::GenModelTest {};
 
 std::vector<uint8_t> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

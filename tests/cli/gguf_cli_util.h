@@ -1,6 +1,7 @@
 // Runs the hearth CLI (HEARTH_CLI_PATH) for the inspect / gen-model tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace hearth::cli::testing {
 
@@ -47,5 +49,26 @@ inline CliResult run_cli(const std::string& args) {
 inline bool cli_available() {
   return std::filesystem::exists(HEARTH_CLI_PATH);
 }
+
+// A test that runs `hearth gen-model`: skipped when the CLI is not built; the models
+// it generates are removed after the test.
+class GenModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cli_available()) GTEST_SKIP() << "SKIPPED: CLI not built at " << HEARTH_CLI_PATH;
+  }
+  void TearDown() override {
+    for (const auto& p : created_) std::filesystem::remove(p);
+  }
+  // Generates a model and returns its path.
+  std::string gen(const std::string& args, const std::string& name) {
+    const std::string path = temp_path(name);
+    created_.push_back(path);
+    auto r = run_cli("gen-model " + args + " --out " + path);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return path;
+  }
+  std::vector<std::string> created_;
+};
 
 }  // namespace hearth::cli::testing
