@@ -141,7 +141,7 @@ Status plot_restore(const std::string& path, const nlohmann::json& out) {
     series.push_back(std::move(s));
   }
   PlotSeries memcpy_line;
-  memcpy_line.name = "memcpy";
+  memcpy_line.name = "memcpy (64 MiB)";
   memcpy_line.dashed = true;
   for (double mib : sizes) memcpy_line.points.emplace_back(mib, out["memcpy_gbps"].get<double>());
   series.push_back(std::move(memcpy_line));

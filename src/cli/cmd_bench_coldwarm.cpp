@@ -210,11 +210,15 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
 }
 
 // TTFT by prompt length: cold (prefill everything; the mean over the tiers, it does not
-// depend on one) and, per tier, warm (prefix restore + 16 tokens) and exact (restore only).
+// depend on one) and, per tier (one color each), warm (prefix restore + 16 tokens, solid)
+// and exact (restore only, dashed).
 Status plot_runs(const std::string& path, const nlohmann::json& runs) {
   std::map<int, std::pair<double, int>> cold;  // tokens -> (sum, count)
-  std::map<std::string, PlotSeries> per;
-  std::vector<std::string> order;
+  std::vector<PlotSeries> series(1);
+  series[0].name = "cold (prefill)";
+  series[0].color = "#374151";
+  const std::map<std::string, std::string> colors = {
+      {"ram", "#1d4ed8"}, {"ram_file", "#15803d"}, {"disk", "#c2410c"}};
   for (const auto& r : runs) {
     const int n = r["tokens"].get<int>();
     const std::string tier = r["tier"].get<std::string>();
@@ -222,15 +226,20 @@ Status plot_runs(const std::string& path, const nlohmann::json& runs) {
     cold[n].second += 1;
     for (const char* kind : {"warm", "exact"}) {
       const std::string name = std::string(kind) + " (" + tier + ")";
-      if (!per.count(name)) order.push_back(name);
-      per[name].name = name;
-      per[name].points.emplace_back(n, r[std::string(kind) + "_ttft_ms"].get<double>());
+      auto it = std::find_if(series.begin(), series.end(),
+                             [&](const PlotSeries& s) { return s.name == name; });
+      if (it == series.end()) {
+        PlotSeries s;
+        s.name = name;
+        s.dashed = std::string(kind) == "exact";
+        if (auto c = colors.find(tier); c != colors.end()) s.color = c->second;
+        series.push_back(std::move(s));
+        it = series.end() - 1;
+      }
+      it->points.emplace_back(n, r[std::string(kind) + "_ttft_ms"].get<double>());
     }
   }
-  std::vector<PlotSeries> series(1);
-  series[0].name = "cold (prefill)";
   for (const auto& [n, sum] : cold) series[0].points.emplace_back(n, sum.first / sum.second);
-  for (const auto& name : order) series.push_back(per[name]);
   PlotOptions o;
   o.title = "Time to first token: cold vs warm vs exact";
   o.x_label = "prompt tokens";

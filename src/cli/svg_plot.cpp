@@ -181,7 +181,8 @@ std::string render_svg_plot(const PlotOptions& o, const std::vector<PlotSeries>&
 
   // Series: a polyline through the placeable points in x order, a marker on each.
   for (size_t i = 0; i < series.size(); ++i) {
-    const std::string color = kColors[i % std::size(kColors)];
+    const std::string color =
+        series[i].color.empty() ? kColors[i % std::size(kColors)] : escape(series[i].color);
     std::vector<std::pair<double, double>> pts;
     for (const auto& p : series[i].points) {
       if (placeable(p.first, o.log_x) && placeable(p.second, o.log_y)) pts.push_back(p);

@@ -15,6 +15,7 @@ struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y), drawn in x order
   bool dashed = false;                            // e.g. a reference line (memcpy)
+  std::string color;                              // "#rrggbb"; empty: the palette's next
 };
 
 struct PlotOptions {

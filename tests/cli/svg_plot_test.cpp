@@ -114,8 +114,10 @@ TEST(SvgPlot, OutputIsWellFormedXmlAndEscapesText) {
   o.x_label = "x & y";
   o.y_label = "<y>";
   o.log_x = true;
-  PlotSeries s1{"ram <fast>", {{1, 2.5}, {16, 3}, {64, 2.9}}, false};
-  PlotSeries s2{"memcpy & co", {{1, 9}, {64, 9}}, true};
+  PlotSeries s1{"ram <fast>", {{1, 2.5}, {16, 3}, {64, 2.9}}, false, ""};
+  PlotSeries s2{"memcpy & co", {{1, 9}, {64, 9}}, true, "#123456"};
+  const std::string svg = render_svg_plot(o, {s1, s2});
+  EXPECT_NE(svg.find("stroke=\"#123456\" stroke-width=\"2\" stroke-dasharray"), std::string::npos);
   const std::string path =
       (std::filesystem::temp_directory_path() / ("hearth-svg-" + std::to_string(getpid()) + ".svg"))
           .string();
