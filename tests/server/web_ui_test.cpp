@@ -26,6 +26,21 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::metric;
 
+// The /metrics names the stats are checked against, in one place (the metrics naming
+// may change; tests/server/web/browser_check.mjs has the browser test's map).
+constexpr const char* kSavesFinish = "hearth_cache_saves_finish";
+constexpr const char* kCompletionTokens = "hearth_completion_tokens_total";
+constexpr const char* kPromptTokens = "hearth_prompt_tokens_total";
+constexpr const char* kCachedTokens = "hearth_cached_prompt_tokens_total";
+constexpr const char* kInFlight = "hearth_requests_in_flight";
+constexpr const char* kColdRequests = "hearth_cache_runtime_misses";
+constexpr const char* kTierBytes = "hearth_cache_tier_bytes";
+constexpr const char* kTierRows = "hearth_cache_tier_rows";
+constexpr const char* kTierQuota = "hearth_cache_tier_quota_bytes";
+constexpr const char* kModelTokens = "hearth_model_completion_tokens_total";
+constexpr const char* kModelDecodeSeconds = "hearth_model_decode_seconds_total";
+constexpr const char* kModelActive = "hearth_model_active_sequences";
+
 class WebUiTest : public ::testing::Test {
  protected:
   void start(const std::string& api_key = "") {
@@ -132,17 +147,15 @@ TEST_F(WebUiTest, StatsMatchMetricsAfterAColdAndAWarmTurn) {
   ASSERT_TRUE(r1);
   ASSERT_EQ(r1->status, 200) << r1->body;
   const std::string reply = json::parse(r1->body)["choices"][0]["message"]["content"];
-  testing::wait_metrics(server_.port(), [](const std::string& m) {
-    return metric(m, "hearth_cache_saves_finish") >= 1;
-  });
+  testing::wait_metrics(server_.port(),
+                        [](const std::string& m) { return metric(m, kSavesFinish) >= 1; });
   body["messages"].push_back({{"role", "assistant"}, {"content", reply}});
   body["messages"].push_back({{"role", "user"}, {"content", "and then?"}});
   auto r2 = client_->Post("/v1/chat/completions", body.dump(), "application/json");
   ASSERT_TRUE(r2);
   ASSERT_EQ(r2->status, 200) << r2->body;
-  testing::wait_metrics(server_.port(), [](const std::string& m) {
-    return metric(m, "hearth_cache_saves_finish") >= 2;
-  });
+  testing::wait_metrics(server_.port(),
+                        [](const std::string& m) { return metric(m, kSavesFinish) >= 2; });
 
   auto s = client_->Get("/hearth/stats");
   ASSERT_TRUE(s);
@@ -151,42 +164,39 @@ TEST_F(WebUiTest, StatsMatchMetricsAfterAColdAndAWarmTurn) {
   const std::string m = testing::get_metrics(server_.port());
 
   EXPECT_EQ(stats["tokens"]["completion"].get<double>(), 10);
-  EXPECT_EQ(stats["tokens"]["completion"].get<double>(),
-            metric(m, "hearth_completion_tokens_total"));
-  EXPECT_EQ(stats["tokens"]["prompt"].get<double>(), metric(m, "hearth_prompt_tokens_total"));
+  EXPECT_EQ(stats["tokens"]["completion"].get<double>(), metric(m, kCompletionTokens));
+  EXPECT_EQ(stats["tokens"]["prompt"].get<double>(), metric(m, kPromptTokens));
   EXPECT_GT(stats["tokens"]["cached"].get<double>(), 0);
-  EXPECT_EQ(stats["tokens"]["cached"].get<double>(),
-            metric(m, "hearth_cached_prompt_tokens_total"));
-  EXPECT_EQ(stats["requests"]["in_flight"].get<double>(), metric(m, "hearth_requests_in_flight"));
+  EXPECT_EQ(stats["tokens"]["cached"].get<double>(), metric(m, kCachedTokens));
+  EXPECT_EQ(stats["requests"]["in_flight"].get<double>(), metric(m, kInFlight));
   EXPECT_EQ(stats["cache"]["hits"]["cold"].get<double>(), 1);
-  EXPECT_EQ(stats["cache"]["hits"]["cold"].get<double>(), metric(m, "hearth_cache_runtime_misses"));
+  EXPECT_EQ(stats["cache"]["hits"]["cold"].get<double>(), metric(m, kColdRequests));
   const double warm = stats["cache"]["hits"]["exact"].get<double>() +
                       stats["cache"]["hits"]["resume"].get<double>() +
                       stats["cache"]["hits"]["partial"].get<double>() +
                       stats["cache"]["hits"]["sticky"].get<double>();
   EXPECT_EQ(warm, 1);
   EXPECT_GE(stats["cache"]["saves"]["finish"].get<double>(), 2);
-  EXPECT_EQ(stats["cache"]["saves"]["finish"].get<double>(),
-            metric(m, "hearth_cache_saves_finish"));
+  EXPECT_EQ(stats["cache"]["saves"]["finish"].get<double>(), metric(m, kSavesFinish));
   ASSERT_FALSE(stats["cache"]["tiers"].empty());
   for (const json& t : stats["cache"]["tiers"]) {
     const std::string label = "{tier=\"" + t["tier"].get<std::string>() + "\"}";
-    EXPECT_EQ(t["bytes"].get<double>(), metric(m, "hearth_cache_tier_bytes" + label));
-    EXPECT_EQ(t["rows"].get<double>(), metric(m, "hearth_cache_tier_rows" + label));
-    EXPECT_EQ(t["quota_bytes"].get<double>(), metric(m, "hearth_cache_tier_quota_bytes" + label));
+    EXPECT_EQ(t["bytes"].get<double>(), metric(m, std::string(kTierBytes) + label));
+    EXPECT_EQ(t["rows"].get<double>(), metric(m, std::string(kTierRows) + label));
+    EXPECT_EQ(t["quota_bytes"].get<double>(), metric(m, std::string(kTierQuota) + label));
   }
   ASSERT_EQ(stats["models"].size(), 1u);
   const json& model = stats["models"][0];
   EXPECT_EQ(model["id"], "tiny");
   EXPECT_EQ(model["completion_tokens"].get<double>(), 10);
   EXPECT_EQ(model["completion_tokens"].get<double>(),
-            metric(m, "hearth_model_completion_tokens_total{model=\"tiny\"}"));
+            metric(m, std::string(kModelTokens).append("{model=\"tiny\"}")));
   EXPECT_GT(model["decode_seconds"].get<double>(), 0);
   EXPECT_NEAR(model["tokens_per_second"].get<double>(),
-              10 / metric(m, "hearth_model_decode_seconds_total{model=\"tiny\"}"),
+              10 / metric(m, std::string(kModelDecodeSeconds).append("{model=\"tiny\"}")),
               model["tokens_per_second"].get<double>() * 1e-3);
   EXPECT_EQ(model["active_sequences"].get<double>(),
-            metric(m, "hearth_model_active_sequences{model=\"tiny\"}"));
+            metric(m, std::string(kModelActive).append("{model=\"tiny\"}")));
 }
 
 bool chromium_present(std::string& path) {

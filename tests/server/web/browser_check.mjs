@@ -186,7 +186,11 @@ async function checkDashboard(page) {
       if (!(warm >= 1)) fail("the dashboard shows no warm request");
       console.log(`dashboard: ${dash["tokens.completion"]} tokens generated, ${warm} warm, ` +
                   `${dash.tiers.length} tier(s) match /metrics`);
-      if (shotDir) await page.screenshot({ path: shotDir + "/webui-dashboard.png" });
+      if (shotDir) {
+        await page.screenshot({ path: shotDir + "/webui-dashboard.png" });
+        await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+        await page.screenshot({ path: shotDir + "/webui-dashboard-dark.png" });
+      }
       return;
     }
     await sleep(300);  // something moved between the reads: read again
