@@ -208,7 +208,8 @@ bool chromium_present(std::string& path) {
 // The browser test: chat page (key prompt, model picker, a streamed reply, the second
 // turn marked warm) and dashboard (its numbers equal /metrics and /hearth/stats), in
 // Debian's chromium. Skipped, loudly, only when chromium is not installed
-// (scripts/install-deps.sh installs it).
+// (scripts/install-deps.sh installs it), or when puppeteer-core cannot be installed and
+// HEARTH_SKIP_NODE_TESTS=1 (as the official-SDK test).
 TEST(WebUiBrowser, ChatStreamsAndMarksWarmTurnsAndDashboardMatchesMetrics) {
   std::string chromium;
   if (!chromium_present(chromium)) {
@@ -226,9 +227,20 @@ TEST(WebUiBrowser, ChatStreamsAndMarksWarmTurnsAndDashboardMatchesMetrics) {
       testing::run_shell("bash '" + (src / "node" / "setup.sh").string() + "' '" +
                              web_dir.string() + "' '" + (src / "web").string() + "'",
                          &out);
-  ASSERT_EQ(setup_rc, 0) << "tests/server/node/setup.sh (npm ci of the pinned puppeteer-core) "
-                            "failed; install Node.js and npm (make deps):\n"
-                         << out.substr(0, 2000);
+  if (setup_rc != 0) {
+    const char* skip = std::getenv("HEARTH_SKIP_NODE_TESTS");
+    if (skip != nullptr && std::string(skip) == "1") {
+      std::fprintf(stderr,
+                   "\n*** SKIPPED: web UI browser test (HEARTH_SKIP_NODE_TESTS=1); "
+                   "puppeteer-core could not be installed:\n%s\n",
+                   out.substr(0, 800).c_str());
+      GTEST_SKIP() << "HEARTH_SKIP_NODE_TESTS=1: web UI NOT tested in a browser";
+    }
+    FAIL() << "tests/server/node/setup.sh (npm ci of the pinned puppeteer-core) failed; "
+              "install Node.js and npm (make deps) or set HEARTH_SKIP_NODE_TESTS=1 to skip "
+              "knowingly:\n"
+           << out.substr(0, 2000);
+  }
 
   const fs::path dir = testing::scratch_dir("webui");
   const fs::path model = fs::path(HEARTH_SHARED_DIR) / "models" / "stories260K.gguf";
