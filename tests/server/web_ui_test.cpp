@@ -206,10 +206,10 @@ bool chromium_present(std::string& path) {
 }
 
 // The browser test: chat page (key prompt, model picker, a streamed reply, the second
-// turn marked warm) and dashboard (its numbers equal /metrics and /hearth/stats), in
-// Debian's chromium. Skipped, loudly, only when chromium is not installed
-// (scripts/install-deps.sh installs it), or when puppeteer-core cannot be installed and
-// HEARTH_SKIP_NODE_TESTS=1 (as the official-SDK test).
+// turn marked warm, Stop aborting a reply and the server cancelling it) and dashboard (its numbers
+// equal /metrics and /hearth/stats), in Debian's chromium. Skipped, loudly, only when chromium is
+// not installed (scripts/install-deps.sh installs it), or when puppeteer-core cannot be installed
+// and HEARTH_SKIP_NODE_TESTS=1 (as the official-SDK test).
 TEST(WebUiBrowser, ChatStreamsAndMarksWarmTurnsAndDashboardMatchesMetrics) {
   std::string chromium;
   if (!chromium_present(chromium)) {

@@ -1,6 +1,6 @@
 // Drives hearth's web UI in a real browser (Debian's chromium, through puppeteer-core):
-// the chat page streams a reply, marks the second turn warm; the dashboard's numbers
-// equal /metrics and /hearth/stats. Run by tests/server/web_ui_test.cpp.
+// the chat page streams a reply, marks the second turn warm, stops a reply on Stop; the
+// dashboard's numbers equal /metrics and /hearth/stats. Run by tests/server/web_ui_test.cpp.
 // Usage: node browser_check.mjs URL API_KEY MODEL [SCREENSHOT_DIR]
 // Prints "ALL OK" on success; exits non-zero with the reason otherwise.
 import puppeteer from "puppeteer-core";
@@ -27,6 +27,7 @@ const METRIC_NAMES = {
   "model.completion_tokens": 'hearth_model_completion_tokens_total{model="{model}"}',
   "model.active_sequences": 'hearth_model_active_sequences{model="{model}"}',
   "model.queued_requests": 'hearth_model_queued_requests{model="{model}"}',
+  "cancelled": "hearth_cancelled_generations_total",
 };
 
 const [url, key, model, shotDir] = process.argv.slice(2);
@@ -116,6 +117,45 @@ async function checkChat(page) {
   console.log(`chat: turn 1 ${first.hit} (${first.updates} updates), turn 2 ${second.hit} ` +
               `${second.cached}/${second.prompt} cached`);
   if (shotDir) await page.screenshot({ path: shotDir + "/webui-chat.png" });
+}
+
+// Stop: a new chat asks for a long reply; the page itself clicks Stop the moment the
+// first text shows (no round trip through the test), the fetch is aborted, the turn is
+// marked stopped, and the server cancels the generation (its connection closed).
+async function checkStop(page) {
+  const metricsText = async () => (await fetch(url + "/metrics", { headers: auth })).text();
+  const cancelledBefore = parseMetrics(await metricsText()).get(METRIC_NAMES.cancelled) || 0;
+  await page.click("#clear");
+  await page.$eval("#max-tokens", (e) => { e.value = "900"; });
+  await page.evaluate(() => {
+    const log = document.getElementById("log");
+    const obs = new MutationObserver(() => {
+      const t = log.querySelector(".turn.assistant .text");
+      if (t && t.textContent.length > 0) {
+        obs.disconnect();
+        document.getElementById("stop").click();
+      }
+    });
+    obs.observe(log, { subtree: true, characterData: true, childList: true });
+  });
+  await page.type("#prompt", "Tell me a very long story about a cat.");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => {
+    const t = document.querySelector(".turn.assistant");
+    return t && (t.dataset.state === "stopped" || t.dataset.state === "done");
+  }, { timeout: 20000 });
+  const state = await page.$eval(".turn.assistant", (t) => t.dataset.state);
+  if (state !== "stopped") fail(`Stop did not stop the reply (state ${state})`);
+  if (!(await page.$eval("#send", (b) => !b.disabled))) fail("Send stays disabled after Stop");
+  for (let i = 0; i < 50; i++) {
+    const now = parseMetrics(await metricsText()).get(METRIC_NAMES.cancelled) || 0;
+    if (now > cancelledBefore) {
+      console.log("stop: reply aborted in the page, generation cancelled by the server");
+      return;
+    }
+    await sleep(100);
+  }
+  fail("the server never cancelled the stopped generation");
 }
 
 async function readDashboard(page) {
@@ -215,6 +255,7 @@ try {
     if (!r.url().startsWith(url)) pageErrors.push("request outside the server: " + r.url());
   });
   await checkChat(page);
+  await checkStop(page);
   await checkDashboard(page);
   if (pageErrors.length) fail("page errors: " + pageErrors.join("; "));
   console.log("ALL OK");
