@@ -4,7 +4,7 @@ BUILD ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run test asan tsan bench format clean crash-test fuzz
+.PHONY: all deps build run test asan tsan bench format clean crash-test fuzz screenshots
 
 all: build
 
@@ -22,6 +22,12 @@ run: deps build
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900
+
+# The web UI's screenshots in docs/img/, taken by its browser test (chromium).
+screenshots: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS) --target hearth test_server
+	cd $(BUILD)/tests && HEARTH_SCREENSHOT_DIR=$(CURDIR)/docs/img ./test_server \
+	  --gtest_filter='WebUiBrowser.*'
 
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHEARTH_SANITIZE=ON $(CMAKE_FLAGS)

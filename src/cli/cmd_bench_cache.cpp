@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "cli/svg_plot.h"
 #include "common/json_text.h"
 #include "hearth/cache/cache.h"
 
@@ -80,8 +81,7 @@ struct TierResult {
   double save_ms = 0, load_ms = 0, load_gbps = 0;
 };
 
-TierResult bench_tier(Cache& cache, Tier tier, size_t bytes, uint32_t salt, int saves,
-                      int loads) {
+TierResult bench_tier(Cache& cache, Tier tier, size_t bytes, uint32_t salt, int saves, int loads) {
   std::mt19937 rng(salt);
   std::vector<uint8_t> payload(bytes);
   for (size_t i = 0; i < bytes; i += 8) payload[i] = static_cast<uint8_t>(rng());
@@ -123,7 +123,35 @@ struct BenchOptions {
   // figure is still produced, so scripts and tests see the full report.
   bool quick = false;
   std::string dir;
+  std::string plot;  // --plot FILE.svg
 };
+
+// Restore (load) bandwidth per tier by payload size, against memcpy's in the same run.
+Status plot_restore(const std::string& path, const nlohmann::json& out) {
+  std::vector<PlotSeries> series;
+  std::vector<double> sizes;
+  for (const auto& [tier, per] : out["tiers"].items()) {
+    PlotSeries s;
+    s.name = tier + " restore";
+    for (const auto& [size, r] : per.items()) {
+      const double mib = std::stod(size);  // "16MiB" -> 16
+      s.points.emplace_back(mib, r["load_gbps"].get<double>());
+      sizes.push_back(mib);
+    }
+    series.push_back(std::move(s));
+  }
+  PlotSeries memcpy_line;
+  memcpy_line.name = "memcpy (64 MiB)";
+  memcpy_line.dashed = true;
+  for (double mib : sizes) memcpy_line.points.emplace_back(mib, out["memcpy_gbps"].get<double>());
+  series.push_back(std::move(memcpy_line));
+  PlotOptions o;
+  o.title = "KV row restore bandwidth per tier";
+  o.x_label = "row size (MiB)";
+  o.y_label = "GB/s";
+  o.log_x = true;
+  return write_svg_plot(path, o, series);
+}
 
 int run_bench(const BenchOptions& opt) {
   const bool json = opt.json;
@@ -207,6 +235,12 @@ int run_bench(const BenchOptions& opt) {
   std::filesystem::remove_all(disk_dir, ec);
   std::filesystem::remove_all(shm_dir, ec);
 
+  if (!opt.plot.empty()) {
+    if (Status s = plot_restore(opt.plot, out); !s.ok()) {
+      std::fprintf(stderr, "bench cache: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
   if (json) {
     std::printf("%s\n", json_text(out, 2).c_str());
     return 0;
@@ -234,6 +268,7 @@ Registrar reg("bench_cache", [](CLI::App& root) {
   cmd->add_flag("--json", opt->json, "JSON output");
   cmd->add_flag("--quick", opt->quick,
                 "One run per case (every figure still reported, noisier): for smoke tests");
+  cmd->add_option("--plot", opt->plot, "Also draw restore bandwidth per tier as an SVG file");
   cmd->add_option("--dir", opt->dir, "Parent directory for the disk tier (default: $TMPDIR)");
   cmd->callback([opt] { exit_code() = run_bench(*opt); });
 });

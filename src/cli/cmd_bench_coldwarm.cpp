@@ -12,17 +12,19 @@
 //           concurrently once its cold save is published.
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <memory>
 #include <thread>
-#include <unistd.h>
 
 #include "cli/registry.h"
+#include "cli/svg_plot.h"
 #include "common/json_text.h"
 #include "hearth/runtime/runtime.h"
 
@@ -35,6 +37,7 @@ using Clock = std::chrono::steady_clock;
 struct BenchArgs {
   std::string model;
   bool json = false;
+  std::string plot;  // --plot FILE.svg
   int agents = 4;
   int threads = 0;
   std::vector<int> sizes = {512, 1024, 2048};
@@ -78,8 +81,7 @@ Result<std::vector<TokenId>> prompt_tokens(Runtime& rt, const std::string& id, s
   std::vector<TokenId> out;
   for (int round = 0; out.size() < n && round < 64; ++round) {
     text += seed + " once upon a time a small robot counted " + std::to_string(round * 7919) +
-            " bright stars while the river sang about the " + std::to_string(round) +
-            " hills. ";
+            " bright stars while the river sang about the " + std::to_string(round) + " hills. ";
     HEARTH_ASSIGN_OR_RETURN(out, rt.tokenize(id, text));
   }
   if (out.size() < n) return Internal("could not build a long enough prompt");
@@ -135,8 +137,9 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
                    info.context_size);
       continue;
     }
-    HEARTH_ASSIGN_OR_RETURN(auto prompt, prompt_tokens(*rt, "bench", static_cast<size_t>(n),
-                                                       std::string(tier_name(tier)) + std::to_string(n)));
+    HEARTH_ASSIGN_OR_RETURN(auto prompt,
+                            prompt_tokens(*rt, "bench", static_cast<size_t>(n),
+                                          std::string(tier_name(tier)) + std::to_string(n)));
     RequestParams p;
     p.response_tokens = 1;
     p.sampling.temperature = 0;
@@ -177,8 +180,9 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
   std::vector<std::vector<TokenId>> prompts;
   for (int i = 0; i < a.agents; ++i) {
     auto p = system;
-    HEARTH_ASSIGN_OR_RETURN(auto q, rt->tokenize("bench", "\nAgent " + std::to_string(i) +
-                                                             ": summarise your task.", false));
+    HEARTH_ASSIGN_OR_RETURN(
+        auto q,
+        rt->tokenize("bench", "\nAgent " + std::to_string(i) + ": summarise your task.", false));
     p.insert(p.end(), q.begin(), q.end());
     prompts.push_back(std::move(p));
   }
@@ -191,8 +195,9 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
   wait_counter(*rt, "saves_cold", 1);
   std::vector<std::future<Result<std::pair<double, RequestStats>>>> fs;
   for (int i = 1; i < a.agents; ++i)
-    fs.push_back(std::async(std::launch::async,
-                            [&, i] { return ttft(*rt, "bench", prompts[static_cast<size_t>(i)], params); }));
+    fs.push_back(std::async(std::launch::async, [&, i] {
+      return ttft(*rt, "bench", prompts[static_cast<size_t>(i)], params);
+    }));
   for (int i = 1; i < a.agents; ++i) {
     HEARTH_ASSIGN_OR_RETURN(auto r, fs[static_cast<size_t>(i - 1)].get());
     ttfts[static_cast<size_t>(i)] = r.first;
@@ -202,6 +207,45 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
                         {"cold_prefills", c["runtime_misses"]},
                         {"prefix_hits", c["runtime_hits_longest_prefix"]},
                         {"ttft_ms", ttfts}};
+}
+
+// TTFT by prompt length: cold (prefill everything; the mean over the tiers, it does not
+// depend on one) and, per tier (one color each), warm (prefix restore + 16 tokens, solid)
+// and exact (restore only, dashed).
+Status plot_runs(const std::string& path, const nlohmann::json& runs) {
+  std::map<int, std::pair<double, int>> cold;  // tokens -> (sum, count)
+  std::vector<PlotSeries> series(1);
+  series[0].name = "cold (prefill)";
+  series[0].color = "#374151";
+  const std::map<std::string, std::string> colors = {
+      {"ram", "#1d4ed8"}, {"ram_file", "#15803d"}, {"disk", "#c2410c"}};
+  for (const auto& r : runs) {
+    const int n = r["tokens"].get<int>();
+    const std::string tier = r["tier"].get<std::string>();
+    cold[n].first += r["cold_ttft_ms"].get<double>();
+    cold[n].second += 1;
+    for (const char* kind : {"warm", "exact"}) {
+      const std::string name = std::string(kind) + " (" + tier + ")";
+      auto it = std::find_if(series.begin(), series.end(),
+                             [&](const PlotSeries& s) { return s.name == name; });
+      if (it == series.end()) {
+        PlotSeries s;
+        s.name = name;
+        s.dashed = std::string(kind) == "exact";
+        if (auto c = colors.find(tier); c != colors.end()) s.color = c->second;
+        series.push_back(std::move(s));
+        it = series.end() - 1;
+      }
+      it->points.emplace_back(n, r[std::string(kind) + "_ttft_ms"].get<double>());
+    }
+  }
+  for (const auto& [n, sum] : cold) series[0].points.emplace_back(n, sum.first / sum.second);
+  PlotOptions o;
+  o.title = "Time to first token: cold vs warm vs exact";
+  o.x_label = "prompt tokens";
+  o.y_label = "TTFT (ms)";
+  o.log_y = true;
+  return write_svg_plot(path, o, series);
 }
 
 int run_bench(const BenchArgs& a) {
@@ -237,6 +281,12 @@ int run_bench(const BenchArgs& a) {
       out["agents"] = *agents;
     }
   }
+  if (!a.plot.empty()) {
+    if (Status s = plot_runs(a.plot, out["runs"]); !s.ok()) {
+      std::fprintf(stderr, "bench cold-warm: %s\n", s.to_string().c_str());
+      rc = 1;
+    }
+  }
   if (a.json) {
     std::printf("%s\n", json_text(out, 2).c_str());
     return rc;
@@ -266,6 +316,7 @@ Registrar reg("bench_coldwarm", [](CLI::App& root) {
   auto args = std::make_shared<BenchArgs>();
   cmd->add_option("-m,--model", args->model, "GGUF model file")->required();
   cmd->add_flag("--json", args->json, "JSON output");
+  cmd->add_option("--plot", args->plot, "Also draw TTFT by prompt length and tier as an SVG file");
   cmd->add_option("--agents", args->agents, "Agents in the shared-prefix scenario (0 = skip)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
   cmd->add_option("--tokens", args->sizes, "Prompt sizes")->delimiter(',');

@@ -8,6 +8,7 @@
 #include "server/http_util.h"
 #include "server/model_path.h"
 #include "server/model_settings.h"
+#include "server/stats_json.h"
 
 namespace hearth::server {
 namespace {
@@ -276,6 +277,9 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
                                 {"quota_bytes", t.quota_bytes}});
              }
              reply_json(res, {{"counters", counters}, {"tiers", tiers}});
+           }));
+  http.Get("/hearth/stats", with_metrics(ctx, "/hearth/stats", [&ctx](const auto&, auto& res) {
+             reply_json(res, server_stats_json(ctx));
            }));
   http.Get("/hearth/cache/rows",
            with_metrics(ctx, "/hearth/cache/rows", [&ctx](const auto& req, auto& res) {

@@ -14,6 +14,10 @@ int64_t steady_now_ms() {
       .count();
 }
 
+double steady_now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 std::optional<ApiError> resolve_model(ServerContext& ctx, const std::string& id,
                                       ModelDescription& out) {
   if (id.empty()) {
@@ -63,11 +67,11 @@ ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
 class StreamingSink : public GenerateSink {
  public:
   StreamingSink(ServerContext& ctx, const std::function<bool(const std::string&)>& emit,
-                GenerationOutcome& out, int64_t start_ms)
-      : ctx_(ctx), emit_(emit), out_(out), start_ms_(start_ms) {}
+                GenerationOutcome& out, double start_s)
+      : ctx_(ctx), emit_(emit), out_(out), start_s_(start_s) {}
 
   bool on_piece(const std::string& fragment, std::span<const TokenId> /*tokens*/) override {
-    if (out_.ttft_seconds < 0) out_.ttft_seconds = (steady_now_ms() - start_ms_) / 1000.0;
+    if (out_.ttft_seconds < 0) out_.ttft_seconds = steady_now_seconds() - start_s_;
     if (!fragment.empty() && !send(fragment)) return false;
     if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
       return false;
@@ -88,7 +92,7 @@ class StreamingSink : public GenerateSink {
   ServerContext& ctx_;
   const std::function<bool(const std::string&)>& emit_;
   GenerationOutcome& out_;
-  int64_t start_ms_;
+  double start_s_;  // steady_now_seconds() when the generation started
 };
 
 // Refuses, before tokenizing, text too long for the context whatever its tokens: none
@@ -199,8 +203,8 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  Generation& generation,
                                  const std::function<bool(const std::string&)>& emit) {
   GenerationOutcome out;
-  const int64_t start_ms = steady_now_ms();
-  StreamingSink sink(ctx, emit, out, start_ms);
+  const double start_s = steady_now_seconds();
+  StreamingSink sink(ctx, emit, out, start_s);
   ctx.metrics.in_flight.fetch_add(1);
   auto result = generation.run(sink);
   ctx.metrics.in_flight.fetch_sub(1);
@@ -228,7 +232,7 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
   if (out.client_gone) ctx.metrics.client_disconnects.fetch_add(1);
   if (out.stats.finish_reason == "cancelled")
     ctx.metrics.record_cancel(out.stats.steps_after_cancel);
-  const double total_s = (steady_now_ms() - start_ms) / 1000.0;
+  const double total_s = steady_now_seconds() - start_s;
   const double decode_s = out.ttft_seconds >= 0 ? total_s - out.ttft_seconds : total_s;
   ctx.metrics.record_generation(plan.model.id, out.ttft_seconds, out.stats.prompt_tokens,
                                 out.stats.cached_tokens, out.stats.completion_tokens, decode_s);

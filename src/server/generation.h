@@ -89,5 +89,8 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  const std::function<bool(const std::string&)>& emit);
 
 int64_t steady_now_ms();
+// The steady clock in seconds, full resolution (TTFT and decode times of fast models
+// are well under a millisecond per token).
+double steady_now_seconds();
 
 }  // namespace hearth::server

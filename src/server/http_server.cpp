@@ -8,6 +8,7 @@
 #include "common/json_text.h"
 #include "hearth/log.h"
 #include "server/http_util.h"
+#include "server/web_ui.h"
 
 namespace hearth::server {
 namespace {
@@ -198,7 +199,9 @@ void HttpServer::install_routes() {
                               req.get_header_value("Origin") + "')",
                           "forbidden");
           }
-          if (config_.api_key.empty() || req.path == "/health")
+          // The UI's pages and files are public; the API calls they make need the key.
+          if (config_.api_key.empty() || req.path == "/health" ||
+              is_web_ui_request(req.method, req.path))
             return httplib::Server::HandlerResponse::Unhandled;
           if (constant_time_equal(presented_key(req), config_.api_key)) {
             return httplib::Server::HandlerResponse::Unhandled;
@@ -237,6 +240,7 @@ void HttpServer::install_routes() {
   register_openai_routes(http, ctx_);
   register_anthropic_routes(http, ctx_);
   register_admin_routes(http, ctx_);
+  register_web_routes(http, ctx_);
   // Last, so they match only what no route did: a body sent to an unknown path is
   // refused unread (httplib would otherwise buffer it whole, chunked or not).
   register_body_catch_all(http, ctx_);

@@ -88,7 +88,7 @@ void Metrics::record_request(const std::string& endpoint, int status, double sec
   it->second.observe(seconds);
 }
 
-void Metrics::record_generation(const std::string& /*model*/, double ttft_seconds,
+void Metrics::record_generation(const std::string& model, double ttft_seconds,
                                 int64_t prompt_tokens, int64_t cached_tokens,
                                 int64_t completion_tokens, double generation_seconds) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -96,10 +96,28 @@ void Metrics::record_generation(const std::string& /*model*/, double ttft_second
   prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
   cached_tokens_ += static_cast<uint64_t>(cached_tokens);
   completion_tokens_ += static_cast<uint64_t>(completion_tokens);
+  ModelThroughput& m = models_[model];
+  m.completion_tokens += static_cast<uint64_t>(completion_tokens);
   if (generation_seconds > 0 && completion_tokens > 0) {
     last_tokens_per_second_ = static_cast<double>(completion_tokens) / generation_seconds;
     tokens_per_second_.observe(last_tokens_per_second_);
+    m.decode_seconds += generation_seconds;
+    m.last_tokens_per_second = last_tokens_per_second_;
   }
+}
+
+GenerationTotals Metrics::totals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  GenerationTotals t;
+  t.prompt_tokens = prompt_tokens_;
+  t.cached_tokens = cached_tokens_;
+  t.completion_tokens = completion_tokens_;
+  t.cancelled = cancelled_;
+  t.ttft_count = ttft_.count();
+  t.ttft_seconds_sum = ttft_.sum();
+  t.last_tokens_per_second = last_tokens_per_second_;
+  t.models = models_;
+  return t;
 }
 
 std::string Metrics::render(ServiceApi& service) const {
@@ -144,6 +162,20 @@ std::string Metrics::render(ServiceApi& service) const {
         "being freed.\n";
     out += "# TYPE hearth_cancel_free_steps histogram\n";
     cancel_free_steps_.render("hearth_cancel_free_steps", "", out);
+    out += "# HELP hearth_model_completion_tokens_total Tokens generated, per model.\n";
+    out += "# TYPE hearth_model_completion_tokens_total counter\n";
+    for (const auto& [model, m] : models_) {
+      out += "hearth_model_completion_tokens_total{model=\"" + escape_label(model) + "\"} " +
+             std::to_string(m.completion_tokens) + "\n";
+    }
+    out +=
+        "# HELP hearth_model_decode_seconds_total Time from first to last token, summed, per "
+        "model (tokens/s = rate of tokens over rate of this).\n";
+    out += "# TYPE hearth_model_decode_seconds_total counter\n";
+    for (const auto& [model, m] : models_) {
+      out += "hearth_model_decode_seconds_total{model=\"" + escape_label(model) + "\"} " +
+             fmt(m.decode_seconds) + "\n";
+    }
   }
   out += "# HELP hearth_requests_in_flight Generations running now.\n";
   out += "# TYPE hearth_requests_in_flight gauge\n";

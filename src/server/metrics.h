@@ -21,12 +21,33 @@ class Histogram {
   void observe(double value);
   // Appends the _bucket/_sum/_count lines for `name` with extra labels (may be empty).
   void render(const std::string& name, const std::string& labels, std::string& out) const;
+  uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
 
  private:
   std::vector<double> bounds_;
   std::vector<uint64_t> counts_;  // one per bound, plus +Inf
   double sum_ = 0;
   uint64_t count_ = 0;
+};
+
+// One model's decode throughput since the server started.
+struct ModelThroughput {
+  uint64_t completion_tokens = 0;
+  double decode_seconds = 0;  // first token to last, summed over requests
+  double last_tokens_per_second = 0;
+};
+
+// The generation numbers /metrics renders, read at once (for GET /hearth/stats).
+struct GenerationTotals {
+  uint64_t prompt_tokens = 0;
+  uint64_t cached_tokens = 0;
+  uint64_t completion_tokens = 0;
+  uint64_t cancelled = 0;
+  uint64_t ttft_count = 0;  // generations that produced a first token (the TTFT histogram)
+  double ttft_seconds_sum = 0;
+  double last_tokens_per_second = 0;
+  std::map<std::string, ModelThroughput> models;
 };
 
 class Metrics {
@@ -46,6 +67,7 @@ class Metrics {
 
   // The full exposition text, including what the service reports.
   std::string render(ServiceApi& service) const;
+  GenerationTotals totals() const;
 
  private:
   mutable std::mutex mu_;
@@ -59,6 +81,7 @@ class Metrics {
   uint64_t cached_tokens_ = 0;
   uint64_t completion_tokens_ = 0;
   double last_tokens_per_second_ = 0;
+  std::map<std::string, ModelThroughput> models_;
 };
 
 }  // namespace hearth::server

@@ -15,7 +15,10 @@ json usage_json(const GenerateStats& s) {
   return {{"prompt_tokens", s.prompt_tokens},
           {"completion_tokens", s.completion_tokens},
           {"total_tokens", s.prompt_tokens + s.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}},
+          // hearth's extension: how the prompt met the KV cache ("cold", "exact",
+          // "resume", "partial", "sticky"); clients that do not know it ignore it.
+          {"hearth", {{"cache_hit", s.cache_hit_kind}}}};
 }
 
 json model_json(const ModelDescription& m) {

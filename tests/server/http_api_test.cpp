@@ -104,6 +104,7 @@ TEST_F(HttpApiTest, ChatCompletionShapeAndCachedTokensOnSecondTurn) {
   EXPECT_EQ(j1["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(j1["usage"]["completion_tokens"], 4);
   EXPECT_EQ(j1["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(j1["usage"]["hearth"]["cache_hit"], "cold") << r1->body;
 
   json turn2 = chat_body("hello there");
   turn2["messages"].push_back({{"role", "assistant"}, {"content", reply}});
@@ -114,6 +115,10 @@ TEST_F(HttpApiTest, ChatCompletionShapeAndCachedTokensOnSecondTurn) {
   EXPECT_GT(j2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0) << r2->body;
   EXPECT_LT(j2["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
             j2["usage"]["prompt_tokens"].get<int>());
+  // A second turn extends the first's cached state: a warm hit, never "cold".
+  const std::string kind = j2["usage"]["hearth"]["cache_hit"];
+  EXPECT_TRUE(kind == "sticky" || kind == "resume" || kind == "partial" || kind == "exact")
+      << r2->body;
 }
 
 TEST_F(HttpApiTest, GreedyIsDeterministic) {

@@ -24,6 +24,7 @@
 
 #include "metrics_probe.h"
 #include "protected_routes.h"
+#include "serve_fixture.h"
 #include "serve_process.h"
 
 namespace hearth::server {
@@ -32,7 +33,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::metric;
+using testing::run_shell;
+using testing::scratch_dir;
 using testing::ServeProcess;
+using testing::write_config;
 
 // Sets an environment variable for one scope; the server child inherits it.
 class ScopedEnv {
@@ -54,39 +58,6 @@ class ScopedEnv {
   const char* name_;
   std::optional<std::string> old_;
 };
-
-int run_shell(const std::string& cmd, std::string* output = nullptr) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return -1;
-  char buf[4096];
-  size_t n;
-  std::string out;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-fs::path scratch_dir(const std::string& name) {
-  fs::path d =
-      fs::temp_directory_path() / ("hearth-serve-" + name + "-" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-// Writes a config whose save policy lets short test prompts be cached; `extra` is
-// more TOML (tables other than [[models]]).
-std::string write_config(const fs::path& dir, const std::string& model_line,
-                         const std::string& extra = "") {
-  const fs::path p = dir / "serve.toml";
-  std::ofstream(p) << extra << "\n[[models]]\n"
-                   << model_line << "\n"
-                   << "context = 1024\nn_seq_max = 4\n"
-                   << "policy = { min_tokens = 8, cold_min_tokens = 8, boundary_trim_tokens = 0, "
-                      "boundary_align_tokens = 8, continued_interval = 64 }\n";
-  return p.string();
-}
 
 // Starts a server on the engine with the shared stories260K.gguf ("stories"); `extra`
 // are more flags, `extra_toml` more tables. `model_id` receives the model's id.

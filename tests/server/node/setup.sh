@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Prepares DEST for the Node tests: copies package.json, package-lock.json and the
-# test scripts there (ESM resolves packages from the script's own directory) and
-# installs the pinned SDKs with `npm ci` unless DEST already holds exactly these.
-# Used by tests/server/serve_acceptance_test.cpp and scripts/load-test.sh.
-# Usage: setup.sh DEST        Exit status: non-zero when node/npm or the install fail.
+# test scripts of SRC there (ESM resolves packages from the script's own directory) and
+# installs the pinned packages with `npm ci` unless DEST already holds exactly these.
+# SRC defaults to this directory (the official SDKs); tests/server/web (puppeteer-core
+# for the browser test) is the other one.
+# Used by tests/server/serve_acceptance_test.cpp, web_ui_test.cpp and scripts/load-test.sh.
+# Usage: setup.sh DEST [SRC]  Exit status: non-zero when node/npm or the install fail.
 set -euo pipefail
-src="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+src="$(cd "${2:-$(dirname "${BASH_SOURCE[0]}")}" && pwd)"
 dest="$1"
 command -v node >/dev/null || { echo "setup.sh: node is not installed (make deps)" >&2; exit 3; }
 command -v npm >/dev/null || { echo "setup.sh: npm is not installed (make deps)" >&2; exit 3; }

@@ -1,0 +1,32 @@
+# cmake -DOUT=FILE.cpp -DSRC_DIR=DIR -P EmbedFiles.cmake
+# Writes a C++ file defining hearth::server::web_assets(): for each file of DIR, its
+# bytes, its name and the first 16 hex digits of its SHA-256 (the ETag). Run at build
+# time by src/CMakeLists.txt, so the web UI ships inside the binary.
+file(GLOB FILES RELATIVE "${SRC_DIR}" "${SRC_DIR}/*")
+list(SORT FILES)
+set(body "// Generated at build time by cmake/EmbedFiles.cmake from src/server/web/: do not edit.\n")
+string(APPEND body "#include \"server/web_assets.h\"\n\nnamespace hearth::server {\nnamespace {\n")
+set(table "")
+set(i 0)
+foreach(name IN LISTS FILES)
+  file(READ "${SRC_DIR}/${name}" hex HEX)
+  file(SHA256 "${SRC_DIR}/${name}" digest)
+  string(SUBSTRING "${digest}" 0 16 etag)
+  string(LENGTH "${hex}" hex_len)
+  math(EXPR size "${hex_len} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND body "const unsigned char k${i}[] = {${bytes}0};\n")
+  string(APPEND table "    {\"${name}\", {reinterpret_cast<const char*>(k${i}), ${size}}, \"\\\"${etag}\\\"\"},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "}  // namespace\n\nstd::span<const WebAsset> web_assets() {\n")
+string(APPEND body "  static const WebAsset assets[] = {\n${table}  };\n  return assets;\n}\n\n")
+string(APPEND body "}  // namespace hearth::server\n")
+# Rewrite only on change, so an unchanged UI does not rebuild the server library.
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+  if(old STREQUAL body)
+    return()
+  endif()
+endif()
+file(WRITE "${OUT}" "${body}")
