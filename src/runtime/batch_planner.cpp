@@ -1,7 +1,6 @@
 #include "runtime/batch_planner.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 
 namespace hearth::runtime {
@@ -108,22 +107,26 @@ std::shared_ptr<const BatchPlanner> builtin_batch_planner(BatchStrategy strategy
 
 Status check_plan(std::span<const PlanCandidate> candidates, std::span<const PlanRow> rows,
                   int32_t budget, int32_t chunk) {
-  std::set<int32_t> seen;
+  // Runs every tick: the message is built only when a rule is broken.
+  auto broken = [](const PlanRow& r, const std::string& why) {
+    return InvalidArgument("batch plan row for slot " + std::to_string(r.slot) + ": " + why);
+  };
   int64_t used = 0;
-  for (const PlanRow& r : rows) {
-    const std::string row = "batch plan row for slot " + std::to_string(r.slot);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PlanRow& r = rows[i];
     const PlanCandidate* c = nullptr;
     for (const PlanCandidate& x : candidates)
       if (x.slot == r.slot) c = &x;
-    if (c == nullptr) return InvalidArgument(row + ": no such candidate");
-    if (!seen.insert(r.slot).second) return InvalidArgument(row + ": slot named twice");
+    if (c == nullptr) return broken(r, "no such candidate");
+    for (size_t j = 0; j < i; ++j)
+      if (rows[j].slot == r.slot) return broken(r, "slot named twice");
     if (r.decode != c->decode)
-      return InvalidArgument(row + (c->decode ? ": the slot decodes" : ": the slot prefills"));
+      return broken(r, c->decode ? "the slot decodes" : "the slot prefills");
     if (!r.decode) {
       const int32_t cap = chunk > 0 ? std::min(chunk, c->prefill_remaining) : c->prefill_remaining;
       if (r.prefill_len < 1 || r.prefill_len > cap)
-        return InvalidArgument(row + ": prefill_len " + std::to_string(r.prefill_len) +
-                               " outside 1.." + std::to_string(cap));
+        return broken(r, "prefill_len " + std::to_string(r.prefill_len) + " outside 1.." +
+                             std::to_string(cap));
     }
     used += r.decode ? 1 : r.prefill_len;
   }

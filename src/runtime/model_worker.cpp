@@ -471,7 +471,8 @@ void ModelWorker::tick() {
     throw WorkerFault("invariant: " + std::to_string(n_decode) + " decoders exceed n_batch " +
                       std::to_string(config_.n_batch));
   const std::vector<PlanRow> plan = planner_->plan(candidates, config_.n_batch, chunk_);
-  check(check_plan(candidates, plan, config_.n_batch, chunk_), planner_->name().c_str());
+  if (Status valid = check_plan(candidates, plan, config_.n_batch, chunk_); !valid.ok())
+    check(valid, ("batch strategy " + planner_->name()).c_str());
   if (plan.empty()) return;
 
   std::vector<StepRow> rows;

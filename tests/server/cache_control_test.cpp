@@ -34,8 +34,8 @@ class CacheControlTest : public ::testing::Test {
     m.policy.boundary_trim_tokens = 0;
     m.policy.boundary_align_tokens = 8;
     config.models.push_back(m);
-    models_dir_ =
-        std::filesystem::temp_directory_path() / ("hearth-knobs-" + std::to_string(::getpid()));
+    models_dir_ = std::filesystem::temp_directory_path() /
+                  std::string("hearth-knobs-").append(std::to_string(::getpid()));
     std::filesystem::create_directories(models_dir_);
     std::ofstream(models_dir_ / "tiny.gguf") << "x";
     config.models_dir = models_dir_.string();
@@ -179,12 +179,12 @@ TEST_F(CacheControlTest, PressureSchedulerAdmin) {
   EXPECT_EQ(st["enabled"], false);
   EXPECT_EQ(st["source"], "noop");
   json chk = post("/hearth/cache/pressure/check", nullptr);
-  EXPECT_EQ(chk["outcome"], "skipped_disabled") << chk;
+  EXPECT_EQ(chk["outcome"], "disabled") << chk;
   st = post("/hearth/cache/pressure", {{"enabled", true}});
   EXPECT_EQ(st["enabled"], true);
   EXPECT_EQ(get("/hearth/cache/pressure")["enabled"], true);
   chk = post("/hearth/cache/pressure/check", nullptr);
-  EXPECT_EQ(chk["outcome"], "skipped_below_watermark") << chk;  // noop reads 0 used
+  EXPECT_EQ(chk["outcome"], "below_watermark") << chk;  // noop reads 0 used
   EXPECT_GE(get("/hearth/cache/pressure")["sampled_at_ms"].get<int64_t>(), 0);
   st = post("/hearth/cache/pressure", {{"enabled", false}});
   EXPECT_EQ(st["enabled"], false);

@@ -28,7 +28,8 @@ using testing::ServeProcess;
 
 fs::path scratch(const std::string& name) {
   fs::path d =
-      fs::temp_directory_path() / ("hearth-knobs-" + name + "-" + std::to_string(getpid()));
+      fs::temp_directory_path() /
+      std::string("hearth-knobs-").append(name).append("-").append(std::to_string(getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -36,7 +37,7 @@ fs::path scratch(const std::string& name) {
 
 int count_threads(pid_t pid) {
   int n = 0;
-  if (DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str())) {
+  if (DIR* d = opendir(std::string("/proc/").append(std::to_string(pid)).append("/task").c_str())) {
     while (dirent* e = readdir(d))
       if (e->d_name[0] != '.') ++n;
     closedir(d);
@@ -67,7 +68,7 @@ int serve_threads(int n_models, const std::string& threads) {
   std::vector<std::string> args;
   for (int i = 0; i < n_models; ++i) {
     args.push_back("-m");
-    args.push_back("m" + std::to_string(i) + "=" + stories());
+    args.push_back(std::string("m").append(std::to_string(i)).append("=").append(stories()));
   }
   if (!threads.empty()) args.insert(args.end(), {"--threads", threads});
   ServeProcess p;
