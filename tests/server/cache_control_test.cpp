@@ -134,6 +134,27 @@ TEST_F(CacheControlTest, ChatRepliesCarryTheFinishKeyForTheNextTurn) {
       "/v1/messages",
       {{"messages", json::array({{{"role", "user"}, {"content", words(30)}}})}, {"max_tokens", 4}});
   EXPECT_TRUE(anth.contains("finish_key")) << anth;
+  // Streaming: on the chunk with finish_reason, and on Anthropic's message_delta.
+  auto stream =
+      client_->Post("/v1/chat/completions",
+                    json{{"messages", json::array({{{"role", "user"}, {"content", words(30)}}})},
+                         {"max_tokens", 3},
+                         {"stream", true}}
+                        .dump(),
+                    "application/json");
+  ASSERT_TRUE(stream);
+  EXPECT_NE(stream->body.find("\"finish_key\":\""), std::string::npos) << stream->body;
+  auto astream =
+      client_->Post("/v1/messages",
+                    json{{"messages", json::array({{{"role", "user"}, {"content", words(30)}}})},
+                         {"max_tokens", 3},
+                         {"stream", true}}
+                        .dump(),
+                    "application/json");
+  ASSERT_TRUE(astream);
+  const size_t delta = astream->body.find("message_delta");
+  ASSERT_NE(delta, std::string::npos);
+  EXPECT_NE(astream->body.find("\"finish_key\":\"", delta), std::string::npos) << astream->body;
 }
 
 TEST_F(CacheControlTest, CachePromptFalseSkipsLookupAndSave) {
