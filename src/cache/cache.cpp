@@ -457,8 +457,24 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
   }
   Counter c = save_counter(m.save_reason);
   if (c != Counter::kCount) counters.add(c);
-  counters.add(Counter::kPackTotalNs, timer.elapsed());
+  const uint64_t elapsed = timer.elapsed();
+  counters.add(Counter::kPackTotalNs, elapsed);
+  record_write(tier, payload.size(), elapsed);
   return key;
+}
+
+void Cache::Impl::record_write(Tier tier, uint64_t bytes, uint64_t ns) {
+  if (bytes == 0) return;
+  const double sample =
+      static_cast<double>(bytes) * 1e9 / static_cast<double>(std::max<uint64_t>(ns, 1));
+  std::lock_guard lock(rate_mu);
+  double& rate = write_rate[static_cast<int>(tier)];
+  rate = rate == 0 ? sample : 0.75 * rate + 0.25 * sample;
+}
+
+double Cache::tier_write_bytes_per_s(Tier t) const {
+  std::lock_guard lock(impl_->rate_mu);
+  return impl_->write_rate[static_cast<int>(t)];
 }
 
 // ---------------------------------------------------------------------------

@@ -43,6 +43,12 @@ struct Cache::Impl {
   std::thread sweeper;
   std::thread scheduler_thread;
 
+  // Measured write bandwidth of each tier's saves (bytes / second, build + write +
+  // publish), an exponentially weighted mean; 0 until the tier's first save.
+  mutable std::mutex rate_mu;
+  double write_rate[kNumTiers] = {};
+  void record_write(Tier tier, uint64_t bytes, uint64_t ns);
+
   mutable std::mutex sched_mu;
   SchedulerConfig sched;
   SchedulerStatus sched_state;

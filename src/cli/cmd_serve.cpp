@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/registry.h"
@@ -28,6 +29,13 @@ struct ServeFlags {
   std::string log_format = "text";
   std::optional<int64_t> ctx_size;
   std::optional<std::string> kv_budget;
+  // Model knobs for the -m models, under their [[models]] key names.
+  std::optional<int64_t> threads, batch_size, prefill_chunk;
+  std::optional<std::string> batch_strategy, fingerprint_mode;
+  bool any_model_knob() const {
+    return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
+           fingerprint_mode;
+  }
 };
 
 // --parallel, --ctx-size and --kv-budget on one -m model, through the [[models]] keys'
@@ -45,6 +53,21 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
     if (Status s = server::apply_model_setting(m, "kv_budget", *flags.kv_budget); !s.ok())
       return InvalidArgument("--kv-budget: " + s.message());
   }
+  const std::tuple<const char*, const char*, std::optional<server::ModelSettingValue>> knobs[] = {
+      {"--threads", "threads", flags.threads},
+      {"--batch-size", "n_batch", flags.batch_size},
+      {"--prefill-chunk", "prefill_chunk", flags.prefill_chunk},
+      {"--batch-strategy", "batch_strategy", flags.batch_strategy},
+      {"--fingerprint-mode", "fingerprint_mode", flags.fingerprint_mode},
+  };
+  for (const auto& [flag, key, value] : knobs) {
+    if (!value) continue;
+    if (Status s = server::apply_model_setting(m, key, *value); !s.ok())
+      return InvalidArgument(std::string(flag) + ": " + s.message());
+  }
+  if (m.n_batch < m.n_seq_max)
+    return InvalidArgument("--batch-size: must be >= --parallel (" + std::to_string(m.n_seq_max) +
+                           "), got " + std::to_string(m.n_batch));
   return OkStatus();
 }
 
@@ -73,6 +96,19 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--kv-budget", flags->kv_budget,
                   "KV memory each -m model may commit at load, e.g. 6GiB (kv_budget; default "
                   "4 GiB)");
+  cmd->add_option("--threads", flags->threads,
+                  "Engine threads of each -m model (threads; default 0: the cores divided among "
+                  "the models loaded at start)");
+  cmd->add_option("--batch-size", flags->batch_size,
+                  "Tokens per forward pass of each -m model (n_batch; default 512)");
+  cmd->add_option("--prefill-chunk", flags->prefill_chunk,
+                  "Prefill tokens per sequence per forward pass (prefill_chunk; default 0: "
+                  "max(64, n_batch/4); -1: unlimited)");
+  cmd->add_option("--batch-strategy", flags->batch_strategy,
+                  "decode_first (default), prefill_first or balanced (batch_strategy)");
+  cmd->add_option("--fingerprint-mode", flags->fingerprint_mode,
+                  "How a model file is identified for the cache: gguf_chunked (default), safe "
+                  "(SHA-256 of the whole file) or fast_unsafe (needs fingerprint in TOML)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->add_option("--cors-origin", flags->cors_origins,
@@ -92,10 +128,11 @@ Registrar reg("serve", [](CLI::App& root) {
         return;
       }
     }
-    if (flags->models.empty() && (flags->ctx_size || flags->kv_budget)) {
+    if (flags->models.empty() && flags->any_model_knob()) {
       std::fprintf(stderr,
-                   "hearth serve: --ctx-size and --kv-budget apply to -m models; set context "
-                   "and kv_budget in the config's [[models]] tables\n");
+                   "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
+                   "--prefill-chunk, --batch-strategy and --fingerprint-mode apply to -m "
+                   "models; set them in the config's [[models]] tables\n");
       exit_code() = 2;
       return;
     }

@@ -1,6 +1,7 @@
 #include "runtime/batch_planner.h"
 
 #include <algorithm>
+#include <string>
 
 namespace hearth::runtime {
 
@@ -60,6 +61,79 @@ std::vector<PlanRow> plan_batch(std::span<const PlanCandidate> candidates, int32
     return pos(a.slot) < pos(b.slot);
   });
   return rows;
+}
+
+namespace {
+
+class BuiltinPlanner final : public BatchPlanner {
+ public:
+  explicit BuiltinPlanner(BatchStrategy s) : strategy_(s) {}
+  std::vector<PlanRow> plan(std::span<const PlanCandidate> candidates, int32_t budget,
+                            int32_t chunk) const override {
+    return plan_batch(candidates, budget, chunk, strategy_);
+  }
+  std::string name() const override { return batch_strategy_name(strategy_); }
+
+ private:
+  const BatchStrategy strategy_;
+};
+
+constexpr BatchStrategy kStrategies[] = {BatchStrategy::kDecodeFirst, BatchStrategy::kPrefillFirst,
+                                         BatchStrategy::kBalanced};
+
+}  // namespace
+
+const char* batch_strategy_name(BatchStrategy strategy) {
+  switch (strategy) {
+    case BatchStrategy::kDecodeFirst:
+      return "decode_first";
+    case BatchStrategy::kPrefillFirst:
+      return "prefill_first";
+    case BatchStrategy::kBalanced:
+      return "balanced";
+  }
+  return "unknown";
+}
+
+std::optional<BatchStrategy> batch_strategy_from_name(std::string_view name) {
+  for (BatchStrategy s : kStrategies)
+    if (name == batch_strategy_name(s)) return s;
+  return std::nullopt;
+}
+
+std::shared_ptr<const BatchPlanner> builtin_batch_planner(BatchStrategy strategy) {
+  return std::make_shared<const BuiltinPlanner>(strategy);
+}
+
+Status check_plan(std::span<const PlanCandidate> candidates, std::span<const PlanRow> rows,
+                  int32_t budget, int32_t chunk) {
+  // Runs every tick: the message is built only when a rule is broken.
+  auto broken = [](const PlanRow& r, const std::string& why) {
+    return InvalidArgument("batch plan row for slot " + std::to_string(r.slot) + ": " + why);
+  };
+  int64_t used = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PlanRow& r = rows[i];
+    const PlanCandidate* c = nullptr;
+    for (const PlanCandidate& x : candidates)
+      if (x.slot == r.slot) c = &x;
+    if (c == nullptr) return broken(r, "no such candidate");
+    for (size_t j = 0; j < i; ++j)
+      if (rows[j].slot == r.slot) return broken(r, "slot named twice");
+    if (r.decode != c->decode)
+      return broken(r, c->decode ? "the slot decodes" : "the slot prefills");
+    if (!r.decode) {
+      const int32_t cap = chunk > 0 ? std::min(chunk, c->prefill_remaining) : c->prefill_remaining;
+      if (r.prefill_len < 1 || r.prefill_len > cap)
+        return broken(r, "prefill_len " + std::to_string(r.prefill_len) + " outside 1.." +
+                             std::to_string(cap));
+    }
+    used += r.decode ? 1 : r.prefill_len;
+  }
+  if (used > budget)
+    return InvalidArgument("batch plan: " + std::to_string(used) + " tokens exceed n_batch " +
+                           std::to_string(budget));
+  return OkStatus();
 }
 
 }  // namespace hearth::runtime

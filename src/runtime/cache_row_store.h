@@ -31,6 +31,14 @@ class CacheRowStore : public RowStore, public std::enable_shared_from_this<Cache
   CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) override;
   uint64_t gc() override;
   bool flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) override;
+  double write_bytes_per_s(Tier tier) const override {
+    return cache_->tier_write_bytes_per_s(tier);
+  }
+  void pressure_enable(bool on) override { cache_->scheduler_enable(on); }
+  cache::ForceCheckResult pressure_force_check() override {
+    return cache_->scheduler_force_check();
+  }
+  cache::SchedulerStatus pressure_status() const override { return cache_->scheduler_status(); }
 
   cache::Cache& cache() { return *cache_; }
 

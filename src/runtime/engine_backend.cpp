@@ -133,9 +133,7 @@ Result<std::vector<float>> EngineBackend::embed(std::span<const TokenId> tokens)
 
 BackendFactory engine_factory(const ModelConfig& config) {
   EngineOptions o;
-  o.n_threads = config.n_threads > 0
-                    ? config.n_threads
-                    : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  o.n_threads = config.n_threads > 0 ? config.n_threads : default_thread_count(1);
   o.n_ctx = config.n_ctx;
   o.kv_budget_bytes = config.kv_budget_bytes;
   o.n_seq_max = config.n_seq_max;

@@ -62,6 +62,8 @@ ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, R
       store_(std::move(store)),
       unregister_(std::move(unregister)),
       chunk_(effective_chunk(config_.prefill_chunk_size, config_.n_batch)),
+      planner_(config_.batch_planner ? config_.batch_planner
+                                     : builtin_batch_planner(BatchStrategy::kDecodeFirst)),
       backend_info_(backend->info()),
       backend_(std::move(backend)) {
   slots_.resize(static_cast<size_t>(config_.n_seq_max));
@@ -107,6 +109,16 @@ Status ModelWorker::run_job(std::function<Status(Backend&)> fn) {
     cv_.notify_all();
   }
   return done.get();
+}
+
+Status ModelWorker::shutdown_save() {
+  return run_job([this](Backend&) -> Status {
+    for (Slot& s : slots_) {
+      if (s.resident.empty()) continue;
+      fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kShutdown, true, nullptr);
+    }
+    return OkStatus();
+  });
 }
 
 Status ModelWorker::evict() {
@@ -167,11 +179,18 @@ LoadedModelInfo ModelWorker::info() const {
   i.eos_text = backend_info_.eos_text;
   i.add_bos = backend_info_.add_bos;
   i.max_token_bytes = backend_info_.max_token_bytes;
+  i.n_threads = config_.n_threads;
+  i.n_batch = config_.n_batch;
+  i.batch_strategy = planner_->name();
+  const SaveRates rates = save_rates();
+  i.prefill_tokens_per_s = rates.prefill_tokens_per_s;
+  i.write_bytes_per_s = rates.write_bytes_per_s;
   return i;
 }
 
 std::optional<ModelWorker::Restore> ModelWorker::lookup(Request& r) {
   const ModelSavePolicy& p = config_.policy;
+  if (!r.params.cache_prompt) return Restore{};  // no lookup at all
   if (r.params.parent_key) {
     auto key = digest_from_hex(*r.params.parent_key);
     if (key.ok()) {
@@ -343,9 +362,11 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
     free_slots.push_back(&slot);
     residents.push_back(&slot.resident);
   }
-  const SlotChoice choice = choose_slot(residents, prompt, config_.slot_affinity);
+  const bool use_cache = r->params.cache_prompt;
+  const SlotChoice choice = choose_slot(residents, prompt, config_.slot_affinity && use_cache);
   Slot& s = *free_slots[choice.slot];
   s.begin(r, ++admit_counter_, Clock::now());
+  s.uncached_cells = !use_cache;
   {
     std::lock_guard lock(mu_);
     ++active_;
@@ -390,7 +411,7 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
       s.delta.read = static_cast<int64_t>(s.resident.size());
       break;
   }
-  store_->count(hit_counter_name(s.hit));
+  if (use_cache) store_->count(hit_counter_name(s.hit));
   restore.row.reset();  // drop the pinned row early
 
   auto sampler = backend.make_sampler(r->params.sampling, prompt);
@@ -449,8 +470,9 @@ void ModelWorker::tick() {
   if (n_decode > config_.n_batch)
     throw WorkerFault("invariant: " + std::to_string(n_decode) + " decoders exceed n_batch " +
                       std::to_string(config_.n_batch));
-  const std::vector<PlanRow> plan =
-      plan_batch(candidates, config_.n_batch, chunk_, config_.batch_strategy);
+  const std::vector<PlanRow> plan = planner_->plan(candidates, config_.n_batch, chunk_);
+  if (Status valid = check_plan(candidates, plan, config_.n_batch, chunk_); !valid.ok())
+    check(valid, ("batch strategy " + planner_->name()).c_str());
   if (plan.empty()) return;
 
   std::vector<StepRow> rows;
@@ -472,8 +494,17 @@ void ModelWorker::tick() {
     rows.push_back(row);
   }
   std::vector<std::vector<float>> logits;
+  const auto step_start = Clock::now();
   check(backend_->step(rows, &logits), "step");
   steps_.fetch_add(1);
+  {
+    int64_t prefill = 0, total = 0;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      total += static_cast<int64_t>(rows[i].tokens.size());
+      if (!plan[i].decode) prefill += plan[i].prefill_len;
+    }
+    record_step(prefill, total, ms_between(step_start, Clock::now()) / 1000.0);
+  }
   size_t wanted = 0;
   for (const StepRow& row : rows) wanted += row.want_logits ? 1 : 0;
   if (logits.size() != wanted) throw WorkerFault("invariant: step returned wrong logits count");
@@ -562,9 +593,37 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
   }
 }
 
+void ModelWorker::record_step(int64_t prefill_tokens, int64_t total_tokens, double seconds) {
+  // Only steps that are mostly prefill say how fast this model prefills.
+  if (prefill_tokens < 1 || prefill_tokens * 2 < total_tokens || seconds <= 0) return;
+  const double sample = static_cast<double>(total_tokens) / seconds;
+  const double old = prefill_rate_.load();
+  prefill_rate_.store(old == 0 ? sample : 0.75 * old + 0.25 * sample);
+}
+
+SaveRates ModelWorker::save_rates() const {
+  return effective_rates(config_.policy, *config_.tier, prefill_rate_.load(),
+                         store_->write_bytes_per_s(*config_.tier));
+}
+
+bool ModelWorker::worth_saving(int64_t n_tokens, uint64_t bytes) {
+  if (config_.policy.min_tokens != ModelSavePolicy::kCostRule) return true;  // static gates
+  if (cost_rule_saves(n_tokens, bytes, save_rates())) return true;
+  store_->count("saves_skipped_cost");
+  return false;
+}
+
 void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool sync,
                             std::optional<std::string>* key_out) {
   if (!save_allowed(config_.policy, n_tokens, s.resident.size())) return;
+  // cache_prompt = false: nothing of this request (or of its cells) is saved.
+  if (s.busy() ? !s.request->params.cache_prompt : s.uncached_cells) return;
+  // The cost rule judges the policy's own saves; evict and shutdown saves are asked for
+  // (the spec: unconditional). Skip the pack when the last one says it is not worth it.
+  const bool judged = reason != SaveReason::kEvict && reason != SaveReason::kShutdown;
+  if (judged && kv_bytes_per_token_ > 0 &&
+      !worth_saving(n_tokens, static_cast<uint64_t>(kv_bytes_per_token_ * n_tokens)))
+    return;
   auto kv = backend_->kv_pack(s.seq, n_tokens);
   if (!kv.ok()) {
     log::warn(std::string("runtime: kv_pack for a ") + save_reason_name(reason) +
@@ -572,6 +631,9 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
     store_->count("save_failures");
     return;
   }
+  const bool first_pack = kv_bytes_per_token_ == 0;
+  kv_bytes_per_token_ = static_cast<double>(kv->size()) / n_tokens;
+  if (judged && first_pack && !worth_saving(n_tokens, kv->size())) return;
   CacheRow row;
   row.tokens.assign(s.resident.begin(), s.resident.begin() + n_tokens);
   row.kv = std::move(kv).value();

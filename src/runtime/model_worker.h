@@ -23,6 +23,7 @@
 #include "hearth/runtime/runtime.h"
 #include "runtime/request.h"
 #include "runtime/row_store.h"
+#include "runtime/save_policy.h"
 #include "runtime/slot.h"
 
 namespace hearth::runtime {
@@ -43,6 +44,8 @@ class ModelWorker {
   Status run_job(std::function<Status(Backend&)> job);
   // Synchronous evict saves of every sequence's KV.
   Status evict();
+  // Synchronous shutdown saves of every sequence's KV; the model keeps serving.
+  Status shutdown_save();
   // Stops admitting, runs shutdown saves (bounded), ends requests, joins the thread, then
   // waits (same bound) for this model's async saves to publish.
   void stop();
@@ -86,6 +89,12 @@ class ModelWorker {
   void deliver_error(const RequestPtr& request, const Status& error);
   void fire_save(Slot& slot, int32_t n_tokens, SaveReason reason, bool sync,
                  std::optional<std::string>* key_out);
+  // The save policy's cost rule for a row of n_tokens taking `bytes` (true when the
+  // policy uses static gates instead).
+  bool worth_saving(int64_t n_tokens, uint64_t bytes);
+  SaveRates save_rates() const;
+  // Folds one step's throughput into the measured prefill rate.
+  void record_step(int64_t prefill_tokens, int64_t total_tokens, double seconds);
   void handle_failure(const std::string& what);
   void shutdown_saves();
   void publish_status();
@@ -98,6 +107,7 @@ class ModelWorker {
   const std::shared_ptr<RowStore> store_;
   const std::function<void(RequestId)> unregister_;
   const int32_t chunk_;
+  const std::shared_ptr<const BatchPlanner> planner_;
   BackendInfo backend_info_;
   std::chrono::system_clock::time_point loaded_at_ = std::chrono::system_clock::now();
 
@@ -116,6 +126,9 @@ class ModelWorker {
   int32_t active_ = 0;
   ModelStatus status_ = ModelStatus::kIdle;
   std::atomic<uint64_t> steps_{0};  // written by the worker thread only
+  // Measured prefill tokens/s (moving mean; 0 = none yet), written by the worker thread.
+  std::atomic<double> prefill_rate_{0};
+  double kv_bytes_per_token_ = 0;  // from the last kv_pack (worker thread)
 
   // Worker-thread state.
   std::vector<Slot> slots_;

@@ -59,12 +59,19 @@ Status set_save_policy_field(ModelSavePolicy& policy, std::string_view key, int6
       {"continued_interval", &ModelSavePolicy::continued_interval},
       {"boundary_trim_tokens", &ModelSavePolicy::boundary_trim_tokens},
       {"boundary_align_tokens", &ModelSavePolicy::boundary_align_tokens},
+      {"session_resume_wait_ms", &ModelSavePolicy::session_resume_wait_ms},
+      {"evict_save_timeout_ms", &ModelSavePolicy::evict_save_timeout_ms},
+      {"prefill_tokens_per_s", &ModelSavePolicy::prefill_tokens_per_s},
+      {"write_bytes_per_s", &ModelSavePolicy::write_bytes_per_s},
   };
   for (const auto& [name, field] : kFields) {
     if (name != key) continue;
-    if (value < 0 || value > INT32_MAX) {
-      return InvalidArgument("policy." + std::string(key) + " must be in 0.." +
-                             std::to_string(INT32_MAX) + ", got " + std::to_string(value));
+    // min_tokens = -1 (ModelSavePolicy::kCostRule) goes back to the cost rule.
+    const int64_t lowest = key == "min_tokens" ? ModelSavePolicy::kCostRule : 0;
+    if (value < lowest || value > INT32_MAX) {
+      return InvalidArgument("policy." + std::string(key) + " must be in " +
+                             std::to_string(lowest) + ".." + std::to_string(INT32_MAX) + ", got " +
+                             std::to_string(value));
     }
     policy.*field = static_cast<int32_t>(value);
     return OkStatus();

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "hearth/runtime/backend.h"
 #include "hearth/cache/key.h"
+#include "hearth/runtime/backend.h"
 #include "hearth/runtime/runtime.h"
 
 namespace hearth::runtime {
@@ -98,6 +98,12 @@ class RowStore {
   // written: after unload_model returns, that model's rows are published. false if
   // `deadline` passed first.
   virtual bool flush_namespace(const RowNamespace& ns, std::chrono::milliseconds deadline) = 0;
+  // The tier's measured save bandwidth (bytes/s); 0 before any measurement.
+  virtual double write_bytes_per_s(Tier tier) const = 0;
+  // The cache's memory-pressure scheduler.
+  virtual void pressure_enable(bool on) = 0;
+  virtual cache::ForceCheckResult pressure_force_check() = 0;
+  virtual cache::SchedulerStatus pressure_status() const = 0;
 };
 
 }  // namespace hearth::runtime

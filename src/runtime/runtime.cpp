@@ -114,6 +114,14 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
                            ") must be >= n_seq_max (" + std::to_string(config.n_seq_max) +
                            "): every decoding sequence needs a row in each forward pass");
   if (config.max_queue < 0) return InvalidArgument("max_queue must be >= 0");
+  if (config.n_threads < 0 || config.n_threads > 256)
+    return InvalidArgument("n_threads must be in 0..256, got " + std::to_string(config.n_threads));
+  if (config.prefill_chunk_size < -1)
+    return InvalidArgument(
+        "prefill_chunk_size must be -1 (unlimited), 0 (default) or positive, got " +
+        std::to_string(config.prefill_chunk_size));
+  if (config.max_restarts < 0) return InvalidArgument("max_restarts must be >= 0");
+  if (config.restart_backoff_ms < 0) return InvalidArgument("restart_backoff_ms must be >= 0");
   if (config.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0");
   // A custom backend sizes its own KV; a budget it would not see is refused, not ignored.
   if (config.factory && config.kv_budget_bytes > 0)
@@ -131,6 +139,9 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
     }
     if (im.models_.count(config.id) || im.loading_.count(config.id))
       return AlreadyExists("model id '" + config.id + "' is already loaded");
+    if (config.n_threads == 0)
+      config.n_threads =
+          default_thread_count(static_cast<int32_t>(im.models_.size() + im.loading_.size() + 1));
     im.loading_.insert(config.id);
   }
   auto release = [&] {
@@ -309,6 +320,23 @@ Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view mod
 Status Runtime::evict(std::string_view model_id) {
   HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
   return worker->evict();
+}
+
+Status Runtime::shutdown(std::string_view model_id) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->shutdown_save();
+}
+
+void Runtime::pressure_enable(bool on) {
+  impl_->store_->pressure_enable(on);
+}
+
+cache::ForceCheckResult Runtime::pressure_force_check() {
+  return impl_->store_->pressure_force_check();
+}
+
+cache::SchedulerStatus Runtime::pressure_status() const {
+  return impl_->store_->pressure_status();
 }
 
 std::map<std::string, uint64_t> Runtime::cache_counters() const {

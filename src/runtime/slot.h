@@ -18,6 +18,9 @@ struct Slot {
   // Kept after a request ends so the next one can reuse a common prefix (slot affinity).
   std::vector<TokenId> resident;
   std::vector<float> last_logits;  // logits at position resident.size() - 1, when known
+  // The resident cells came from a cache_prompt = false request: never saved (an evict
+  // or shutdown save skips them) until another request takes the slot.
+  bool uncached_cells = false;
 
   RequestPtr request;  // null when free
   uint64_t admit_order = 0;
@@ -52,6 +55,7 @@ struct Slot {
     fresh.seq = seq;
     fresh.resident = std::move(resident);
     fresh.last_logits = std::move(last_logits);
+    fresh.uncached_cells = uncached_cells;
     fresh.request = std::move(r);
     fresh.admit_order = order;
     fresh.admitted_at = now;

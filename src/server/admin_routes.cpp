@@ -1,6 +1,7 @@
 // hearth's native endpoints: model management, tokenizer access, cache
 // administration, Prometheus metrics and the health probe.
 #include <filesystem>
+#include <set>
 #include <tuple>
 
 #include "hearth/runtime/runtime.h"
@@ -9,6 +10,7 @@
 #include "server/model_path.h"
 #include "server/model_settings.h"
 #include "server/stats_json.h"
+#include "server/request_parse.h"
 
 namespace hearth::server {
 namespace {
@@ -26,7 +28,13 @@ json model_json(const ModelDescription& m) {
           {"tier", runtime::tier_name(m.tier)},
           {"active_sequences", m.active_requests},
           {"queued_requests", m.queued_requests},
-          {"scheduler_steps", m.scheduler_steps}};
+          {"scheduler_steps", m.scheduler_steps},
+          {"n_threads", m.n_threads},
+          {"n_batch", m.n_batch},
+          {"batch_strategy", m.batch_strategy},
+          {"save_rates",
+           {{"prefill_tokens_per_s", m.prefill_tokens_per_s},
+            {"write_bytes_per_s", m.write_bytes_per_s}}}};
 }
 
 std::optional<ApiError> optional_string(const json& body, const char* key, std::string& out) {
@@ -193,6 +201,103 @@ void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Respo
   reply_json(res, {{"requested_bytes", bytes}, {"freed_bytes", freed.value()}});
 }
 
+// POST /hearth/prefill: the spec's prefill_only. The prompt ("prompt": text or token ids,
+// or "messages": a chat rendered as for /v1/chat/completions) is prefilled into the KV
+// and saved; the reply holds its finish_key for a later request's parent_key. Any other
+// field is refused by name: nothing here samples, so no sampling field can be honoured.
+void prefill(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  static const std::set<std::string> kFields = {"model", "prompt", "messages", "parent_key"};
+  for (const auto& [key, value] : body.items()) {
+    if (!kFields.count(key))
+      return reply_error(res,
+                         invalid_request("'" + key +
+                                             "' is not a prefill field (model, prompt or messages, "
+                                             "parent_key)",
+                                         key, "unknown_field"));
+  }
+  if (body.contains("prompt") == body.contains("messages"))
+    return reply_error(res, invalid_request("exactly one of 'prompt' and 'messages' is required",
+                                            "prompt", "missing_field"));
+  TextRequest tr;
+  const bool chat = body.contains("messages");
+  if (auto e = chat ? parse_chat_request(body, tr) : parse_completion_request(body, tr))
+    return reply_error(res, *e);
+  GenerationPlan plan;
+  if (auto e = plan_generation(ctx, tr, plan)) return reply_error(res, *e);
+  auto done = ctx.service.prefill(plan.request);
+  if (!done.ok()) return reply_error(res, cache_error(done.status()));
+  const PrefillOutcome& p = done.value();
+  RequestLog& log = current_request_log();
+  log.model = plan.model.id;
+  log.prompt_tokens = p.prompt_tokens;
+  log.cached_tokens = p.cached_tokens;
+  log.cache_hit_kind = p.cache_hit_kind;
+  reply_json(res, {{"model", plan.model.id},
+                   {"finish_key", p.finish_key ? json(*p.finish_key) : json(nullptr)},
+                   {"cache_hit_kind", p.cache_hit_kind},
+                   {"prompt_tokens", p.prompt_tokens},
+                   {"cached_tokens", p.cached_tokens},
+                   {"committed_tokens", p.committed_tokens}});
+}
+
+json pressure_json(const cache::SchedulerStatus& s) {
+  json tiers = json::array();
+  for (cache::Tier t : s.evict_tiers) tiers.push_back(cache::tier_name(t));
+  return {{"enabled", s.enabled},
+          {"source", cache::pressure_source_name(s.source)},
+          {"interval_ms", s.interval_ms},
+          {"high_watermark", s.high_watermark},
+          {"low_watermark", s.low_watermark},
+          {"min_evict_bytes", s.min_evict_bytes},
+          {"evict_tiers", tiers},
+          {"last_used", s.last_used},
+          {"last_total", s.last_total},
+          {"last_evicted_bytes", s.last_evicted_bytes},
+          {"last_evicted_at_ms", s.last_evicted_at_ms},
+          {"sampled_at_ms", s.sampled_at_ms}};
+}
+
+void pressure_reply(ServerContext& ctx, httplib::Response& res) {
+  auto st = ctx.service.pressure_status();
+  if (!st.ok()) return reply_error(res, cache_error(st.status()));
+  reply_json(res, pressure_json(st.value()));
+}
+
+// POST /hearth/cache/pressure {"enabled": bool}: the scheduler's enable / disable.
+void pressure_set(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (auto e = parse_json_object(req.body.empty() ? "{}" : req.body, body))
+    return reply_error(res, *e);
+  for (const auto& [key, value] : body.items()) {
+    if (key != "enabled")
+      return reply_error(res, invalid_request("'" + key + "' is not a pressure setting (enabled)",
+                                              key, "unknown_field"));
+  }
+  if (!body.contains("enabled") || !body["enabled"].is_boolean())
+    return reply_error(
+        res, invalid_request("'enabled' must be true or false", "enabled", "invalid_type"));
+  if (Status s = ctx.service.pressure_enable(body["enabled"].get<bool>()); !s.ok())
+    return reply_error(res, cache_error(s));
+  pressure_reply(ctx, res);
+}
+
+void pressure_check(ServerContext& ctx, httplib::Response& res) {
+  auto r = ctx.service.pressure_force_check();
+  if (!r.ok()) return reply_error(res, cache_error(r.status()));
+  reply_json(res, {{"outcome", cache::outcome_name(r->outcome)},
+                   {"evicted_rows", r->rows},
+                   {"evicted_bytes", r->bytes}});
+}
+
+// POST /hearth/models/{id}/evict and /shutdown: the spec's evict(model), shutdown(model).
+void model_save(ServerContext& ctx, const std::string& id, bool evict, httplib::Response& res) {
+  Status s = evict ? ctx.service.evict_model(id) : ctx.service.shutdown_model(id);
+  if (!s.ok()) return reply_error(res, cache_error(s));
+  reply_json(res, {{"id", id}, {evict ? "evicted" : "saved", true}});
+}
+
 // Cache operations a backend lacks answer 501, not 400: the request was fine.
 ApiError cache_error(const Status& s) {
   ApiError e = from_status(s);
@@ -301,6 +406,26 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
   post_json(http, ctx, "/hearth/cache/evict",
             with_metrics(ctx, "/hearth/cache/evict",
                          [&ctx](const auto& req, auto& res) { cache_evict(ctx, req, res); }));
+  post_json(http, ctx, "/hearth/prefill",
+            with_metrics(ctx, "/hearth/prefill",
+                         [&ctx](const auto& req, auto& res) { prefill(ctx, req, res); }));
+  for (const bool evict : {true, false}) {
+    const std::string action = evict ? "evict" : "shutdown";
+    post_json(
+        http, ctx, "/hearth/models/(.+)/" + action,
+        with_metrics(ctx, "/hearth/models/" + action, [&ctx, evict](const auto& req, auto& res) {
+          model_save(ctx, req.matches[1].str(), evict, res);
+        }));
+  }
+  http.Get("/hearth/cache/pressure",
+           with_metrics(ctx, "/hearth/cache/pressure",
+                        [&ctx](const auto&, auto& res) { pressure_reply(ctx, res); }));
+  post_json(http, ctx, "/hearth/cache/pressure",
+            with_metrics(ctx, "/hearth/cache/pressure",
+                         [&ctx](const auto& req, auto& res) { pressure_set(ctx, req, res); }));
+  post_json(http, ctx, "/hearth/cache/pressure/check",
+            with_metrics(ctx, "/hearth/cache/pressure/check",
+                         [&ctx](const auto&, auto& res) { pressure_check(ctx, res); }));
   post_json(http, ctx, "/hearth/cache/gc",
             with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
               auto removed = ctx.service.cache_gc();

@@ -49,7 +49,8 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
               {"content", json::array({{{"type", "text"}, {"text", out.text}}})},
               {"stop_reason", stop_reason(out)},
               {"stop_sequence", out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)},
-              {"usage", usage_json(out.stats)}});
+              {"usage", usage_json(out.stats)},
+              {"finish_key", finish_key_json(out.stats)}});
   }
 
   start_sse(
@@ -93,7 +94,8 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
                        {{"stop_reason", stop_reason(out)},
                         {"stop_sequence",
                          out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)}}},
-                      {"usage", usage_json(out.stats)}};
+                      {"usage", usage_json(out.stats)},
+                      {"finish_key", finish_key_json(out.stats)}};
         if (!write(sse_event(delta, "message_delta"))) return;
         write(sse_event({{"type", "message_stop"}}, "message_stop"));
       });

@@ -196,6 +196,8 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.max_tokens = max_tokens;
   plan.request.sampling = req.sampling;
   plan.request.stop = req.stop;
+  plan.request.parent_key = req.parent_key;
+  plan.request.cache_prompt = req.cache_prompt;
   return std::nullopt;
 }
 

@@ -36,6 +36,10 @@ std::string sse_event(const nlohmann::json& data, const std::string& event) {
   return out;
 }
 
+nlohmann::json finish_key_json(const GenerateStats& stats) {
+  return stats.finish_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(stats.finish_key);
+}
+
 std::string make_id(const std::string& prefix) {
   thread_local std::mt19937_64 rng(std::random_device{}());
   static const char* hex = "0123456789abcdef";

@@ -26,6 +26,10 @@ void reply_error(httplib::Response& res, const ApiError& error,
 // "data: {...}\n\n", with an optional "event: NAME" line before it.
 std::string sse_event(const nlohmann::json& data, const std::string& event = "");
 
+// A reply's "finish_key": the key of the row its finish save wrote (send it back as
+// parent_key), or null when none was saved.
+nlohmann::json finish_key_json(const GenerateStats& stats);
+
 // A random id with a prefix: "chatcmpl-3f9a...".
 std::string make_id(const std::string& prefix);
 int64_t unix_now();

@@ -4,8 +4,8 @@
 #include <climits>
 #include <cmath>
 #include <filesystem>
-#include <utility>
 #include <optional>
+#include <utility>
 
 namespace hearth::server {
 namespace {
@@ -116,6 +116,55 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.kv_budget_bytes = static_cast<uint64_t>(*bytes);
     return OkStatus();
   }
+  // Scheduler and engine knobs (docs/api.md "Model settings").
+  static constexpr struct {
+    std::string_view key;
+    int32_t runtime::ModelConfig::*field;
+    int64_t min, max;
+  } kInts[] = {
+      {"threads", &runtime::ModelConfig::n_threads, 0, 256},
+      {"n_batch", &runtime::ModelConfig::n_batch, 1, 1 << 20},
+      {"prefill_chunk", &runtime::ModelConfig::prefill_chunk_size, -1, INT32_MAX},
+      {"max_restarts", &runtime::ModelConfig::max_restarts, 0, 1000},
+      {"restart_backoff_ms", &runtime::ModelConfig::restart_backoff_ms, 0, 60000},
+  };
+  for (const auto& k : kInts) {
+    if (key != k.key) continue;
+    if (!number) return type_error(key, "an integer");
+    HEARTH_ASSIGN_OR_RETURN(config.*k.field, int32_in(key, *number, k.min, k.max));
+    return OkStatus();
+  }
+  if (key == "batch_strategy") {
+    if (!text) return type_error(key, "a string");
+    const std::optional<runtime::BatchStrategy> s = runtime::batch_strategy_from_name(*text);
+    if (!s) {
+      return InvalidArgument(
+          "batch_strategy: expected \"decode_first\", \"prefill_first\" or \"balanced\", got \"" +
+          *text + "\"");
+    }
+    config.batch_planner = runtime::builtin_batch_planner(*s);
+    return OkStatus();
+  }
+  if (key == "fingerprint_mode") {
+    if (!text) return type_error(key, "a string");
+    for (auto m : {runtime::FingerprintMode::kSafe, runtime::FingerprintMode::kGgufChunked,
+                   runtime::FingerprintMode::kFastUnsafe}) {
+      if (*text != cache::fingerprint_mode_name(m)) continue;
+      config.fingerprint_mode = m;
+      return OkStatus();
+    }
+    return InvalidArgument(
+        "fingerprint_mode: expected \"safe\", \"gguf_chunked\" or \"fast_unsafe\", got \"" + *text +
+        "\"");
+  }
+  if (key == "fingerprint") {
+    if (!text) return type_error(key, "a string");
+    const bool hex = text->size() == 64 &&
+                     text->find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+    if (!hex) return InvalidArgument("fingerprint: expected 64 hex digits (a SHA-256)");
+    config.fingerprint_hex = *text;
+    return OkStatus();
+  }
   if (key.starts_with("policy.")) {
     if (!number) return type_error(key, "an integer");
     return runtime::set_save_policy_field(config.policy, key.substr(7), *number);
@@ -125,6 +174,12 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
 
 Status finish_model_config(runtime::ModelConfig& config) {
   if (config.model_path.empty()) return InvalidArgument("path: required");
+  if (config.fingerprint_mode == runtime::FingerprintMode::kFastUnsafe &&
+      config.fingerprint_hex.empty())
+    return InvalidArgument("fingerprint: required when fingerprint_mode is \"fast_unsafe\"");
+  if (config.n_batch < config.n_seq_max)
+    return InvalidArgument("n_batch: must be >= n_seq_max (" + std::to_string(config.n_seq_max) +
+                           "), got " + std::to_string(config.n_batch));
   if (config.id.empty()) {
     config.id = runtime::model_id_from(std::filesystem::path(config.model_path).stem().string());
   }

@@ -26,9 +26,13 @@ runtime::ModelConfig default_model_config();
 // Applies one setting: "id", "path", "tier" ("ram", "ram_file", "disk") are strings;
 // "kv_type" ("f16", "q8_0", "q4_0") is a string; "context" (0 = the model's own,
 // bounded by the KV budget) and "n_seq_max" are integers; "kv_budget" is a size
-// (bytes as an integer, or a string like "6GiB"; 0 = the default); "policy.<gate>"
-// sets a save-policy gate (runtime::set_save_policy_field). InvalidArgument names
-// the key.
+// (bytes as an integer, or a string like "6GiB"; 0 = the default); "threads" (0 = the
+// cores divided among the models), "n_batch", "prefill_chunk" (-1 = unlimited, 0 = the
+// default), "max_restarts", "restart_backoff_ms" are integers; "batch_strategy"
+// ("decode_first", "prefill_first", "balanced"), "fingerprint_mode" ("safe",
+// "gguf_chunked", "fast_unsafe") and "fingerprint" (64 hex digits) are strings;
+// "policy.<field>" sets a save-policy field (runtime::set_save_policy_field).
+// InvalidArgument names the key.
 Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value);
 
@@ -37,8 +41,8 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
 // nullopt for anything else, a negative value, or one no int64 holds.
 std::optional<int64_t> parse_size_text(std::string_view text);
 
-// Checks what a model needs after its settings: a path; an id made from the file's
-// name when none was given.
+// Checks what a model needs after its settings: a path; a fingerprint for fast_unsafe;
+// n_batch >= n_seq_max; an id made from the file's name when none was given.
 Status finish_model_config(runtime::ModelConfig& config);
 
 }  // namespace hearth::server

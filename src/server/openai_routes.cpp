@@ -72,7 +72,8 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
                             {"model", plan->model.id},
                             {"system_fingerprint", nullptr},
                             {"choices", json::array({choice})},
-                            {"usage", usage_json(out.stats)}});
+                            {"usage", usage_json(out.stats)},
+                            {"finish_key", finish_key_json(out.stats)}});
   }
 
   const bool include_usage = tr.include_usage;
@@ -108,7 +109,9 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
           return;
         }
         json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
-        if (!write(sse_event(chunk(last, out.finish_reason)))) return;
+        json last_chunk = chunk(last, out.finish_reason);
+        last_chunk["finish_key"] = finish_key_json(out.stats);
+        if (!write(sse_event(last_chunk))) return;
         if (include_usage) {
           json u = {{"id", id},
                     {"object", chunk_object},

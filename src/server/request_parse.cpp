@@ -126,7 +126,7 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
   } else {
     if (auto e = get_stop(body, "stop_sequences", out.stop)) return e;
   }
-  return std::nullopt;
+  return parse_cache_fields(body, out);
 }
 
 // Message content: a string or an array of {"type":"text","text":...} parts.
@@ -190,6 +190,18 @@ std::optional<ApiError> parse_messages_array(const json& body, bool allow_system
 }
 
 }  // namespace
+
+std::optional<ApiError> parse_cache_fields(const json& body, TextRequest& out) {
+  if (present(body, "parent_key")) {
+    const json& v = body["parent_key"];
+    if (!v.is_string()) return type_error("parent_key", "a string (a finish_key)");
+    const std::string key = v.get<std::string>();
+    if (key.size() != 64 || key.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+      return value_error("parent_key", "must be a finish_key: 64 hex digits");
+    out.parent_key = key;
+  }
+  return get_bool(body, "cache_prompt", out.cache_prompt);
+}
 
 std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
   out = json::parse(body, nullptr, /*allow_exceptions=*/false);

@@ -27,11 +27,19 @@ struct TextRequest {
   SamplingOptions sampling;
   std::vector<std::string> stop;
   std::string prompt_field = "prompt";  // which field the prompt came from (for errors)
+  // Cache control (parse_cache_fields): parent_key, cache_prompt.
+  std::optional<std::string> parent_key;
+  bool cache_prompt = true;
 };
 
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_messages_request(const nlohmann::json& body, TextRequest& out);
+
+// Cache control, on every text endpoint and POST /hearth/prefill: "parent_key" (the
+// finish_key of an earlier reply: 64 hex digits) and "cache_prompt" (a boolean; false = no
+// cache lookup and no save for this request, as llama-server's field).
+std::optional<ApiError> parse_cache_fields(const nlohmann::json& body, TextRequest& out);
 
 // The body must be a JSON object; returns the error for anything else.
 std::optional<ApiError> parse_json_object(const std::string& body, nlohmann::json& out);

@@ -102,6 +102,7 @@ class RuntimeGeneration final : public Generation {
     out.finish_reason =
         cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
     if (st.stop_sequence) out.matched_stop = *st.stop_sequence;
+    if (st.finish_key) out.finish_key = *st.finish_key;
     return out;
   }
 
@@ -153,6 +154,8 @@ class RuntimeService : public ServiceApi {
     params.response_tokens = static_cast<int32_t>(request.max_tokens);
     params.sampling = request.sampling;
     params.stop_sequences = request.stop;
+    params.parent_key = request.parent_key;
+    params.cache_prompt = request.cache_prompt;
 
     auto channel = std::make_shared<Channel>();
     rt::StreamSink rsink;
@@ -239,6 +242,30 @@ class RuntimeService : public ServiceApi {
   }
   Result<int64_t> cache_gc() override { return static_cast<int64_t>(runtime_->cache_gc()); }
 
+  Result<PrefillOutcome> prefill(const GenerateRequest& request) override {
+    rt::RequestParams params;
+    params.parent_key = request.parent_key;
+    HEARTH_ASSIGN_OR_RETURN(rt::PrefillResult r,
+                            runtime_->prefill_only(request.model, request.prompt, params));
+    PrefillOutcome out;
+    out.finish_key = r.finish_key;
+    out.cache_hit_kind = rt::cache_hit_kind_name(r.cache_hit_kind);
+    out.prompt_tokens = static_cast<int64_t>(request.prompt.size());
+    out.cached_tokens = r.cache_delta.read;
+    out.committed_tokens = r.committed_tokens;
+    return out;
+  }
+  Status evict_model(const std::string& id) override { return runtime_->evict(id); }
+  Status shutdown_model(const std::string& id) override { return runtime_->shutdown(id); }
+  Result<cache::SchedulerStatus> pressure_status() override { return runtime_->pressure_status(); }
+  Status pressure_enable(bool on) override {
+    runtime_->pressure_enable(on);
+    return OkStatus();
+  }
+  Result<cache::ForceCheckResult> pressure_force_check() override {
+    return runtime_->pressure_force_check();
+  }
+
   int64_t queue_depth() override {
     int64_t n = 0;
     for (const auto& m : runtime_->list_models()) n += m.queued_requests;
@@ -295,7 +322,12 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
   HEARTH_ASSIGN_OR_RETURN(auto runtime, rt::Runtime::create(options));
   auto service = std::make_unique<RuntimeService>(std::move(runtime), config, options.cache,
                                                   std::move(service_options));
-  for (const auto& m : config.models) {
+  // Threads: the cores divided among the models this server loads at start (a model's
+  // own `threads` wins); models loaded later over HTTP get the runtime's default.
+  const int32_t shared_threads =
+      rt::default_thread_count(static_cast<int32_t>(std::max<size_t>(1, config.models.size())));
+  for (rt::ModelConfig m : config.models) {
+    if (m.n_threads == 0) m.n_threads = shared_threads;
     auto loaded = service->load_model(m);
     if (!loaded.ok()) {
       service->shutdown();

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +38,19 @@ struct GenerateRequest {
   // Matched by the runtime, which ends the generation before the first match and
   // never streams any part of it.
   std::vector<std::string> stop;
+  // Cache control (docs/api.md "Cache control"): the finish_key of an earlier turn to
+  // restore exactly, and cache_prompt = false for no lookup and no save.
+  std::optional<std::string> parent_key;
+  bool cache_prompt = true;
+};
+
+// What POST /hearth/prefill reports: the prompt is in the cache under finish_key.
+struct PrefillOutcome {
+  std::optional<std::string> finish_key;  // unset when the save policy declined the row
+  std::string cache_hit_kind;
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;     // restored from the cache
+  int64_t committed_tokens = 0;  // tokens the row holds
 };
 
 struct GenerateStats {
@@ -49,6 +63,9 @@ struct GenerateStats {
   // Cancelled generations: scheduler steps between the cancel and the sequence being
   // freed (0 or 1 for the runtime); -1 when not cancelled or unknown.
   int64_t steps_after_cancel = -1;
+  // The key of the row the finish save wrote (hex), to send back as parent_key; empty
+  // when no row was saved (the save policy, cache_prompt false).
+  std::string finish_key;
 };
 
 // Receives a generation as it happens, one piece at a time: the text the runtime
@@ -117,6 +134,32 @@ class ServiceApi {
   virtual Result<int64_t> cache_evict_bytes(const std::vector<std::string>& tiers,
                                             int64_t bytes) = 0;
   virtual Result<int64_t> cache_gc() = 0;
+
+  // Cache control (docs/api.md): warm a prompt without generating; the spec's evict(model)
+  // and shutdown(model); the memory-pressure scheduler. The defaults answer Unsupported
+  // (HTTP 501) for services without a cache.
+  virtual Result<PrefillOutcome> prefill(const GenerateRequest& request) {
+    (void)request;
+    return Unsupported("prefill is not supported by this service");
+  }
+  virtual Status evict_model(const std::string& id) {
+    (void)id;
+    return Unsupported("evict is not supported by this service");
+  }
+  virtual Status shutdown_model(const std::string& id) {
+    (void)id;
+    return Unsupported("shutdown saves are not supported by this service");
+  }
+  virtual Result<cache::SchedulerStatus> pressure_status() {
+    return Unsupported("the pressure scheduler is not available in this service");
+  }
+  virtual Status pressure_enable(bool on) {
+    (void)on;
+    return Unsupported("the pressure scheduler is not available in this service");
+  }
+  virtual Result<cache::ForceCheckResult> pressure_force_check() {
+    return Unsupported("the pressure scheduler is not available in this service");
+  }
 
   // Requests waiting inside the runtime's scheduler (for /metrics).
   virtual int64_t queue_depth() { return 0; }

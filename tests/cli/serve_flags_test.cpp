@@ -35,6 +35,27 @@ TEST_F(ServeFlags, BadValuesAreRefusedNamingTheFlag) {
   EXPECT_THAT(r3.err, HasSubstr("apply to -m models"));
 }
 
+// The runtime knobs' flags (--threads, --batch-size, --prefill-chunk, --batch-strategy,
+// --fingerprint-mode) go through the same parser: a bad value names the flag and the key.
+TEST_F(ServeFlags, KnobFlagsNameTheFlagAndTheKey) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--threads 300", "--threads: threads"},
+      {"--batch-size 0", "--batch-size: n_batch"},
+      {"--batch-size 2 --parallel 4", "--batch-size"},
+      {"--prefill-chunk -3", "--prefill-chunk: prefill_chunk"},
+      {"--batch-strategy fastest", "--batch-strategy: batch_strategy"},
+      {"--fingerprint-mode sloppy", "--fingerprint-mode: fingerprint_mode"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    auto r = run_cli("serve -m " + kModel + " " + flags + " --port 0");
+    EXPECT_EQ(r.exit_code, 2) << flags;
+    EXPECT_THAT(r.err, HasSubstr(expected)) << flags;
+  }
+  auto r = run_cli("serve --threads 2 --port 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("apply to -m models"));
+}
+
 // small-qwen3-f16 holds 1 KiB of KV per position per sequence; 4 sequences + the
 // engine's embedding one at 1024 positions need 5 MiB.
 TEST_F(ServeFlags, AnExplicitContextOverTheBudgetFailsTheStart) {

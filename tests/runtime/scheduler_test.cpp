@@ -358,7 +358,7 @@ TEST(Scheduler, BatchStrategiesAllProduceSoloOutputs) {
     auto ctl = std::make_shared<StubControl>();
     auto rt = make_runtime();
     auto cfg = stub_config("m", 3, ctl);
-    cfg.batch_strategy = s;
+    cfg.batch_planner = builtin_batch_planner(s);
     cfg.n_batch = 32;
     cfg.prefill_chunk_size = 0;
     cfg.policy.min_tokens = 1 << 30;

@@ -37,6 +37,12 @@ inline std::vector<Route> protected_routes() {
       {"GET", "/hearth/cache/rows", ""},
       {"POST", "/hearth/cache/evict", "{}"},
       {"POST", "/hearth/cache/gc", "{}"},
+      {"POST", "/hearth/prefill", "{}"},
+      {"POST", "/hearth/models/no-such-model/evict", ""},
+      {"POST", "/hearth/models/no-such-model/shutdown", ""},
+      {"GET", "/hearth/cache/pressure", ""},
+      {"POST", "/hearth/cache/pressure", "{}"},
+      {"POST", "/hearth/cache/pressure/check", ""},
       {"GET", "/metrics", ""},
       {"GET", "/no/such/endpoint", ""},  // unknown paths must not reveal a 404 either
   };

@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "cache/kvc.h"
 #include "hearth/cache/config.h"
 #include "hearth/cache/counters.h"
 #include "hearth/cache/key.h"
-#include "cache/kvc.h"
 #include "hearth/cache/scheduler.h"
 #include "hearth/cache/types.h"
 #include "hearth/status.h"
@@ -183,6 +183,9 @@ class Cache {
   bool tier_degraded(Tier t) const;
   Status rescan_tier(Tier t);
   const CacheConfig& config() const;
+  // The tier's measured save bandwidth in bytes per second (payload bytes over the time
+  // of build + write + publish, a moving mean over recent saves); 0 before its first save.
+  double tier_write_bytes_per_s(Tier t) const;
 
   // Runs one TTL sweep of stale reservations now (the sweeper thread does this
   // every sweep_interval_ms).

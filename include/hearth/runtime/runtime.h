@@ -47,30 +47,80 @@ using cache::Tier;
 using cache::tier_from_name;
 using cache::tier_name;  // "ram", "ram_file", "disk"
 
+// Cache save-policy, per model. The default rule is the cost rule (docs/cache-design.md,
+// "When a row is saved"): a row is saved when prefilling its tokens again would cost more
+// than writing it, both estimated from measured rates (the model's prefill tokens/s, the
+// tier's write bytes/s; priors before the first measurement). Setting min_tokens (>= 0)
+// switches to the spec's static gates: a row is saved when it holds min_tokens tokens.
+struct ModelSavePolicy {
+  static constexpr int32_t kCostRule = -1;  // min_tokens value: the cost rule decides
+  int32_t min_tokens = kCostRule;           // no save shorter than this (the spec: 512)
+  int32_t cold_min_tokens = 512;            // no cold save for shorter prompts
+  int32_t cold_max_tokens = 30000;          // cold save length cap
+  int32_t continued_interval = 2048;        // continued save every N generated tokens
+  int32_t boundary_trim_tokens = 32;        // cold save drops the last N prompt tokens...
+  int32_t boundary_align_tokens = 2048;     // ...then rounds down to a multiple of this;
+                                            // also the stride of the prefix walk
+  int32_t session_resume_wait_ms = 500;     // wait for an in-flight parent finish save
+  int32_t evict_save_timeout_ms = 30000;    // bound on unload/shutdown saves
+  // The cost rule's rates; 0 = measured (the default). A value fixes the rate (tests,
+  // or an operator who knows the machine): prefill tokens per second of this model, and
+  // bytes per second a save to this model's tier writes.
+  int32_t prefill_tokens_per_s = 0;
+  int32_t write_bytes_per_s = 0;
+};
+
+// Sets the policy field named `key` ("min_tokens", "cold_min_tokens", "cold_max_tokens",
+// "continued_interval", "boundary_trim_tokens", "boundary_align_tokens",
+// "session_resume_wait_ms", "evict_save_timeout_ms", "prefill_tokens_per_s",
+// "write_bytes_per_s"): the one list of the names configuration files and the admin API
+// accept. InvalidArgument names an unknown key, or a value outside 0..INT32_MAX.
+Status set_save_policy_field(ModelSavePolicy& policy, std::string_view key, int64_t value);
+
+// ---------------------------------------------------------------- batch strategies
+
+// One running sequence as a batch strategy sees it at the start of a tick.
+struct PlanCandidate {
+  int32_t slot = 0;
+  bool decode = false;            // has a sampled token waiting to be fed
+  int32_t prefill_remaining = 0;  // prompt tokens still to prefill (0 when decoding)
+};
+
+// One row of the tick's forward pass: a decode row (one token) or a prefill slice.
+struct PlanRow {
+  int32_t slot = 0;
+  bool decode = false;
+  int32_t prefill_len = 0;
+};
+
+// Builds one tick's batch (LlamaCppEx's replaceable build_batch). `candidates` are in
+// admission order; `budget` is n_batch (tokens per forward pass); `chunk` is the per-row
+// prefill cap (0 = none). The result may name each candidate at most once: a decode row
+// only for a decoding candidate, a prefill slice of 1..prefill_remaining tokens (and at
+// most `chunk`) only for a prefilling one, all within `budget`. A candidate left out waits
+// a tick. The worker checks these rules and treats a violation as a worker failure.
+// Called on the model's worker thread only.
+class BatchPlanner {
+ public:
+  virtual ~BatchPlanner() = default;
+  virtual std::vector<PlanRow> plan(std::span<const PlanCandidate> candidates, int32_t budget,
+                                    int32_t chunk) const = 0;
+  virtual std::string name() const = 0;
+};
+
+// The built-in strategies.
 enum class BatchStrategy {
   kDecodeFirst,   // every decode row, then prefill slices in what is left (default)
   kPrefillFirst,  // prefill slices first; decode rows that no longer fit wait a tick
   kBalanced,      // prefill gets at most half the budget while decoders are waiting
 };
+const char* batch_strategy_name(BatchStrategy strategy);  // "decode_first", ...
+std::optional<BatchStrategy> batch_strategy_from_name(std::string_view name);
+std::shared_ptr<const BatchPlanner> builtin_batch_planner(BatchStrategy strategy);
 
-// Cache save-policy gates, per model (defaults from the spec's caching guide).
-struct ModelSavePolicy {
-  int32_t min_tokens = 512;               // no save shorter than this
-  int32_t cold_min_tokens = 512;          // no cold save for shorter prompts
-  int32_t cold_max_tokens = 30000;        // cold save length cap
-  int32_t continued_interval = 2048;      // continued save every N generated tokens
-  int32_t boundary_trim_tokens = 32;      // cold save drops the last N prompt tokens...
-  int32_t boundary_align_tokens = 2048;   // ...then rounds down to a multiple of this;
-                                          // also the stride of the prefix walk
-  int32_t session_resume_wait_ms = 500;   // wait for an in-flight parent finish save
-  int32_t evict_save_timeout_ms = 30000;  // bound on unload/shutdown saves
-};
-
-// Sets the gate named `key` ("min_tokens", "cold_min_tokens", "cold_max_tokens",
-// "continued_interval", "boundary_trim_tokens", "boundary_align_tokens"): the one list of
-// the names configuration files and the admin API accept. InvalidArgument names an unknown
-// key, or a value outside 0..INT32_MAX.
-Status set_save_policy_field(ModelSavePolicy& policy, std::string_view key, int64_t value);
+// Engine threads a model gets by default: the machine's cores divided among `n_models`
+// loaded models (at least 1), so several models do not each take every core.
+int32_t default_thread_count(int32_t n_models);
 
 struct ModelConfig {
   std::string id;          // empty: generated ("model_1", "model_2", ...)
@@ -89,11 +139,16 @@ struct ModelConfig {
   int32_t n_seq_max = 1;           // concurrent sequences (continuous batching)
   int32_t prefill_chunk_size = 0;  // per-row prefill slice cap; 0 = max(64, n_batch/4),
                                    // -1 = unlimited
-  int32_t n_threads = 0;           // engine threads; 0 = hardware default
+  // Engine threads (counting the worker thread that drives them); 0 = the default,
+  // default_thread_count(models loaded with this one). `hearth serve` divides the cores
+  // among the models it loads at start.
+  int32_t n_threads = 0;
   // Element type of the engine's K and V rows (f16, q8_0, q4_0: hearth/engine/kv_type.h).
   // Part of the cache namespace through the backend's kv_layout: rows never cross types.
   KvType kv_type = KvType::kF16;
-  BatchStrategy batch_strategy = BatchStrategy::kDecodeFirst;
+  // How each tick's batch is built; null = builtin_batch_planner(kDecodeFirst). A library
+  // user may pass their own BatchPlanner.
+  std::shared_ptr<const BatchPlanner> batch_planner;
   // Prefer the free sequence whose resident KV cells share the longest prefix with a new
   // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
   bool slot_affinity = true;
@@ -111,8 +166,9 @@ struct ModelConfig {
   ModelSavePolicy policy;
 
   int32_t max_queue = 64;           // waiting requests beyond n_seq_max; more -> 429
-  int32_t max_restarts = 5;         // worker restarts before the model is marked failed
-  int32_t restart_backoff_ms = 20;  // doubled per consecutive restart
+  int32_t max_restarts = 5;         // consecutive worker failures before the model is marked
+                                    // failed (0 = fail at the first)
+  int32_t restart_backoff_ms = 20;  // doubled per consecutive restart, capped at 2 s
 };
 
 struct CacheOptions {
@@ -176,6 +232,12 @@ struct LoadedModelInfo {
   std::string eos_text;          // BackendInfo::eos_text
   bool add_bos = false;          // BackendInfo::add_bos
   int32_t max_token_bytes = 0;   // BackendInfo::max_token_bytes
+  int32_t n_threads = 0;         // engine threads (ModelConfig::n_threads, resolved)
+  int32_t n_batch = 0;
+  std::string batch_strategy;  // BatchPlanner::name()
+  // The cost rule's current estimates (ModelSavePolicy): measured or fixed.
+  double prefill_tokens_per_s = 0;
+  double write_bytes_per_s = 0;
 };
 
 // ---------------------------------------------------------------- requests
@@ -209,6 +271,9 @@ struct RequestParams {
   // complete(): control-token text in the prompt (a prompt rendered with a chat template)
   // becomes control tokens. Set false for a prompt that is user text.
   bool parse_special = true;
+  // false: no cache lookup (nor reuse of a sequence's resident cells) and no save for this
+  // request (llama-server's cache_prompt); finish_key stays unset.
+  bool cache_prompt = true;
 };
 
 struct RequestStats {
@@ -338,8 +403,17 @@ class Runtime {
                                                      std::span<const std::string> inputs);
 
   // ---- cache ----
-  // Synchronous evict save of every in-flight request of the model.
+  // Synchronous evict save of every sequence of the model holding KV (in flight or idle);
+  // idle sequences' cells are released. No-op for an idle model with no live context.
   Status evict(std::string_view model_id);
+  // The spec's shutdown(model): a synchronous shutdown save of every sequence holding KV,
+  // then return; the model keeps serving (a graceful restart's "save what is live").
+  Status shutdown(std::string_view model_id);
+  // The cache's memory-pressure scheduler (CacheOptions::pressure): enable / disable its
+  // timer, check now (sample + maybe evict), read its state.
+  void pressure_enable(bool on);
+  cache::ForceCheckResult pressure_force_check();
+  cache::SchedulerStatus pressure_status() const;
   // Cache counters by name (hits_exact, hits_resume, hits_longest_prefix, misses,
   // saves_cold, saves_continued, saves_finish, saves_evict, saves_shutdown, ...).
   std::map<std::string, uint64_t> cache_counters() const;
