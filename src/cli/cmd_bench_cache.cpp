@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/cache/cache.h"
@@ -80,8 +81,7 @@ struct TierResult {
   double save_ms = 0, load_ms = 0, load_gbps = 0;
 };
 
-TierResult bench_tier(Cache& cache, Tier tier, size_t bytes, uint32_t salt, int saves,
-                      int loads) {
+TierResult bench_tier(Cache& cache, Tier tier, size_t bytes, uint32_t salt, int saves, int loads) {
   std::mt19937 rng(salt);
   std::vector<uint8_t> payload(bytes);
   for (size_t i = 0; i < bytes; i += 8) payload[i] = static_cast<uint8_t>(rng());
@@ -123,6 +123,7 @@ struct BenchOptions {
   // figure is still produced, so scripts and tests see the full report.
   bool quick = false;
   std::string dir;
+  bool quiet = false;  // no progress bar
 };
 
 int run_bench(const BenchOptions& opt) {
@@ -152,8 +153,14 @@ int run_bench(const BenchOptions& opt) {
   const std::pair<const char*, size_t> sizes[] = {
       {"1MiB", 1u << 20}, {"16MiB", 16u << 20}, {"64MiB", 64u << 20}};
   uint32_t salt = 1;
+  // Cases: 3 tiers x 3 sizes, then the prefix lookups.
+  ProgressBar bar("bench cache", ProgressBar::Unit::kCount, opt.quiet);
+  uint64_t cases = 0;
+  const uint64_t n_cases = 3 * std::size(sizes) + 1;
+  bar.update(0, n_cases);
   for (Tier tier : {Tier::kRam, Tier::kRamFile, Tier::kDisk}) {
     for (const auto& [name, bytes] : sizes) {
+      bar.update(cases++, n_cases);
       int saves = opt.quick ? 1 : bytes >= (64u << 20) ? 2 : 3;
       TierResult r = bench_tier(cache, tier, bytes, salt++, saves, opt.quick ? 1 : 9);
       out["tiers"][tier_name(tier)][name] = {{"save_ms", r.save_ms},
@@ -202,6 +209,8 @@ int run_bench(const BenchOptions& opt) {
   out["radix_lcp_32k_best_ms"] = best(radix_ms);
   out["radix_lcp_32k_hit_tokens"] = radix_hit;
   out["index_rows"] = cache.row_count();
+  bar.update(n_cases, n_cases);
+  bar.finish();
   opened->reset();
   std::error_code ec;
   std::filesystem::remove_all(disk_dir, ec);
@@ -235,6 +244,8 @@ Registrar reg("bench_cache", [](CLI::App& root) {
   cmd->add_flag("--quick", opt->quick,
                 "One run per case (every figure still reported, noisier): for smoke tests");
   cmd->add_option("--dir", opt->dir, "Parent directory for the disk tier (default: $TMPDIR)");
+  cmd->add_flag("-q,--quiet", opt->quiet,
+                "No progress bar (there is none when stderr is not a terminal)");
   cmd->callback([opt] { exit_code() = run_bench(*opt); });
 });
 

@@ -12,16 +12,18 @@
 //           concurrently once its cold save is published.
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <thread>
-#include <unistd.h>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/runtime/runtime.h"
@@ -38,6 +40,8 @@ struct BenchArgs {
   int agents = 4;
   int threads = 0;
   std::vector<int> sizes = {512, 1024, 2048};
+  bool quiet = false;             // no progress bar
+  std::function<void()> on_case;  // after each measured (tier, size) case
 };
 
 double ms_since(Clock::time_point t0) {
@@ -78,8 +82,7 @@ Result<std::vector<TokenId>> prompt_tokens(Runtime& rt, const std::string& id, s
   std::vector<TokenId> out;
   for (int round = 0; out.size() < n && round < 64; ++round) {
     text += seed + " once upon a time a small robot counted " + std::to_string(round * 7919) +
-            " bright stars while the river sang about the " + std::to_string(round) +
-            " hills. ";
+            " bright stars while the river sang about the " + std::to_string(round) + " hills. ";
     HEARTH_ASSIGN_OR_RETURN(out, rt.tokenize(id, text));
   }
   if (out.size() < n) return Internal("could not build a long enough prompt");
@@ -135,8 +138,9 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
                    info.context_size);
       continue;
     }
-    HEARTH_ASSIGN_OR_RETURN(auto prompt, prompt_tokens(*rt, "bench", static_cast<size_t>(n),
-                                                       std::string(tier_name(tier)) + std::to_string(n)));
+    HEARTH_ASSIGN_OR_RETURN(auto prompt,
+                            prompt_tokens(*rt, "bench", static_cast<size_t>(n),
+                                          std::string(tier_name(tier)) + std::to_string(n)));
     RequestParams p;
     p.response_tokens = 1;
     p.sampling.temperature = 0;
@@ -165,6 +169,7 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
                     {"exact_ttft_ms", exact.first},
                     {"row_bytes", row_bytes},
                     {"memcpy_ms", memcpy_ms(row_bytes)}});
+    if (a.on_case) a.on_case();
   }
   rt->shutdown();
   return runs;
@@ -177,8 +182,9 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
   std::vector<std::vector<TokenId>> prompts;
   for (int i = 0; i < a.agents; ++i) {
     auto p = system;
-    HEARTH_ASSIGN_OR_RETURN(auto q, rt->tokenize("bench", "\nAgent " + std::to_string(i) +
-                                                             ": summarise your task.", false));
+    HEARTH_ASSIGN_OR_RETURN(
+        auto q,
+        rt->tokenize("bench", "\nAgent " + std::to_string(i) + ": summarise your task.", false));
     p.insert(p.end(), q.begin(), q.end());
     prompts.push_back(std::move(p));
   }
@@ -191,8 +197,9 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
   wait_counter(*rt, "saves_cold", 1);
   std::vector<std::future<Result<std::pair<double, RequestStats>>>> fs;
   for (int i = 1; i < a.agents; ++i)
-    fs.push_back(std::async(std::launch::async,
-                            [&, i] { return ttft(*rt, "bench", prompts[static_cast<size_t>(i)], params); }));
+    fs.push_back(std::async(std::launch::async, [&, i] {
+      return ttft(*rt, "bench", prompts[static_cast<size_t>(i)], params);
+    }));
   for (int i = 1; i < a.agents; ++i) {
     HEARTH_ASSIGN_OR_RETURN(auto r, fs[static_cast<size_t>(i - 1)].get());
     ttfts[static_cast<size_t>(i)] = r.first;
@@ -204,7 +211,13 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
                         {"ttft_ms", ttfts}};
 }
 
-int run_bench(const BenchArgs& a) {
+int run_bench(BenchArgs a) {
+  // Cases: each prompt size on each of the 3 tiers, then the agents scenario.
+  ProgressBar bar("bench cold-warm", ProgressBar::Unit::kCount, a.quiet);
+  const uint64_t n_cases = 3 * a.sizes.size() + (a.agents > 0 ? 1 : 0);
+  uint64_t cases = 0;
+  bar.update(0, n_cases);
+  a.on_case = [&] { bar.update(++cases, n_cases); };
   const auto base = std::filesystem::temp_directory_path() /
                     ("hearth-bench-coldwarm-" + std::to_string(::getpid()));
   std::string shm = "/dev/shm/hearth-bench-coldwarm-" + std::to_string(::getpid());
@@ -237,6 +250,8 @@ int run_bench(const BenchArgs& a) {
       out["agents"] = *agents;
     }
   }
+  bar.update(n_cases, n_cases);
+  bar.finish();
   if (a.json) {
     std::printf("%s\n", json_text(out, 2).c_str());
     return rc;
@@ -269,6 +284,8 @@ Registrar reg("bench_coldwarm", [](CLI::App& root) {
   cmd->add_option("--agents", args->agents, "Agents in the shared-prefix scenario (0 = skip)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
   cmd->add_option("--tokens", args->sizes, "Prompt sizes")->delimiter(',');
+  cmd->add_flag("-q,--quiet", args->quiet,
+                "No progress bar (there is none when stderr is not a terminal)");
   cmd->callback([args] { exit_code() = run_bench(*args); });
 });
 

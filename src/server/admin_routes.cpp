@@ -28,6 +28,12 @@ json model_json(const ModelDescription& m) {
           {"scheduler_steps", m.scheduler_steps}};
 }
 
+// Admin bodies are optional: none at all reads as {} (so `curl -X POST
+// .../hearth/cache/gc` works, and a route with a required field names it).
+std::optional<ApiError> parse_admin_body(const std::string& text, json& body) {
+  return parse_json_object(text.empty() ? "{}" : text, body);
+}
+
 std::optional<ApiError> optional_string(const json& body, const char* key, std::string& out) {
   if (!body.contains(key) || body[key].is_null()) return std::nullopt;
   if (!body[key].is_string())
@@ -50,7 +56,7 @@ std::optional<ApiError> optional_int(const json& body, const char* key, int64_t&
 // key or a value of the wrong type or range is a 400 naming it.
 void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   runtime::ModelConfig m = default_model_config();
   auto apply = [&m](const std::string& key, const json& value) {
     if (value.is_number_integer() && !value.is_number_unsigned())
@@ -99,7 +105,7 @@ void unload_model(ServerContext& ctx, const std::string& id, httplib::Response& 
 
 void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   std::string model_id, text;
   if (auto e = optional_string(body, "model", model_id)) return reply_error(res, *e);
   if (!body.contains("text"))
@@ -127,7 +133,7 @@ void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response
 
 void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   std::string model_id;
   if (auto e = optional_string(body, "model", model_id)) return reply_error(res, *e);
   if (!body.contains("tokens") || !body["tokens"].is_array()) {
@@ -153,8 +159,7 @@ ApiError cache_error(const Status& s);
 
 void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body.empty() ? "{}" : req.body, body))
-    return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   auto valid_tier = [](const std::string& t) {
     return t == "ram" || t == "ram_file" || t == "disk";
   };
@@ -253,7 +258,7 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
   delete_json(http, ctx, "/hearth/models",
               with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
                 json body;
-                if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+                if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
                 std::string id;
                 if (auto e = optional_string(body, "id", id)) return reply_error(res, *e);
                 unload_model(ctx, id, res);
@@ -298,7 +303,16 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
             with_metrics(ctx, "/hearth/cache/evict",
                          [&ctx](const auto& req, auto& res) { cache_evict(ctx, req, res); }));
   post_json(http, ctx, "/hearth/cache/gc",
-            with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
+            with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto& req, auto& res) {
+              json body;
+              if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
+              if (!body.empty()) {  // never a silently ignored field
+                const std::string key = body.begin().key();
+                return reply_error(res, invalid_request("POST /hearth/cache/gc takes no fields; "
+                                                        "got '" +
+                                                            key + "'",
+                                                        key, "unknown_field"));
+              }
               auto removed = ctx.service.cache_gc();
               if (!removed.ok()) return reply_error(res, cache_error(removed.status()));
               reply_json(res, {{"removed", removed.value()}});

@@ -49,6 +49,9 @@ struct GenerateStats {
   // Cancelled generations: scheduler steps between the cancel and the sequence being
   // freed (0 or 1 for the runtime); -1 when not cancelled or unknown.
   int64_t steps_after_cancel = -1;
+  double queue_seconds = 0;     // waiting in the model's queue for a sequence
+  double restore_seconds = -1;  // restoring the prompt from a cache row; -1 = none
+  std::string restore_tier;     // the row's tier ("ram", "ram_file", "disk") when restored
 };
 
 // Receives a generation as it happens, one piece at a time: the text the runtime
