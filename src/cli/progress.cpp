@@ -60,8 +60,7 @@ void ProgressBar::update(uint64_t done, uint64_t total) {
 }
 
 void ProgressBar::finish() {
-  if (!enabled_ || finished_) return;
-  finished_ = true;
+  if (!enabled_ || finished_.exchange(true)) return;
   if (!drawn_) return;  // nothing was ever shown: leave the terminal alone
   if (dirty_) draw();
   std::fputc('\n', out_);

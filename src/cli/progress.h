@@ -4,6 +4,7 @@
 // gets nothing, so logs and scripts see no carriage returns.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -45,7 +46,8 @@ class ProgressBar {
   std::FILE* out_;
   bool enabled_;
   bool drawn_ = false;
-  bool finished_ = false;
+  // Atomic: a worker restart may call update() on its thread after the driver's finish().
+  std::atomic<bool> finished_{false};
   bool dirty_ = false;  // an update since the last draw
   uint64_t done_ = 0, total_ = 0;
   std::chrono::steady_clock::time_point start_, last_draw_;
