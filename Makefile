@@ -17,8 +17,17 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: deps build
-	bash scripts/run-default.sh
+# `make run` builds only what it runs (the hearth binary, not the tests), quietly: the
+# configure and compiler output go to $(BUILD)/make-run.log, shown only on a failure.
+RUN_LOG = $(BUILD)/make-run.log
+run: deps
+	@mkdir -p $(BUILD)
+	@echo "make run: building hearth (log: $(RUN_LOG))"
+	@{ test -f $(BUILD)/CMakeCache.txt || \
+	   cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS); } > $(RUN_LOG) 2>&1 && \
+	 cmake --build $(BUILD) -j$(JOBS) --target hearth >> $(RUN_LOG) 2>&1 || \
+	 { tail -n 40 $(RUN_LOG); echo "make run: the build failed (full log: $(RUN_LOG))"; exit 1; }
+	@HEARTH_BIN=$(BUILD)/hearth bash scripts/run-default.sh
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 900

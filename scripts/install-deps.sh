@@ -22,6 +22,7 @@ PACKAGES=(
   python3                                # scripts/attack-test.sh driver (standard library only)
   python3-jinja2                         # tests only: Jinja2 is the oracle of hearth's Jinja engine
   chromium                               # tests only: the web UI's browser test (puppeteer-core drives it)
+  prometheus                             # tests only: /usr/bin/promtool lints GET /metrics
 )
 # Server tests drive hearth with the official openai / @anthropic-ai/sdk clients:
 # Node.js with npm. Machines that already ship a Node (e.g. a nodesource build that

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "cli/svg_plot.h"
 #include "common/json_text.h"
@@ -124,6 +125,7 @@ struct BenchOptions {
   bool quick = false;
   std::string dir;
   std::string plot;  // --plot FILE.svg
+  bool quiet = false;  // no progress bar
 };
 
 // Restore (load) bandwidth per tier by payload size, against memcpy's in the same run.
@@ -180,8 +182,14 @@ int run_bench(const BenchOptions& opt) {
   const std::pair<const char*, size_t> sizes[] = {
       {"1MiB", 1u << 20}, {"16MiB", 16u << 20}, {"64MiB", 64u << 20}};
   uint32_t salt = 1;
+  // Cases: 3 tiers x 3 sizes, then the prefix lookups.
+  ProgressBar bar("bench cache", ProgressBar::Unit::kCount, opt.quiet);
+  uint64_t cases = 0;
+  const uint64_t n_cases = 3 * std::size(sizes) + 1;
+  bar.update(0, n_cases);
   for (Tier tier : {Tier::kRam, Tier::kRamFile, Tier::kDisk}) {
     for (const auto& [name, bytes] : sizes) {
+      bar.update(cases++, n_cases);
       int saves = opt.quick ? 1 : bytes >= (64u << 20) ? 2 : 3;
       TierResult r = bench_tier(cache, tier, bytes, salt++, saves, opt.quick ? 1 : 9);
       out["tiers"][tier_name(tier)][name] = {{"save_ms", r.save_ms},
@@ -230,6 +238,8 @@ int run_bench(const BenchOptions& opt) {
   out["radix_lcp_32k_best_ms"] = best(radix_ms);
   out["radix_lcp_32k_hit_tokens"] = radix_hit;
   out["index_rows"] = cache.row_count();
+  bar.update(n_cases, n_cases);
+  bar.finish();
   opened->reset();
   std::error_code ec;
   std::filesystem::remove_all(disk_dir, ec);
@@ -270,6 +280,8 @@ Registrar reg("bench_cache", [](CLI::App& root) {
                 "One run per case (every figure still reported, noisier): for smoke tests");
   cmd->add_option("--plot", opt->plot, "Also draw restore bandwidth per tier as an SVG file");
   cmd->add_option("--dir", opt->dir, "Parent directory for the disk tier (default: $TMPDIR)");
+  cmd->add_flag("-q,--quiet", opt->quiet,
+                "No progress bar (there is none when stderr is not a terminal)");
   cmd->callback([opt] { exit_code() = run_bench(*opt); });
 });
 

@@ -18,11 +18,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <thread>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "cli/svg_plot.h"
 #include "common/json_text.h"
@@ -41,6 +43,8 @@ struct BenchArgs {
   int agents = 4;
   int threads = 0;
   std::vector<int> sizes = {512, 1024, 2048};
+  bool quiet = false;             // no progress bar
+  std::function<void()> on_case;  // after each measured (tier, size) case
 };
 
 double ms_since(Clock::time_point t0) {
@@ -168,6 +172,7 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
                     {"exact_ttft_ms", exact.first},
                     {"row_bytes", row_bytes},
                     {"memcpy_ms", memcpy_ms(row_bytes)}});
+    if (a.on_case) a.on_case();
   }
   rt->shutdown();
   return runs;
@@ -248,7 +253,13 @@ Status plot_runs(const std::string& path, const nlohmann::json& runs) {
   return write_svg_plot(path, o, series);
 }
 
-int run_bench(const BenchArgs& a) {
+int run_bench(BenchArgs a) {
+  // Cases: each prompt size on each of the 3 tiers, then the agents scenario.
+  ProgressBar bar("bench cold-warm", ProgressBar::Unit::kCount, a.quiet);
+  const uint64_t n_cases = 3 * a.sizes.size() + (a.agents > 0 ? 1 : 0);
+  uint64_t cases = 0;
+  bar.update(0, n_cases);
+  a.on_case = [&] { bar.update(++cases, n_cases); };
   const auto base = std::filesystem::temp_directory_path() /
                     ("hearth-bench-coldwarm-" + std::to_string(::getpid()));
   std::string shm = "/dev/shm/hearth-bench-coldwarm-" + std::to_string(::getpid());
@@ -287,6 +298,8 @@ int run_bench(const BenchArgs& a) {
       rc = 1;
     }
   }
+  bar.update(n_cases, n_cases);
+  bar.finish();
   if (a.json) {
     std::printf("%s\n", json_text(out, 2).c_str());
     return rc;
@@ -320,6 +333,8 @@ Registrar reg("bench_coldwarm", [](CLI::App& root) {
   cmd->add_option("--agents", args->agents, "Agents in the shared-prefix scenario (0 = skip)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
   cmd->add_option("--tokens", args->sizes, "Prompt sizes")->delimiter(',');
+  cmd->add_flag("-q,--quiet", args->quiet,
+                "No progress bar (there is none when stderr is not a terminal)");
   cmd->callback([args] { exit_code() = run_bench(*args); });
 });
 

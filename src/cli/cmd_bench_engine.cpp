@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "engine/cpu_features.h"
@@ -132,6 +133,7 @@ struct BenchArgs {
   int reps = 3;                                     // median of
   bool weights_in_place = false;                    // EngineOptions::weights_in_place
   std::string kv_type = "f16";                      // EngineOptions::kv_type, by name
+  bool quiet = false;                               // no load progress bar
 };
 
 int run_bench(const BenchArgs& a) {
@@ -143,9 +145,12 @@ int run_bench(const BenchArgs& a) {
   o.n_ctx = 4096;
   o.weights_in_place = a.weights_in_place;
   o.kv_type = *kv_type_from_name(a.kv_type);
+  ProgressBar bar("loading " + a.model, ProgressBar::Unit::kBytes, a.quiet);
+  o.on_load_progress = bar.callback();
   const auto load_start = Clock::now();
   auto loaded = Engine::load(a.model, o);
   const double load_s = seconds_since(load_start);
+  bar.finish();
   if (!loaded.ok()) {
     std::fprintf(stderr, "hearth bench engine: %s\n", loaded.status().to_string().c_str());
     return 1;
@@ -256,6 +261,8 @@ Registrar reg("bench_engine", [](CLI::App& root) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--reps", a->reps, "repetitions; the median is reported")
       ->check(CLI::Range(1, 99));
+  cmd->add_flag("-q,--quiet", a->quiet,
+                "No load progress bar (there is none when stderr is not a terminal)");
   cmd->callback([a] { exit_code() = run_bench(*a); });
 });
 

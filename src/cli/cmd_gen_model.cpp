@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/gen_model.h"
+#include "cli/progress.h"
 #include "cli/registry.h"
 
 namespace hearth::cli {
@@ -32,8 +33,15 @@ Registrar reg("gen-model", [](CLI::App& root) {
                   "Worker threads (0: one per core); the output bytes do not depend on it")
       ->check(CLI::Range(0u, 1024u))
       ->capture_default_str();
-  cmd->callback([opts] {
+  auto quiet = std::make_shared<bool>(false);
+  cmd->add_flag("-q,--quiet", *quiet,
+                "No progress bar (there is none when stderr is not a terminal)");
+  cmd->callback([opts, quiet] {
+    ProgressBar bar("writing " + opts->out, ProgressBar::Unit::kBytes, *quiet);
+    opts->progress = bar.callback();
     Status st = generate_model(*opts);
+    opts->progress = nullptr;
+    bar.finish();
     if (!st.ok()) {
       std::fprintf(stderr, "hearth gen-model: %s\n", st.to_string().c_str());
       exit_code() = 1;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/engine/engine.h"
@@ -38,6 +39,7 @@ struct RunArgs {
   std::string kv_type = "f16";  // EngineOptions::kv_type, by name
   bool json = false;
   std::string cache_dir;  // non-empty: run through the runtime with a disk tier here
+  bool quiet = false;     // no load progress bar
 };
 
 int fail(const Status& s) {
@@ -71,7 +73,12 @@ int run_cached(const RunArgs& a) {
   mc.slot_affinity = false;
   // A CLI prompt is short: save every finished run, however few tokens it holds.
   mc.policy.min_tokens = 1;
+  // Owned by the callback: a restarted worker may call it again after the load.
+  auto bar = std::make_shared<ProgressBar>("loading " + a.model, ProgressBar::Unit::kBytes,
+                                           a.quiet || a.json);
+  mc.on_load_progress = [bar](uint64_t done, uint64_t total) { bar->update(done, total); };
   auto id = runtime.load_model(mc);
+  bar->finish();
   if (!id.ok()) return fail(id.status());
   const double load_ms = ms_since(t_load);
   // The operator's own prompt may spell control tokens (a hand-rendered template).
@@ -149,7 +156,10 @@ int run(const RunArgs& a) {
   opts.kv_type = *kv_type_from_name(a.kv_type);
   opts.n_seq_max = 1;
   const auto t_load = std::chrono::steady_clock::now();
+  ProgressBar bar("loading " + a.model, ProgressBar::Unit::kBytes, a.quiet || a.json);
+  opts.on_load_progress = bar.callback();
   auto loaded = Engine::load(a.model, opts);
+  bar.finish();
   if (!loaded.ok()) return fail(loaded.status());
   Engine& engine = **loaded;
   const double load_ms = ms_since(t_load);
@@ -241,6 +251,7 @@ int run(const RunArgs& a) {
 Registrar reg("run", [](CLI::App& root) {
   auto a = std::make_shared<RunArgs>();
   auto* cmd = root.add_subcommand("run", "Generate text from a prompt");
+  cmd->option_defaults()->always_capture_default();  // --help shows each default
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-p,--prompt", a->prompt, "prompt text")->required();
   cmd->add_option("-n,--n-predict", a->n, "tokens to generate")->check(CLI::Range(0, 1000000));
@@ -260,6 +271,9 @@ Registrar reg("run", [](CLI::App& root) {
                   "element type of the KV cache: f16 (default), q8_0 or q4_0")
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->add_flag("--json", a->json, "print {text, tokens, prompt_tokens, timings} as JSON");
+  cmd->add_flag("-q,--quiet", a->quiet,
+                "no load progress bar (there is none when stderr is not a terminal, or with "
+                "--json)");
   cmd->add_option("--cache-dir", a->cache_dir,
                   "persistent KV cache directory (disk tier, created 0700): an identical "
                   "later run restores the prompt instead of recomputing it");

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cli/progress.h"
 #include "cli/registry.h"
 #include "hearth/log.h"
 #include "hearth/server/server.h"
@@ -36,6 +37,7 @@ struct ServeFlags {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
            fingerprint_mode;
   }
+  bool quiet = false;
 };
 
 // --parallel, --ctx-size and --kv-budget on one -m model, through the [[models]] keys'
@@ -118,6 +120,8 @@ Registrar reg("serve", [](CLI::App& root) {
                   "Log lines as 'text' (default) or 'json' (one object per line; a line per "
                   "request with its id, route, status, tokens, cache hit, TTFT and total time)")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("-q,--quiet", flags->quiet,
+                "No model-load progress bars (there are none when stderr is not a terminal)");
   cmd->callback([flags] {
     log::set_format(flags->log_format == "json" ? log::Format::kJson : log::Format::kText);
     server::ServerConfig config;
@@ -157,6 +161,16 @@ Registrar reg("serve", [](CLI::App& root) {
     if (!flags->chat_template.empty()) config.chat_template = flags->chat_template;
     if (flags->max_tokens > 0) config.limits.max_tokens = flags->max_tokens;
     if (!flags->cors_origins.empty()) config.cors_origins = flags->cors_origins;
+    // One bar per model as it loads (stderr, terminals only); a bar ignores updates once
+    // finished, so a worker restart that reloads the model draws nothing.
+    for (runtime::ModelConfig& m : config.models) {
+      auto bar = std::make_shared<ProgressBar>("loading " + (m.id.empty() ? m.model_path : m.id),
+                                               ProgressBar::Unit::kBytes, flags->quiet);
+      m.on_load_progress = [bar](uint64_t done, uint64_t total) {
+        bar->update(done, total);
+        if (done >= total) bar->finish();
+      };
+    }
     exit_code() = server::run_server(config);
   });
 });

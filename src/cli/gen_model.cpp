@@ -216,10 +216,16 @@ Status generate_model(const GenModelOptions& opts) {
   for (const auto& t : plan) {
     HEARTH_RETURN_IF_ERROR(writer.add_tensor_spec(t.name, t.dims, t.type));
   }
+  uint64_t total = 0, written = 0;
+  for (const auto& t : plan) total += tensor_bytes(t);
+  if (opts.progress) opts.progress(0, total);
   return writer.write_file_streaming(opts.out, [&](size_t index, std::span<uint8_t> dst) -> Status {
     const PlannedTensor& t = plan[index];
     if (dst.size() != tensor_bytes(t)) return Internal("tensor '" + t.name + "' size mismatch");
-    return fill_tensor(t, index, opts.seed, opts.stddev, opts.threads, dst);
+    HEARTH_RETURN_IF_ERROR(fill_tensor(t, index, opts.seed, opts.stddev, opts.threads, dst));
+    written += dst.size();
+    if (opts.progress) opts.progress(written, total);
+    return OkStatus();
   });
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hearth/gguf/gguf.h"
+#include "hearth/progress.h"
 #include "hearth/status.h"
 
 namespace hearth::cli {
@@ -70,6 +71,7 @@ struct GenModelOptions {
   std::optional<std::string> vocab_from;  // copy tokenizer.* from this GGUF
   double stddev = 0.02;
   unsigned threads = 0;  // 0: one per core; the bytes do not depend on it
+  ProgressFn progress;   // tensor bytes written so far and in all; may be empty
 };
 
 // One tensor of the generated model, in file order.

@@ -1,6 +1,7 @@
 #include "runtime/cache_row_store.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "hearth/sha256.h"
@@ -43,9 +44,15 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
 CacheRowStore::CacheRowStore(std::unique_ptr<cache::Cache> c) : cache_(std::move(c)) {}
 
 RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto lease = cache_->checkout(key);
   if (!lease.ok()) return {};
   auto row = std::make_shared<CacheRow>();
+  row->tier = lease->row().tier;
+  const auto loaded = [&] {
+    row->load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   const cache::KvcInfo& info = lease->info();
   row->tokens.assign(info.tokens.begin(), info.tokens.end());
   if (const cache::KvcTlv* tlv = info.find_tlv(cache::kTagLogits)) {
@@ -69,16 +76,19 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
         return p->lease.read_payload(dst);
       };
       row->pin = std::move(pinned);
+      loaded();
       return RowHit{row, usable};
     }
     auto view = pinned->lease.view();  // CRC-verified
     if (!view.ok()) return {};
     row->view = *view;
     row->pin = std::move(pinned);
+    loaded();
     return RowHit{row, usable};
   }
   row->kv.resize(lease->payload_size());
   if (!lease->read_payload(row->kv).ok()) return {};
+  loaded();
   return RowHit{row, usable};
 }
 

@@ -379,11 +379,14 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
       row && row_len == n && row->tokens.size() == n && !row->last_logits.empty();
   StartPlan start = plan_start(n, choice.resident_lcp, row_len, row_complete);
   if (start.from == StartFrom::kRestore) {
+    const auto t_restore = Clock::now();
     Status st = restore_row(s.seq, *row);
     if (st.ok()) {
       s.resident = row->tokens;
       s.last_logits = row->last_logits;
       s.hit = restore.kind;
+      s.restore_ms = row->load_ms + ms_between(t_restore, Clock::now());
+      s.restore_tier = row->tier;
     } else {
       log::warn("runtime: restore failed, prefilling cold: " + st.to_string());
       store_->count("restore_failures");
@@ -685,6 +688,8 @@ void ModelWorker::finish(Slot& s) {
   st.prefill_ms = ms_between(s.admitted_at, first);
   st.generation_ms = ms_between(first, now);
   st.queue_ms = ms_between(r->enqueued_at, s.admitted_at);
+  st.restore_ms = s.restore_ms;
+  st.restore_tier = s.restore_tier;
   st.cache_hit_kind = s.hit;
   st.finish_reason = s.reason;
   st.cancelled = s.reason == FinishReason::kCancelled;

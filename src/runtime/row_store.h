@@ -38,6 +38,8 @@ struct CacheRow {
   // so a restore from a file is one read into the KV. `pin` keeps the lease alive.
   std::function<Status(std::span<const std::span<uint8_t>>)> read_into;
   size_t payload_size = 0;
+  Tier tier = Tier::kRam;  // where the row was found
+  double load_ms = 0;      // checkout (and the RAM tier's CRC check) before the restore
   // The payload as bytes in memory (not for read_into rows).
   std::span<const uint8_t> kv_bytes() const {
     return pin ? view : std::span<const uint8_t>(kv.data(), kv.size());

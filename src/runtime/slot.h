@@ -43,6 +43,8 @@ struct Slot {
   std::chrono::steady_clock::time_point admitted_at;
   std::chrono::steady_clock::time_point first_token_at;
   bool has_first_token = false;
+  double restore_ms = -1;  // RequestStats::restore_ms / restore_tier
+  std::optional<Tier> restore_tier;
 
   bool busy() const { return request != nullptr; }
 

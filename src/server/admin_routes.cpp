@@ -37,6 +37,12 @@ json model_json(const ModelDescription& m) {
             {"write_bytes_per_s", m.write_bytes_per_s}}}};
 }
 
+// Admin bodies are optional: none at all reads as {} (so `curl -X POST
+// .../hearth/cache/gc` works, and a route with a required field names it).
+std::optional<ApiError> parse_admin_body(const std::string& text, json& body) {
+  return parse_json_object(text.empty() ? "{}" : text, body);
+}
+
 std::optional<ApiError> optional_string(const json& body, const char* key, std::string& out) {
   if (!body.contains(key) || body[key].is_null()) return std::nullopt;
   if (!body[key].is_string())
@@ -59,7 +65,7 @@ std::optional<ApiError> optional_int(const json& body, const char* key, int64_t&
 // key or a value of the wrong type or range is a 400 naming it.
 void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   runtime::ModelConfig m = default_model_config();
   auto apply = [&m](const std::string& key, const json& value) {
     if (value.is_number_integer() && !value.is_number_unsigned())
@@ -108,7 +114,7 @@ void unload_model(ServerContext& ctx, const std::string& id, httplib::Response& 
 
 void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   std::string model_id, text;
   if (auto e = optional_string(body, "model", model_id)) return reply_error(res, *e);
   if (!body.contains("text"))
@@ -136,7 +142,7 @@ void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response
 
 void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   std::string model_id;
   if (auto e = optional_string(body, "model", model_id)) return reply_error(res, *e);
   if (!body.contains("tokens") || !body["tokens"].is_array()) {
@@ -162,8 +168,7 @@ ApiError cache_error(const Status& s);
 
 void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
-  if (auto e = parse_json_object(req.body.empty() ? "{}" : req.body, body))
-    return reply_error(res, *e);
+  if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
   auto valid_tier = [](const std::string& t) {
     return t == "ram" || t == "ram_file" || t == "disk";
   };
@@ -359,7 +364,7 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
   delete_json(http, ctx, "/hearth/models",
               with_metrics(ctx, "/hearth/models", [&ctx](const auto& req, auto& res) {
                 json body;
-                if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+                if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
                 std::string id;
                 if (auto e = optional_string(body, "id", id)) return reply_error(res, *e);
                 unload_model(ctx, id, res);
@@ -427,7 +432,16 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
             with_metrics(ctx, "/hearth/cache/pressure/check",
                          [&ctx](const auto&, auto& res) { pressure_check(ctx, res); }));
   post_json(http, ctx, "/hearth/cache/gc",
-            with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto&, auto& res) {
+            with_metrics(ctx, "/hearth/cache/gc", [&ctx](const auto& req, auto& res) {
+              json body;
+              if (auto e = parse_admin_body(req.body, body)) return reply_error(res, *e);
+              if (!body.empty()) {  // never a silently ignored field
+                const std::string key = body.begin().key();
+                return reply_error(res, invalid_request("POST /hearth/cache/gc takes no fields; "
+                                                        "got '" +
+                                                            key + "'",
+                                                        key, "unknown_field"));
+              }
               auto removed = ctx.service.cache_gc();
               if (!removed.ok()) return reply_error(res, cache_error(removed.status()));
               reply_json(res, {{"removed", removed.value()}});

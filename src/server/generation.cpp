@@ -14,10 +14,6 @@ int64_t steady_now_ms() {
       .count();
 }
 
-double steady_now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 std::optional<ApiError> resolve_model(ServerContext& ctx, const std::string& id,
                                       ModelDescription& out) {
   if (id.empty()) {
@@ -67,11 +63,22 @@ ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
 class StreamingSink : public GenerateSink {
  public:
   StreamingSink(ServerContext& ctx, const std::function<bool(const std::string&)>& emit,
-                GenerationOutcome& out, double start_s)
-      : ctx_(ctx), emit_(emit), out_(out), start_s_(start_s) {}
+                GenerationOutcome& out, std::chrono::steady_clock::time_point start)
+      : ctx_(ctx), emit_(emit), out_(out), start_(start) {}
 
-  bool on_piece(const std::string& fragment, std::span<const TokenId> /*tokens*/) override {
-    if (out_.ttft_seconds < 0) out_.ttft_seconds = steady_now_seconds() - start_s_;
+  bool on_piece(const std::string& fragment, std::span<const TokenId> tokens) override {
+    const auto now = std::chrono::steady_clock::now();
+    if (out_.ttft_seconds < 0)
+      out_.ttft_seconds = std::chrono::duration<double>(now - start_).count();
+    if (!tokens.empty()) {
+      if (has_last_token_) {
+        const double gap = std::chrono::duration<double>(now - last_token_at_).count();
+        out_.inter_token_seconds.insert(out_.inter_token_seconds.end(), tokens.size(),
+                                        gap / static_cast<double>(tokens.size()));
+      }
+      last_token_at_ = now;
+      has_last_token_ = true;
+    }
     if (!fragment.empty() && !send(fragment)) return false;
     if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
       return false;
@@ -92,7 +99,9 @@ class StreamingSink : public GenerateSink {
   ServerContext& ctx_;
   const std::function<bool(const std::string&)>& emit_;
   GenerationOutcome& out_;
-  double start_s_;  // steady_now_seconds() when the generation started
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_token_at_;
+  bool has_last_token_ = false;
 };
 
 // Refuses, before tokenizing, text too long for the context whatever its tokens: none
@@ -205,8 +214,8 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  Generation& generation,
                                  const std::function<bool(const std::string&)>& emit) {
   GenerationOutcome out;
-  const double start_s = steady_now_seconds();
-  StreamingSink sink(ctx, emit, out, start_s);
+  const auto start = std::chrono::steady_clock::now();
+  StreamingSink sink(ctx, emit, out, start);
   ctx.metrics.in_flight.fetch_add(1);
   auto result = generation.run(sink);
   ctx.metrics.in_flight.fetch_sub(1);
@@ -234,10 +243,21 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
   if (out.client_gone) ctx.metrics.client_disconnects.fetch_add(1);
   if (out.stats.finish_reason == "cancelled")
     ctx.metrics.record_cancel(out.stats.steps_after_cancel);
-  const double total_s = steady_now_seconds() - start_s;
+  const double total_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double decode_s = out.ttft_seconds >= 0 ? total_s - out.ttft_seconds : total_s;
-  ctx.metrics.record_generation(plan.model.id, out.ttft_seconds, out.stats.prompt_tokens,
-                                out.stats.cached_tokens, out.stats.completion_tokens, decode_s);
+  GenerationSample sample;
+  sample.model = plan.model.id;
+  sample.ttft_seconds = out.ttft_seconds;
+  sample.queue_seconds = out.stats.queue_seconds;
+  sample.restore_seconds = out.stats.restore_seconds;
+  sample.restore_tier = out.stats.restore_tier;
+  sample.prompt_tokens = out.stats.prompt_tokens;
+  sample.cached_tokens = out.stats.cached_tokens;
+  sample.completion_tokens = out.stats.completion_tokens;
+  sample.decode_seconds = decode_s;
+  sample.inter_token_seconds = out.inter_token_seconds;
+  ctx.metrics.record_generation(sample);
   return out;
 }
 

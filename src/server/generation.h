@@ -80,6 +80,9 @@ struct GenerationOutcome {
   bool client_gone = false;
   Status error;
   double ttft_seconds = -1;
+  // Time between consecutive generated tokens (a piece of k tokens after a gap of g
+  // seconds counts k gaps of g / k); the first token's wait is ttft_seconds.
+  std::vector<double> inter_token_seconds;
 };
 
 // Runs a generation the service accepted for the plan. emit(text) returns false once
@@ -89,8 +92,4 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  const std::function<bool(const std::string&)>& emit);
 
 int64_t steady_now_ms();
-// The steady clock in seconds, full resolution (TTFT and decode times of fast models
-// are well under a millisecond per token).
-double steady_now_seconds();
-
 }  // namespace hearth::server

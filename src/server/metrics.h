@@ -1,7 +1,9 @@
-// Server-side measurements exported at GET /metrics in the Prometheus text format:
-// request counts by endpoint and status, latency and time-to-first-token
-// histograms, generated tokens and throughput, in-flight and queued requests.
-// Cache counters and tier usage come from the service at scrape time.
+// Server-side measurements exported at GET /metrics in the Prometheus text format
+// (docs/metrics.md lists every metric): request counts by endpoint and status, latency
+// histograms (request, time to first token, inter-token, queue wait, cache restore per
+// tier), tokens per model, in-flight and queued requests. Cache counters and tier usage
+// come from the service at scrape time. Conventions: HELP and TYPE on every family,
+// counters end in _total, levels are gauges, times are in seconds and sizes in bytes.
 #pragma once
 
 #include <atomic>
@@ -50,14 +52,26 @@ struct GenerationTotals {
   std::map<std::string, ModelThroughput> models;
 };
 
+// What one finished generation adds to the metrics; times in seconds, < 0 = not measured.
+struct GenerationSample {
+  std::string model;
+  double ttft_seconds = -1;
+  double queue_seconds = -1;
+  double restore_seconds = -1;
+  std::string restore_tier;  // "ram", "ram_file" or "disk" when restore_seconds >= 0
+  int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t completion_tokens = 0;
+  double decode_seconds = 0;  // first token to the end
+  std::vector<double> inter_token_seconds;
+};
+
 class Metrics {
  public:
   Metrics();
 
   void record_request(const std::string& endpoint, int status, double seconds);
-  void record_generation(const std::string& model, double ttft_seconds, int64_t prompt_tokens,
-                         int64_t cached_tokens, int64_t completion_tokens,
-                         double generation_seconds);
+  void record_generation(const GenerationSample& sample);
   // A generation cancelled by the client or a stop string; steps_after_cancel < 0 = unknown.
   void record_cancel(int64_t steps_after_cancel);
 
@@ -70,18 +84,29 @@ class Metrics {
   GenerationTotals totals() const;
 
  private:
+  struct ModelSeries {
+    ModelSeries();
+    Histogram ttft, inter_token, queue_wait, tokens_per_second;
+    uint64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    double decode_seconds = 0;  // first token to last, summed over generations
+    double last_tokens_per_second = 0;
+  };
+  void render_locked(std::string& out) const;
+
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
-  std::map<std::string, Histogram> latency_;  // by endpoint
-  Histogram ttft_;
-  Histogram tokens_per_second_;
+  std::map<std::string, Histogram> latency_;   // by endpoint
+  std::map<std::string, ModelSeries> models_;  // by model id
+  std::map<std::string, Histogram> restore_;   // by tier
   Histogram cancel_free_steps_;  // scheduler steps from a cancel to the sequence freed
   uint64_t cancelled_ = 0;
-  uint64_t prompt_tokens_ = 0;
-  uint64_t cached_tokens_ = 0;
-  uint64_t completion_tokens_ = 0;
-  double last_tokens_per_second_ = 0;
-  std::map<std::string, ModelThroughput> models_;
+  double last_tokens_per_second_ = 0;  // the latest generation's, any model
 };
+
+// "# HELP name help\n# TYPE name type\n", the head of every metric family.
+void metric_family(std::string& out, const std::string& name, const char* type,
+                   const std::string& help);
+std::string escape_label_value(const std::string& value);
+std::string format_metric_value(double value);
 
 }  // namespace hearth::server

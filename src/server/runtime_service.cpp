@@ -99,6 +99,11 @@ class RuntimeGeneration final : public Generation {
     out.cache_hit_kind = rt::cache_hit_kind_name(st.cache_hit_kind);
     out.completion_tokens = st.completion_tokens;
     out.steps_after_cancel = st.steps_after_cancel;
+    out.queue_seconds = st.queue_ms / 1000.0;
+    if (st.restore_tier) {
+      out.restore_seconds = st.restore_ms / 1000.0;
+      out.restore_tier = rt::tier_name(*st.restore_tier);
+    }
     out.finish_reason =
         cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
     if (st.stop_sequence) out.matched_stop = *st.stop_sequence;

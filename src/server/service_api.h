@@ -66,6 +66,9 @@ struct GenerateStats {
   // The key of the row the finish save wrote (hex), to send back as parent_key; empty
   // when no row was saved (the save policy, cache_prompt false).
   std::string finish_key;
+  double queue_seconds = 0;     // waiting in the model's queue for a sequence
+  double restore_seconds = -1;  // restoring the prompt from a cache row; -1 = none
+  std::string restore_tier;     // the row's tier ("ram", "ram_file", "disk") when restored
 };
 
 // Receives a generation as it happens, one piece at a time: the text the runtime

@@ -26,11 +26,11 @@ inline std::string temp_path(const std::string& name) {
       .string();
 }
 
-// Runs `hearth <args>`; stdout is captured through popen, stderr through a file.
-inline CliResult run_cli(const std::string& args) {
+// Runs a shell command; stdout is captured through popen, stderr through a file.
+inline CliResult run_cli_command(const std::string& command) {
   CliResult r;
   const std::string err_path = temp_path("stderr.txt");
-  const std::string cmd = std::string(HEARTH_CLI_PATH) + " " + args + " 2>" + err_path;
+  const std::string cmd = command + " 2>" + err_path;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -44,6 +44,18 @@ inline CliResult run_cli(const std::string& args) {
   r.err = ss.str();
   std::filesystem::remove(err_path);
   return r;
+}
+
+// Runs `hearth <args>`; stdout is captured through popen, stderr through a file.
+inline CliResult run_cli(const std::string& args) {
+  return run_cli_command(std::string(HEARTH_CLI_PATH) + " " + args);
+}
+
+// Runs `hearth <args>` on a pseudo-terminal (script(1)): `out` holds what the command
+// wrote to its terminal, stdout and stderr together (with \r\n line ends).
+inline CliResult run_cli_in_terminal(const std::string& args) {
+  return run_cli_command("script -qec '" + std::string(HEARTH_CLI_PATH) + " " + args +
+                         "' /dev/null");
 }
 
 inline bool cli_available() {

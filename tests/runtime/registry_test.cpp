@@ -82,6 +82,12 @@ TEST(Registry, UnloadAndReloadKeepsRowsUsable) {
   auto t2 = rt->complete_tokens("m", t1->context_tokens, p);
   ASSERT_TRUE(t2.ok());
   EXPECT_EQ(t2->cache_hit_kind, CacheHitKind::kExact);
+  // The restore is timed and its tier named (/metrics' hearth_cache_restore_seconds);
+  // a cold start has neither.
+  EXPECT_EQ(t1->stats.restore_ms, -1);
+  EXPECT_FALSE(t1->stats.restore_tier);
+  EXPECT_GE(t2->stats.restore_ms, 0);
+  EXPECT_EQ(t2->stats.restore_tier, std::optional<Tier>(Tier::kRam));
   // A different model (other fingerprint) never sees those rows.
   ASSERT_TRUE(rt->load_model(stub_config("other", 1, nullptr, "other.gguf")).ok());
   auto t3 = rt->complete_tokens("other", t1->context_tokens, greedy(8));

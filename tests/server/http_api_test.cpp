@@ -318,7 +318,8 @@ TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
   auto metrics = client_->Get("/metrics");
   ASSERT_TRUE(metrics);
   for (const char* m : {"hearth_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 1",
-                        "hearth_time_to_first_token_seconds_count 1", "hearth_cache_saves_finish 1",
+                        "hearth_time_to_first_token_seconds_count{model=\"tiny\"} 1",
+                        "hearth_cache_saves_total{reason=\"finish\"} 1",
                         "hearth_cache_tier_bytes{tier=\"ram\"}", "hearth_queue_depth 0"}) {
     EXPECT_NE(metrics->body.find(m), std::string::npos) << m;
   }

@@ -28,17 +28,17 @@ using testing::metric;
 
 // The /metrics names the stats are checked against, in one place (the metrics naming
 // may change; tests/server/web/browser_check.mjs has the browser test's map).
-constexpr const char* kSavesFinish = "hearth_cache_saves_finish";
-constexpr const char* kCompletionTokens = "hearth_completion_tokens_total";
-constexpr const char* kPromptTokens = "hearth_prompt_tokens_total";
-constexpr const char* kCachedTokens = "hearth_cached_prompt_tokens_total";
+constexpr const char* kSavesFinish = "hearth_cache_saves_total{reason=\"finish\"}";
+constexpr const char* kCompletionTokens = "hearth_completion_tokens_total{model=\"tiny\"}";
+constexpr const char* kPromptTokens = "hearth_prompt_tokens_total{model=\"tiny\"}";
+constexpr const char* kCachedTokens = "hearth_cached_prompt_tokens_total{model=\"tiny\"}";
 constexpr const char* kInFlight = "hearth_requests_in_flight";
-constexpr const char* kColdRequests = "hearth_cache_runtime_misses";
+constexpr const char* kColdRequests = "hearth_request_prompt_starts_total{kind=\"cold\"}";
 constexpr const char* kTierBytes = "hearth_cache_tier_bytes";
 constexpr const char* kTierRows = "hearth_cache_tier_rows";
 constexpr const char* kTierQuota = "hearth_cache_tier_quota_bytes";
-constexpr const char* kModelTokens = "hearth_model_completion_tokens_total";
-constexpr const char* kModelDecodeSeconds = "hearth_model_decode_seconds_total";
+constexpr const char* kModelTokens = "hearth_completion_tokens_total";
+constexpr const char* kModelDecodeSeconds = "hearth_decode_seconds_total";
 constexpr const char* kModelActive = "hearth_model_active_sequences";
 
 class WebUiTest : public ::testing::Test {

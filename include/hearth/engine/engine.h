@@ -12,12 +12,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "hearth/engine/kv_type.h"
+#include "hearth/progress.h"
 #include "hearth/status.h"
 
 namespace hearth {
@@ -46,6 +48,9 @@ struct EngineOptions {
   // rows of one type are never read by an engine of another. Quantized types need
   // head_dim % 32 == 0 (else load() fails naming kv_type).
   KvType kv_type = KvType::kF16;
+  // Load progress in bytes of weights copied into place (not with weights_in_place),
+  // called on the loading thread; may be empty. The engine itself never prints.
+  ProgressFn on_load_progress;
 };
 
 struct ModelInfo {
@@ -57,8 +62,8 @@ struct ModelInfo {
   int32_t n_ctx_train = 0;  // <arch>.context_length
   int32_t n_ctx = 0;        // positions per sequence in this engine
   int32_t n_seq_max = 0;
-  uint64_t kv_bytes = 0;         // KV memory committed at load (n_seq_max + 1 sequences)
-  uint64_t kv_budget_bytes = 0;  // the budget it was held to (EngineOptions, or the default)
+  uint64_t kv_bytes = 0;          // KV memory committed at load (n_seq_max + 1 sequences)
+  uint64_t kv_budget_bytes = 0;   // the budget it was held to (EngineOptions, or the default)
   KvType kv_type = KvType::kF16;  // element type of the K and V rows
   int32_t n_embd = 0;
   int32_t n_layer = 0;

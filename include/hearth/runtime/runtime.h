@@ -30,6 +30,7 @@
 #include "hearth/cache/scheduler.h"
 #include "hearth/cache/types.h"
 #include "hearth/engine/kv_type.h"
+#include "hearth/progress.h"
 #include "hearth/runtime/backend.h"
 #include "hearth/status.h"
 
@@ -169,6 +170,9 @@ struct ModelConfig {
   int32_t max_restarts = 5;         // consecutive worker failures before the model is marked
                                     // failed (0 = fail at the first)
   int32_t restart_backoff_ms = 20;  // doubled per consecutive restart, capped at 2 s
+  // The engine backend's load progress (bytes of weights), on the loading thread; may
+  // be empty. Called again when a restarted worker reloads the model.
+  ProgressFn on_load_progress;
 };
 
 struct CacheOptions {
@@ -282,6 +286,10 @@ struct RequestStats {
   double prefill_ms = 0;     // admit -> first token sampled (includes restore)
   double generation_ms = 0;  // first token -> finish
   double queue_ms = 0;       // waiting for a free sequence
+  // A prompt restored from a cache row: checkout (and verify) to KV ready, and the
+  // tier the row came from. -1 / unset when nothing was restored (cold, sticky).
+  double restore_ms = -1;
+  std::optional<Tier> restore_tier;
   CacheHitKind cache_hit_kind = CacheHitKind::kCold;
   FinishReason finish_reason = FinishReason::kStop;
   bool cancelled = false;

@@ -94,6 +94,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   HEARTH_ASSIGN_OR_RETURN(impl->w, engine::bind_weights(impl->file, impl->hp));
   const engine::Hparams& hp = impl->hp;
   impl->opts = options;
+  impl->opts.on_load_progress = nullptr;  // used during load only, never kept
   // Quantized KV rows are whole blocks per head: checked before the context rule sizes
   // them.
   if (options.kv_type != KvType::kF16 && hp.head_dim % kKvBlock != 0) {
@@ -104,12 +105,13 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   }
   // KV of every sequence the store holds: n_seq_max and embed()'s private one.
   const int32_t n_kv_seq = options.n_seq_max + 1;
-  HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
-                          choose_context({.n_ctx_train = hp.n_ctx_train,
-                                          .requested = options.n_ctx,
-                                          .bytes_per_position = kv_position_bytes(hp, options.kv_type),
-                                          .n_seq = n_kv_seq,
-                                          .budget_bytes = options.kv_budget_bytes}));
+  HEARTH_ASSIGN_OR_RETURN(
+      const ContextChoice ctx,
+      choose_context({.n_ctx_train = hp.n_ctx_train,
+                      .requested = options.n_ctx,
+                      .bytes_per_position = kv_position_bytes(hp, options.kv_type),
+                      .n_seq = n_kv_seq,
+                      .budget_bytes = options.kv_budget_bytes}));
   impl->opts.n_ctx = ctx.n_ctx;
   impl->n_threads = options.n_threads;
   impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
@@ -143,8 +145,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   impl->info.weights_placement = "file mapping";
   if (!options.weights_in_place) {
     // A failed allocation is not fatal: the matrices stay readable in the mapping.
-    Result<engine::WeightArena> arena =
-        engine::copy_matrices_to_arena(impl->w, *impl->pool, engine::kb::active_kernels());
+    Result<engine::WeightArena> arena = engine::copy_matrices_to_arena(
+        impl->w, *impl->pool, engine::kb::active_kernels(), options.on_load_progress);
     if (arena.ok()) {
       impl->arena = std::move(*arena);
       impl->info.weights_placement = "huge-page copy";

@@ -56,7 +56,8 @@ Result<WeightArena> WeightArena::create(size_t bytes) {
 }
 
 Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,
-                                           const kb::KernelSet& kernels) {
+                                           const kb::KernelSet& kernels,
+                                           const ProgressFn& progress) {
   const std::vector<kb::WeightView*> views = matrices_of(w);
   // Each matrix's place in the arena, its size and whether it is interleaved.
   std::vector<size_t> offsets, sizes;
@@ -99,20 +100,32 @@ Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool
                         std::min(kCopyChunk, sizes[i] - c), false});
     }
   }
-  pool.parallel_for_dynamic(static_cast<int64_t>(chunks.size()), 1, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const Copy& c = chunks[static_cast<size_t>(i)];
-      if (!c.interleave) {
-        std::memcpy(c.to, c.from, c.bytes);
-        continue;
+  // The chunks go in a few dozen rounds, so progress is reported from this thread.
+  const size_t n_chunks = chunks.size();
+  const size_t per_round =
+      progress ? std::max<size_t>(1, n_chunks / 40) : std::max<size_t>(1, n_chunks);
+  uint64_t copied = 0;
+  if (progress) progress(0, total);
+  for (size_t first = 0; first < n_chunks; first += per_round) {
+    const size_t last = std::min(n_chunks, first + per_round);
+    pool.parallel_for_dynamic(static_cast<int64_t>(last - first), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b + static_cast<int64_t>(first); i < e + static_cast<int64_t>(first); ++i) {
+        const Copy& c = chunks[static_cast<size_t>(i)];
+        if (!c.interleave) {
+          std::memcpy(c.to, c.from, c.bytes);
+          continue;
+        }
+        const size_t row_bytes = c.view->row_bytes();
+        const size_t group_bytes = row_bytes * kb::kInterleavedRows;
+        for (size_t g = 0; g < c.bytes; g += group_bytes) {
+          interleave_row_group(c.view->type, c.from + g, row_bytes, c.view->cols, c.to + g);
+        }
       }
-      const size_t row_bytes = c.view->row_bytes();
-      const size_t group_bytes = row_bytes * kb::kInterleavedRows;
-      for (size_t g = 0; g < c.bytes; g += group_bytes) {
-        interleave_row_group(c.view->type, c.from + g, row_bytes, c.view->cols, c.to + g);
-      }
-    }
-  });
+    });
+    for (size_t i = first; i < last; ++i) copied += chunks[i].bytes;
+    if (progress) progress(std::min<uint64_t>(copied, total), total);
+  }
+  if (progress) progress(total, total);
 
   for (size_t i = 0; i < views.size(); ++i) {
     release_mapped_pages(views[i]->data, sizes[i]);

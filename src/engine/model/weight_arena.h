@@ -19,6 +19,7 @@
 
 #include "engine/model/huge_page_region.h"
 #include "engine/model/weights.h"
+#include "hearth/progress.h"
 #include "hearth/status.h"
 
 namespace hearth::engine {
@@ -39,7 +40,8 @@ class WeightArena {
   int interleaved_matrices_ = 0;
 
   friend Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,
-                                                    const kb::KernelSet& kernels);
+                                                    const kb::KernelSet& kernels,
+                                                    const ProgressFn& progress);
 };
 
 // Copies every weight matrix that matmul reads (the layers' projections and the
@@ -51,7 +53,10 @@ class WeightArena {
 // interleaved (engine/row_group_layout.h; the view's `interleaved` is set): decode
 // then reads it with plain loads instead of regrouping 8 rows in registers. The
 // tied output stays plain: its rows are also the token embeddings.
+// `progress` (may be empty) is called on the calling thread with the bytes copied so
+// far and the total, a few dozen times.
 Result<WeightArena> copy_matrices_to_arena(ModelWeights& w, kb::ThreadPool& pool,
-                                           const kb::KernelSet& kernels);
+                                           const kb::KernelSet& kernels,
+                                           const ProgressFn& progress);
 
 }  // namespace hearth::engine

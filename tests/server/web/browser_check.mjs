@@ -9,22 +9,22 @@ import puppeteer from "puppeteer-core";
 // when /metrics names change. Keys are /hearth/stats paths; `{tier}` and `{model}` are
 // filled in per tier / model.
 const METRIC_NAMES = {
-  "tokens.prompt": "hearth_prompt_tokens_total",
-  "tokens.cached": "hearth_cached_prompt_tokens_total",
-  "tokens.completion": "hearth_completion_tokens_total",
+  "tokens.prompt": 'hearth_prompt_tokens_total{model="{model}"}',
+  "tokens.cached": 'hearth_cached_prompt_tokens_total{model="{model}"}',
+  "tokens.completion": 'hearth_completion_tokens_total{model="{model}"}',
   "requests.in_flight": "hearth_requests_in_flight",
   "requests.queued": "hearth_queue_depth",
   "requests.rejected_busy": "hearth_requests_rejected_busy_total",
-  "cache.evictions": "hearth_cache_evictions",
-  "hits.exact": "hearth_cache_runtime_hits_exact",
-  "hits.resume": "hearth_cache_runtime_hits_resume",
-  "hits.partial": "hearth_cache_runtime_hits_longest_prefix",
-  "hits.sticky": "hearth_cache_runtime_hits_sticky",
-  "hits.cold": "hearth_cache_runtime_misses",
+  "cache.evictions": "hearth_cache_evictions_total",
+  "hits.exact": 'hearth_request_prompt_starts_total{kind="exact"}',
+  "hits.resume": 'hearth_request_prompt_starts_total{kind="resume"}',
+  "hits.partial": 'hearth_request_prompt_starts_total{kind="partial"}',
+  "hits.sticky": 'hearth_request_prompt_starts_total{kind="sticky"}',
+  "hits.cold": 'hearth_request_prompt_starts_total{kind="cold"}',
   "tier.rows": 'hearth_cache_tier_rows{tier="{tier}"}',
   "tier.bytes": 'hearth_cache_tier_bytes{tier="{tier}"}',
   "tier.quota_bytes": 'hearth_cache_tier_quota_bytes{tier="{tier}"}',
-  "model.completion_tokens": 'hearth_model_completion_tokens_total{model="{model}"}',
+  "model.completion_tokens": 'hearth_completion_tokens_total{model="{model}"}',
   "model.active_sequences": 'hearth_model_active_sequences{model="{model}"}',
   "model.queued_requests": 'hearth_model_queued_requests{model="{model}"}',
   "cancelled": "hearth_cancelled_generations_total",
@@ -189,7 +189,7 @@ function compare(dash, stats, metrics) {
   };
   for (const k of ["tokens.prompt", "tokens.cached", "tokens.completion", "requests.in_flight",
                    "requests.queued", "requests.rejected_busy", "cache.evictions"]) {
-    check(k, dash[k], k.split(".").reduce((o, p) => o[p], stats), metric(k));
+    check(k, dash[k], k.split(".").reduce((o, p) => o[p], stats), metric(k, { model }));
   }
   for (const kind of ["exact", "resume", "partial", "sticky", "cold"])
     check("hits." + kind, dash["hits." + kind], stats.cache.hits[kind], metric("hits." + kind));
