@@ -92,4 +92,5 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  const std::function<bool(const std::string&)>& emit);
 
 int64_t steady_now_ms();
+
 }  // namespace hearth::server
