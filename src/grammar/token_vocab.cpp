@@ -1,7 +1,6 @@
 // The vocabulary trie: every token's bytes inserted once, so the mask walk visits a
 // shared prefix once for all the tokens that start with it.
 #include <algorithm>
-#include <map>
 
 #include "hearth/grammar/grammar.h"
 
@@ -16,47 +15,52 @@ std::shared_ptr<const TokenVocab> TokenVocab::build(std::vector<std::string> tok
   for (int32_t id : eog) {
     if (id >= 0 && static_cast<size_t>(id) < token_bytes.size()) token_bytes[id].clear();
   }
-  // Build with child maps, then flatten to first_child / next_sibling in byte order.
-  struct Tmp {
-    std::map<uint8_t, uint32_t> children;
-    std::vector<int32_t> tokens;
-  };
-  std::vector<Tmp> tmp(1);
+  // Insert the tokens in byte order: each shares a path prefix with the previous one,
+  // and children arrive in byte order, so siblings link up as they come.
+  std::vector<int32_t> order;
   for (size_t id = 0; id < token_bytes.size(); ++id) {
-    const std::string& b = token_bytes[id];
-    if (b.empty()) continue;
-    v->max_bytes_ = std::max(v->max_bytes_, static_cast<int32_t>(b.size()));
-    uint32_t node = 0;
-    for (char ch : b) {
-      const uint8_t c = static_cast<uint8_t>(ch);
-      auto it = tmp[node].children.find(c);
-      if (it == tmp[node].children.end()) {
-        const uint32_t next = static_cast<uint32_t>(tmp.size());
-        tmp[node].children.emplace(c, next);
-        tmp.emplace_back();
-        node = next;
-      } else {
-        node = it->second;
-      }
-    }
-    tmp[node].tokens.push_back(static_cast<int32_t>(id));
+    if (!token_bytes[id].empty()) order.push_back(static_cast<int32_t>(id));
   }
-  v->nodes_.resize(tmp.size());
-  for (size_t n = 0; n < tmp.size(); ++n) {
-    Node& out = v->nodes_[n];
-    out.tokens_begin = static_cast<uint32_t>(v->token_ids_.size());
-    v->token_ids_.insert(v->token_ids_.end(), tmp[n].tokens.begin(), tmp[n].tokens.end());
-    out.tokens_end = static_cast<uint32_t>(v->token_ids_.size());
-    uint32_t prev = 0;
-    for (const auto& [byte, child] : tmp[n].children) {
-      v->nodes_[child].byte = byte;
-      if (prev == 0) {
-        out.first_child = child;
-      } else {
-        v->nodes_[prev].next_sibling = child;
-      }
-      prev = child;
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return token_bytes[static_cast<size_t>(a)] < token_bytes[static_cast<size_t>(b)];
+  });
+  std::vector<Node>& nodes = v->nodes_;
+  nodes.assign(1, Node{});
+  std::vector<uint32_t> last_child(1, 0);
+  std::vector<uint32_t> path = {0};  // path[d]: the node for the first d bytes
+  std::vector<std::vector<int32_t>> ends(1);
+  const std::string* prev = nullptr;
+  for (int32_t id : order) {
+    const std::string& b = token_bytes[static_cast<size_t>(id)];
+    v->max_bytes_ = std::max(v->max_bytes_, static_cast<int32_t>(b.size()));
+    size_t common = 0;
+    if (prev) {
+      while (common < b.size() && common < prev->size() && b[common] == (*prev)[common]) ++common;
     }
+    path.resize(common + 1);
+    for (size_t d = common; d < b.size(); ++d) {
+      const uint32_t parent = path[d];
+      const uint32_t child = static_cast<uint32_t>(nodes.size());
+      Node n;
+      n.byte = static_cast<uint8_t>(b[d]);
+      nodes.push_back(n);
+      last_child.push_back(0);
+      ends.emplace_back();
+      if (last_child[parent] == 0) {
+        nodes[parent].first_child = child;
+      } else {
+        nodes[last_child[parent]].next_sibling = child;
+      }
+      last_child[parent] = child;
+      path.push_back(child);
+    }
+    ends[path[b.size()]].push_back(id);
+    prev = &b;
+  }
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    nodes[n].tokens_begin = static_cast<uint32_t>(v->token_ids_.size());
+    v->token_ids_.insert(v->token_ids_.end(), ends[n].begin(), ends[n].end());
+    nodes[n].tokens_end = static_cast<uint32_t>(v->token_ids_.size());
   }
   v->bytes_ = std::move(token_bytes);
   v->eog_ = std::move(eog);

@@ -6,10 +6,11 @@
 
 #include <memory>
 
-#include "hearth/runtime/backend.h"
 #include "hearth/engine/engine.h"
-#include "hearth/runtime/runtime.h"
 #include "hearth/engine/tokenizer.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/runtime/runtime.h"
+#include "runtime/token_sampler.h"
 
 namespace hearth::runtime {
 
@@ -41,6 +42,7 @@ class EngineBackend : public Backend {
   KvIdentity identity_;
   std::vector<BatchToken> batch_;  // reused between steps
   std::vector<float> logits_;
+  LazyTokenVocab grammar_vocab_;  // token bytes for grammar sampling
 };
 
 // Loads `config.model_path` with the config's context, sequence and batch sizes.
