@@ -4,6 +4,7 @@
 // The default grammar is a JSON array of objects that never closes, so every constrained
 // run decodes the full --gen tokens.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -13,8 +14,11 @@
 #include <vector>
 
 #include "cli/registry.h"
+#include "hearth/gguf/gguf.h"
+#include "hearth/grammar/grammar.h"
 #include "hearth/grammar/json_schema.h"
 #include "hearth/runtime/runtime.h"
+#include "runtime/engine_backend.h"
 
 namespace hearth::cli {
 namespace {
@@ -59,6 +63,32 @@ Result<std::string> bench_grammar(const Args& a) {
   return "root ::= \"[\" ws item (\",\" ws item)*\n" + item;
 }
 
+// The grammar's own cost, apart from the forward pass: the constrained runs' tokens
+// replayed through a fresh matcher, timing each step's full token mask (no mask cache
+// shared between runs; greedy's argmax shortcut not taken). Milliseconds per token.
+Result<std::vector<double>> mask_ms_per_token(const std::string& model, const std::string& gbnf,
+                                              const std::vector<std::vector<int32_t>>& runs) {
+  HEARTH_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(model));
+  HEARTH_ASSIGN_OR_RETURN(Vocab v, vocab_from_gguf(file));
+  HEARTH_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::create(std::move(v)));
+  const auto vocab = runtime::token_vocab_of(tok);
+  HEARTH_ASSIGN_OR_RETURN(grammar::Grammar g, grammar::parse_gbnf(gbnf));
+  std::vector<double> out;
+  std::vector<uint8_t> mask;
+  for (const auto& tokens : runs) {
+    grammar::Matcher m(g);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int32_t t : tokens) {
+      m.allowed_tokens(*vocab, mask);
+      if (!vocab->is_eog(t)) (void)m.accept_bytes(vocab->bytes(t));
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    out.push_back(tokens.empty() ? 0 : ms / static_cast<double>(tokens.size()));
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -89,6 +119,7 @@ int run(const Args& a) {
   }
   std::vector<double> plain, constrained;
   std::vector<int64_t> constrained_tokens;
+  std::vector<std::vector<int32_t>> constrained_ids;
   for (int rep = 0; rep < a.reps; ++rep) {
     for (bool with_grammar : {false, true}) {
       RequestParams p;
@@ -106,10 +137,22 @@ int run(const Args& a) {
                                    r->stats.generation_ms
                              : 0;
       (with_grammar ? constrained : plain).push_back(tps);
-      if (with_grammar) constrained_tokens.push_back(r->stats.completion_tokens);
+      if (with_grammar) {
+        constrained_tokens.push_back(r->stats.completion_tokens);
+        constrained_ids.push_back(r->generated);
+      }
     }
   }
   const double mp = median(plain), mc = median(constrained);
+  auto mask = mask_ms_per_token(a.model, gbnf.value(), constrained_ids);
+  if (!mask.ok()) {
+    std::fprintf(stderr, "bench grammar: %s\n", mask.status().to_string().c_str());
+    return 1;
+  }
+  const double mask_ms = median(mask.value());
+  // The ratio the mask cost alone allows: token time / (token time + mask time).
+  const double token_ms = mp > 0 ? 1000.0 / mp : 0;
+  const double mask_ratio = token_ms > 0 ? token_ms / (token_ms + mask_ms) : 0;
   if (a.json) {
     nlohmann::json out = {{"model", a.model},
                           {"gen", a.gen},
@@ -119,7 +162,10 @@ int run(const Args& a) {
                           {"constrained_tokens", constrained_tokens},
                           {"median_unconstrained_tok_s", mp},
                           {"median_constrained_tok_s", mc},
-                          {"ratio", mp > 0 ? mc / mp : 0}};
+                          {"ratio", mp > 0 ? mc / mp : 0},
+                          {"mask_ms_per_token", mask.value()},
+                          {"median_mask_ms_per_token", mask_ms},
+                          {"ratio_from_mask_cost", mask_ratio}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf(

@@ -45,6 +45,10 @@ class EngineBackend : public Backend {
   LazyTokenVocab grammar_vocab_;  // token bytes for grammar sampling
 };
 
+// The grammar view of a tokenizer's vocabulary: each token's text bytes (none for
+// control tokens) and its end-of-generation ids.
+std::shared_ptr<const grammar::TokenVocab> token_vocab_of(const Tokenizer& tokenizer);
+
 // Loads `config.model_path` with the config's context, sequence and batch sizes.
 BackendFactory engine_factory(const ModelConfig& config);
 
