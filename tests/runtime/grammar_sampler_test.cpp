@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <random>
 
@@ -153,6 +154,46 @@ TEST(GrammarSampler, RuntimeRequestsFollowTheGrammar) {
   auto r = rt->complete("m", "Question?", bad);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("sampling.grammar"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hearth::runtime
+
+namespace hearth::runtime {
+namespace {
+using namespace testing;
+
+// The grammar is sampling only: a seeded constrained request gives the same tokens
+// whether its prompt was computed (cold) or restored from the cache (warm).
+TEST(GrammarSampler, WarmEqualsColdUnderAGrammar) {
+  const std::string model = std::string(HEARTH_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "SKIPPED: " << model << " is absent";
+  const char* prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "sun. One day, she saw a big red ball in the park. She ran to get it, but a dog took it.";
+  RequestParams p;
+  p.response_tokens = 40;
+  p.sampling.temperature = 0.9f;
+  p.sampling.seed = 5;
+  p.sampling.grammar = "root ::= \" \" [A-Z] [a-z]{1,8} (\" \" [a-z]{1,8}){2,5} \".\"";
+  auto cold_rt = make_runtime();
+  ASSERT_TRUE(cold_rt->load_model(engine_config("m", model, 1, /*caching=*/false)).ok());
+  auto cold = cold_rt->complete("m", prompt, p);
+  ASSERT_TRUE(cold.ok()) << cold.status().to_string();
+  EXPECT_EQ(cold->finish_reason, FinishReason::kStop);
+
+  auto rt = make_runtime();
+  ASSERT_TRUE(rt->load_model(engine_config("m", model, 1)).ok());
+  RequestParams unconstrained = p;
+  unconstrained.sampling.grammar.clear();
+  ASSERT_TRUE(rt->complete("m", prompt, unconstrained).ok());  // saves the prompt's KV
+  ASSERT_TRUE(rt->cache_flush());
+  ASSERT_TRUE(rt->complete("m", "A cat sat on a mat.", unconstrained).ok());  // evicts the slot
+  auto warm = rt->complete("m", prompt, p);
+  ASSERT_TRUE(warm.ok()) << warm.status().to_string();
+  EXPECT_NE(warm->cache_hit_kind, CacheHitKind::kCold);
+  EXPECT_EQ(warm->generated, cold->generated);
+  EXPECT_EQ(warm->reply, cold->reply);
 }
 
 }  // namespace
