@@ -3,6 +3,7 @@
 // schemas work). Every keyword is either used, an annotation, or an error naming it.
 #include "hearth/grammar/json_schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -115,13 +116,14 @@ std::string pointer_escape(const std::string& key) {
 
 class Converter {
  public:
-  explicit Converter(const json& root) : root_(root) {}
+  Converter(const json& root, std::string name) : root_(root), name_(std::move(name)) {}
 
+  // The start rule and the schema's own rules (not the shared primitives).
   Result<std::string> run() {
-    HEARTH_ASSIGN_OR_RETURN(std::string body, visit(root_, "", "root"));
-    std::string out = "root ::= " + body + "\n";
+    HEARTH_ASSIGN_OR_RETURN(std::string body, visit(root_, "", name_));
+    std::string out = name_ + " ::= " + body + "\n";
     for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
-    return out + kPrimitives;
+    return out;
   }
 
  private:
@@ -139,7 +141,7 @@ class Converter {
       base += ok ? c : '-';
     }
     if (base.empty()) base = "s";
-    base = "s-" + base;
+    base = name_ + "-" + base;
     std::string name = base;
     for (int k = 2; rules_.count(name); ++k) name = base + "-" + std::to_string(k);
     rules_[name] = "";
@@ -590,6 +592,7 @@ class Converter {
   }
 
   const json& root_;
+  const std::string name_;  // the start rule; every other rule is named "<name_>-..."
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;
   int depth_ = 0;
@@ -598,7 +601,25 @@ class Converter {
 }  // namespace
 
 Result<std::string> json_schema_to_gbnf(const nlohmann::json& schema) {
-  return Converter(schema).run();
+  HEARTH_ASSIGN_OR_RETURN(std::string rules, json_schema_rules(schema, "root"));
+  return rules + kPrimitives;
+}
+
+Result<std::string> json_schema_rules(const nlohmann::json& schema, const std::string& name) {
+  const bool ok = !name.empty() && name != "ws" && name.rfind("json-", 0) != 0 &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '-' || c == '_';
+                  });
+  if (!ok) {
+    return InvalidArgument("rule name '" + name +
+                           "' must be letters, digits, '-' or '_', and not 'ws' or 'json-...'");
+  }
+  return Converter(schema, name).run();
+}
+
+std::string json_schema_primitives() {
+  return kPrimitives;
 }
 
 std::string json_object_gbnf() {

@@ -196,6 +196,32 @@ TEST(JsonSchema, JsonObjectAcceptsAnyObject) {
   EXPECT_FALSE(n.accept_bytes("[1]"));
 }
 
+// Several schemas in one grammar: each under its own start rule, primitives once.
+TEST(JsonSchema, SchemasComposeUnderTheirOwnRuleNames) {
+  const json a = json::parse(
+      R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}}, "required": ["city"]})");
+  const json b = json::parse(
+      R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 3}}, "required": ["n"]})");
+  auto ra = json_schema_rules(a, "tool-a");
+  auto rb = json_schema_rules(b, "tool-b");
+  ASSERT_TRUE(ra.ok() && rb.ok());
+  const std::string gbnf = "root ::= \"<call>\" (tool-a | tool-b) \"</call>\"\n" + ra.value() +
+                           rb.value() + json_schema_primitives();
+  auto g = parse_gbnf(gbnf);
+  ASSERT_TRUE(g.ok()) << g.status().message() << "\n" << gbnf;
+  auto full = [&](const std::string& text) {
+    Matcher m(g.value());
+    return m.accept_bytes(text) && m.can_end();
+  };
+  EXPECT_TRUE(full(R"(<call>{"city": "Paris"}</call>)"));
+  EXPECT_TRUE(full(R"(<call>{"n": 2}</call>)"));
+  EXPECT_FALSE(full(R"(<call>{"n": 4}</call>)"));
+  EXPECT_FALSE(full(R"(<call>{"city": "Paris", "n": 2}</call>)"));
+  EXPECT_FALSE(json_schema_rules(a, "ws").ok());
+  EXPECT_FALSE(json_schema_rules(a, "json-x").ok());
+  EXPECT_FALSE(json_schema_rules(a, "a b").ok());
+}
+
 TEST(JsonSchema, UnsupportedKeywordsAreErrorsNamingThem) {
   auto err = [](const char* schema) {
     auto r = json_schema_to_gbnf(json::parse(schema));

@@ -14,6 +14,16 @@ namespace hearth::grammar {
 // A GBNF grammar (start rule `root`) whose sentences are JSON texts valid under `schema`.
 Result<std::string> json_schema_to_gbnf(const nlohmann::json& schema);
 
+// For grammars that combine several schemas (e.g. one per tool): the rules of `schema`
+// with start rule `name` (its other rules are named "<name>-..."), without the shared
+// primitives (`ws`, `json-...`), which json_schema_primitives() gives once.
+//   root ::= "<tool_call>" (tool-a | tool-b) "</tool_call>"
+//   + json_schema_rules(a, "tool-a") + json_schema_rules(b, "tool-b")
+//   + json_schema_primitives()
+// A name that is not [A-Za-z0-9_-]+, or is "ws" or "json-...", is InvalidArgument.
+Result<std::string> json_schema_rules(const nlohmann::json& schema, const std::string& name);
+std::string json_schema_primitives();
+
 // The grammar of any JSON object (response_format {"type": "json_object"}).
 std::string json_object_gbnf();
 
