@@ -34,9 +34,21 @@ uint8_t quant_byte_for(const std::string& quant_name) {
 
 }  // namespace
 
+std::shared_ptr<const grammar::TokenVocab> token_vocab_of(const Tokenizer& tok) {
+  // The bytes each token stands for in generated text (control tokens: none).
+  std::vector<std::string> bytes(static_cast<size_t>(tok.n_vocab()));
+  std::vector<int32_t> eog;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    bytes[static_cast<size_t>(id)] = tok.token_to_piece(id, /*render_special=*/false);
+    if (tok.is_eog(id)) eog.push_back(id);
+  }
+  return grammar::TokenVocab::build(std::move(bytes), std::move(eog));
+}
+
 EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
     : engine_(std::move(engine)),
-      tokenizer_(std::make_shared<const Tokenizer>(engine_->tokenizer())) {
+      tokenizer_(std::make_shared<const Tokenizer>(engine_->tokenizer())),
+      grammar_vocab_([tok = tokenizer_] { return token_vocab_of(*tok); }) {
   const ModelInfo& m = engine_->info();
   info_.backend_name = "engine";
   info_.architecture = m.arch;
@@ -84,7 +96,7 @@ std::unique_ptr<TextStream> EngineBackend::text_stream() const {
 
 Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
     const SamplingOptions& o, std::span<const TokenId> history) const {
-  return make_token_sampler(o, history);
+  return make_token_sampler(o, history, o.grammar.empty() ? nullptr : grammar_vocab_.get());
 }
 
 Status EngineBackend::step(std::span<const StepRow> rows,

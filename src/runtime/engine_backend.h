@@ -6,10 +6,11 @@
 
 #include <memory>
 
-#include "hearth/runtime/backend.h"
 #include "hearth/engine/engine.h"
-#include "hearth/runtime/runtime.h"
 #include "hearth/engine/tokenizer.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/runtime/runtime.h"
+#include "runtime/token_sampler.h"
 
 namespace hearth::runtime {
 
@@ -41,7 +42,12 @@ class EngineBackend : public Backend {
   KvIdentity identity_;
   std::vector<BatchToken> batch_;  // reused between steps
   std::vector<float> logits_;
+  LazyTokenVocab grammar_vocab_;  // token bytes for grammar sampling
 };
+
+// The grammar view of a tokenizer's vocabulary: each token's text bytes (none for
+// control tokens) and its end-of-generation ids.
+std::shared_ptr<const grammar::TokenVocab> token_vocab_of(const Tokenizer& tokenizer);
 
 // Loads `config.model_path` with the config's context, sequence and batch sizes.
 BackendFactory engine_factory(const ModelConfig& config);

@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "server/response_format.h"
+
 namespace hearth::server {
 namespace {
 
@@ -217,6 +219,7 @@ std::optional<ApiError> parse_completion_request(const json& body, TextRequest& 
   out.is_chat = false;
   out.prompt_field = "prompt";
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  if (auto e = parse_grammar_fields(body, out.sampling)) return e;
   if (!body.contains("prompt"))
     return invalid_request("'prompt' is required", "prompt", "missing_field");
   const json& p = body["prompt"];
@@ -246,6 +249,7 @@ std::optional<ApiError> parse_chat_request(const json& body, TextRequest& out) {
   out.is_chat = true;
   out.prompt_field = "messages";
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  if (auto e = parse_grammar_fields(body, out.sampling)) return e;
   return parse_messages_array(body, /*allow_system_role=*/true, out.messages);
 }
 

@@ -102,7 +102,15 @@ std::unique_ptr<TextStream> StubBackend::text_stream() const {
 
 Result<std::unique_ptr<TokenSampler>> StubBackend::make_sampler(
     const SamplingOptions& options, std::span<const TokenId> history) const {
-  return make_token_sampler(options, history);
+  if (options.grammar.empty()) return make_token_sampler(options, history);
+  // Token b + 3 is byte b; 0, 1 (EOS) and 2 are not text.
+  static const std::shared_ptr<const grammar::TokenVocab> vocab = [] {
+    std::vector<std::string> bytes(kVocab);
+    for (int32_t id = 3; id < kVocab; ++id)
+      bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(id - 3));
+    return grammar::TokenVocab::build(std::move(bytes), {kEos});
+  }();
+  return make_token_sampler(options, history, vocab);
 }
 
 uint64_t StubBackend::next_cell(uint64_t prev, TokenId token, int32_t pos) {

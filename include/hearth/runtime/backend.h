@@ -70,11 +70,21 @@ struct SamplingOptions {
   float frequency_penalty = 0.0f;   // 0 = off; minus this per occurrence in the last 64 tokens
   float presence_penalty = 0.0f;    // 0 = off; minus this once if in the last 64 tokens
   std::optional<uint64_t> seed;     // unset = a fresh random seed per request
+  // GBNF grammar (docs/grammar.md); empty = unconstrained. Tokens the grammar rejects get
+  // no probability; the chain above then picks among the rest exactly as it would
+  // among all tokens. End-of-generation tokens are allowed only where the grammar can end.
+  std::string grammar;
+  // Lazy grammar: unconstrained until the generated text contains one of these; the
+  // grammar then applies from the start of the trigger (the trigger's own text is the
+  // first text the grammar matches). A token that would complete a trigger is allowed
+  // only if the grammar accepts the text from the trigger on. Empty = from the first token.
+  std::vector<std::string> grammar_triggers;
 };
 
 // The one range check of the sampling knobs (Runtime checks every request with it):
 // InvalidArgument names the field and the value, e.g. "sampling.top_p must be in (0, 1],
-// got 2". NaN is out of every range.
+// got 2". NaN is out of every range. A grammar that does not parse is
+// "sampling.grammar: line L, column C: ...".
 Status check_sampling(const SamplingOptions& options);
 
 // One request's sampler: stateful (RNG, penalty window). Owned by the worker thread.
