@@ -104,12 +104,13 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   }
   // KV of every sequence the store holds: n_seq_max and embed()'s private one.
   const int32_t n_kv_seq = options.n_seq_max + 1;
-  HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
-                          choose_context({.n_ctx_train = hp.n_ctx_train,
-                                          .requested = options.n_ctx,
-                                          .bytes_per_position = kv_position_bytes(hp, options.kv_type),
-                                          .n_seq = n_kv_seq,
-                                          .budget_bytes = options.kv_budget_bytes}));
+  HEARTH_ASSIGN_OR_RETURN(
+      const ContextChoice ctx,
+      choose_context({.n_ctx_train = hp.n_ctx_train,
+                      .requested = options.n_ctx,
+                      .bytes_per_position = kv_position_bytes(hp, options.kv_type),
+                      .n_seq = n_kv_seq,
+                      .budget_bytes = options.kv_budget_bytes}));
   impl->opts.n_ctx = ctx.n_ctx;
   impl->n_threads = options.n_threads;
   impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
@@ -269,6 +270,19 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
                            std::to_string(n_pos) + " positions, expected " + std::to_string(want));
   }
   impl_->kv->unpack(seq, bytes, n_pos);
+  return OkStatus();
+}
+
+Status Engine::kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
+  HEARTH_RETURN_IF_ERROR(check_seq(src, impl_->opts.n_seq_max, "kv_copy"));
+  HEARTH_RETURN_IF_ERROR(check_seq(dst, impl_->opts.n_seq_max, "kv_copy"));
+  if (src == dst)
+    return InvalidArgument("kv_copy: src and dst are both seq " + std::to_string(src));
+  if (n_pos < 0 || n_pos > impl_->kv->len(src)) {
+    return OutOfRange("kv_copy: n_pos " + std::to_string(n_pos) + " is outside [0, " +
+                      std::to_string(impl_->kv->len(src)) + "] for seq " + std::to_string(src));
+  }
+  impl_->kv->copy_prefix(src, dst, n_pos);
   return OkStatus();
 }
 
