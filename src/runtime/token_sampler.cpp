@@ -18,6 +18,7 @@ class ChainSampler : public TokenSampler {
     return sampler_.sample(logits, history_);
   }
   void accept(TokenId token) override { history_.push_back(token); }
+  std::span<const float> adjusted_logits() const override { return sampler_.adjusted_logits(); }
 
  private:
   Sampler sampler_;
@@ -36,6 +37,7 @@ std::unique_ptr<TokenSampler> make_token_sampler(const SamplingOptions& o,
   p.repetition_penalty = o.repetition_penalty;
   p.frequency_penalty = o.frequency_penalty;
   p.presence_penalty = o.presence_penalty;
+  p.logit_bias.assign(o.logit_bias.begin(), o.logit_bias.end());
   p.seed = o.seed ? *o.seed : std::random_device{}();
   return std::make_unique<ChainSampler>(p, history);
 }
@@ -56,6 +58,10 @@ Status check_sampling(const SamplingOptions& o) {
     return bad("frequency_penalty", "finite", o.frequency_penalty);
   if (!std::isfinite(o.presence_penalty))
     return bad("presence_penalty", "finite", o.presence_penalty);
+  for (const auto& [id, bias] : o.logit_bias) {
+    if (id < 0) return bad("logit_bias id", ">= 0", id);
+    if (!(bias >= -100 && bias <= 100)) return bad("logit_bias value", "in [-100, 100]", bias);
+  }
   return OkStatus();
 }
 
