@@ -21,8 +21,11 @@ TEST(TokenLogprobs, IsALogSoftmaxSortedBestFirst) {
   EXPECT_EQ(lp.top[0].token, 1);  // a tie: lowest id first
   EXPECT_EQ(lp.top[1].token, 3);
   EXPECT_EQ(lp.token, 4);
-  for (const TokenLogprob& t : lp.top)
-    if (t.token == 4) EXPECT_EQ(t.logprob, lp.logprob);
+  for (const TokenLogprob& t : lp.top) {
+    if (t.token == 4) {
+      EXPECT_EQ(t.logprob, lp.logprob);
+    }
+  }
   EXPECT_NEAR(lp.top[0].logprob - lp.top[4].logprob, 5.0, 1e-5);  // differences of logits
   EXPECT_TRUE(token_logprobs(logits, 1, 0).top.empty());
 }
