@@ -257,6 +257,16 @@ TEST_F(LogprobsApiTest, LogitBiasBansAndForcesAndNamesBadIds) {
   forced["logit_bias"] = {{std::to_string('Z' + 3), 100}};
   EXPECT_EQ(post("/v1/chat/completions", forced)["choices"][0]["message"]["content"], "ZZZZZ");
 
+  // A token that is one byte of a UTF-8 character: `bytes` are the raw byte, `token` the
+  // lossy text.
+  json split = chat("Bias me", 2);
+  split["logprobs"] = true;
+  split["logit_bias"] = {{std::to_string(0xE2 + 3), 100}};
+  const json content = post("/v1/chat/completions", split)["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 2u);
+  EXPECT_EQ(content[0]["bytes"], json::array({0xE2}));
+  EXPECT_EQ(content[0]["token"], "\xEF\xBF\xBD");
+
   json bad = completion("x", 2);
   bad["logit_bias"] = {{"99999", 5}};
   json e = post("/v1/completions", bad, 400);
