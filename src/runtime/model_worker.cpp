@@ -94,7 +94,10 @@ Status ModelWorker::submit(RequestPtr request) {
   if (stopping_) return Unavailable("model '" + config_.id + "' is unloading");
   if (failed_) return Unavailable("model '" + config_.id + "' failed and is not serving");
   const size_t free_slots = static_cast<size_t>(config_.n_seq_max - active_);
-  if (queue_.size() >= static_cast<size_t>(config_.max_queue) + free_slots)
+  // The bound counts sequences: a request with n choices waits as n of them.
+  size_t queued = 0;
+  for (const RequestPtr& q : queue_) queued += 1 + q->forks.size();
+  if (queued + 1 + request->forks.size() > static_cast<size_t>(config_.max_queue) + free_slots)
     return ResourceExhausted("request queue of model '" + config_.id + "' is full (max_queue " +
                              std::to_string(config_.max_queue) + ")");
   queue_.push_back(std::move(request));

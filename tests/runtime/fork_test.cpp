@@ -156,6 +156,29 @@ TEST(Fork, WaitsForEnoughSequencesAndCancellingTheFirstEndsTheOthers) {
   control->step_delay_us = 0;
 }
 
+TEST(Fork, TheQueueBoundCountsEveryChoice) {
+  auto control = std::make_shared<StubControl>();
+  auto rt = make_runtime();
+  ModelConfig cfg = stub_config("m", 2, control);
+  cfg.max_queue = 1;
+  ASSERT_TRUE(rt->load_model(cfg).ok());
+  const auto prompt = prompt_of(*rt, "m", text_of(20));
+  control->step_delay_us = 2000;
+  std::vector<RequestId> running;
+  for (int i = 0; i < 2; ++i) running.push_back(*rt->infer("m", prompt, greedy(200), {}));
+  for (int i = 0; i < 2000 && rt->model_info("m")->active_requests < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(rt->model_info("m")->active_requests, 2);
+  // Both sequences busy, room for one waiting sequence: two choices do not fit, one does.
+  auto two = rt->infer_n("m", prompt, greedy(2), std::vector<StreamSink>(2));
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().code(), ErrorCode::kResourceExhausted);
+  auto one = rt->infer("m", prompt, greedy(2), {});
+  EXPECT_TRUE(one.ok()) << one.status().to_string();
+  for (RequestId id : running) rt->cancel(id);
+  control->step_delay_us = 0;
+}
+
 // The engine's kv_copy (a memcpy of the prompt's cells) for each KV type: every choice
 // decodes what one sequence decodes alone, token for token and logprob for logprob.
 class ForkKvType : public ::testing::TestWithParam<KvType> {};
