@@ -90,6 +90,12 @@ Result<std::string> EngineBackend::detokenize(std::span<const TokenId> tokens) c
   return tokenizer_->decode(tokens, /*render_special=*/false);
 }
 
+Result<std::string> EngineBackend::token_bytes(TokenId token) const {
+  if (token < 0 || token >= info_.vocab_size)
+    return OutOfRange("token id " + std::to_string(token) + " is outside the vocabulary");
+  return tokenizer_->token_to_piece(token, /*render_special=*/false);
+}
+
 std::unique_ptr<TextStream> EngineBackend::text_stream() const {
   return std::make_unique<EngineTextStream>(tokenizer_);
 }
@@ -122,6 +128,10 @@ Result<std::vector<uint8_t>> EngineBackend::kv_pack(int32_t seq, int32_t n_pos) 
 
 Status EngineBackend::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) {
   return engine_->kv_unpack(seq, bytes, n_pos);
+}
+
+Status EngineBackend::kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
+  return engine_->kv_copy(src, dst, n_pos);
 }
 
 Result<std::vector<std::span<uint8_t>>> EngineBackend::kv_import_spans(int32_t seq, int32_t n_pos) {

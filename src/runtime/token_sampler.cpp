@@ -23,6 +23,7 @@ class ChainSampler : public TokenSampler {
     return sampler_.sample(logits, history_);
   }
   void accept(TokenId token) override { history_.push_back(token); }
+  std::span<const float> adjusted_logits() const override { return sampler_.adjusted_logits(); }
 
  protected:
   Sampler sampler_;
@@ -150,6 +151,7 @@ Result<std::unique_ptr<TokenSampler>> make_token_sampler(
   p.repetition_penalty = o.repetition_penalty;
   p.frequency_penalty = o.frequency_penalty;
   p.presence_penalty = o.presence_penalty;
+  p.logit_bias.assign(o.logit_bias.begin(), o.logit_bias.end());
   p.seed = o.seed ? *o.seed : std::random_device{}();
   if (o.grammar.empty()) {
     if (!o.grammar_triggers.empty()) {
@@ -190,6 +192,10 @@ Status check_sampling(const SamplingOptions& o) {
     if (o.grammar_triggers[i].empty()) {
       return InvalidArgument("sampling.grammar_triggers[" + std::to_string(i) + "] is empty");
     }
+  }
+  for (const auto& [id, bias] : o.logit_bias) {
+    if (id < 0) return bad("logit_bias id", ">= 0", id);
+    if (!(bias >= -100 && bias <= 100)) return bad("logit_bias value", "in [-100, 100]", bias);
   }
   return OkStatus();
 }

@@ -62,24 +62,35 @@ ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
 // runtime: nothing of a stop string ever arrives here).
 class StreamingSink : public GenerateSink {
  public:
-  StreamingSink(ServerContext& ctx, const std::function<bool(const std::string&)>& emit,
-                GenerationOutcome& out, std::chrono::steady_clock::time_point start)
+  StreamingSink(ServerContext& ctx, const PieceEmitter& emit, GenerationOutcome& out,
+                std::chrono::steady_clock::time_point start)
       : ctx_(ctx), emit_(emit), out_(out), start_(start) {}
 
-  bool on_piece(const std::string& fragment, std::span<const TokenId> tokens) override {
+  bool on_piece(const GeneratedPiece& piece) override {
     const auto now = std::chrono::steady_clock::now();
     if (out_.ttft_seconds < 0)
       out_.ttft_seconds = std::chrono::duration<double>(now - start_).count();
-    if (!tokens.empty()) {
+    // Inter-token latency as the client sees it, measured on the first choice (with n > 1
+    // the choices advance in the same steps).
+    if (piece.index == 0 && !piece.tokens.empty()) {
       if (has_last_token_) {
         const double gap = std::chrono::duration<double>(now - last_token_at_).count();
-        out_.inter_token_seconds.insert(out_.inter_token_seconds.end(), tokens.size(),
-                                        gap / static_cast<double>(tokens.size()));
+        out_.inter_token_seconds.insert(out_.inter_token_seconds.end(), piece.tokens.size(),
+                                        gap / static_cast<double>(piece.tokens.size()));
       }
       last_token_at_ = now;
       has_last_token_ = true;
     }
-    if (!fragment.empty() && !send(fragment)) return false;
+    const auto index = static_cast<size_t>(std::max(piece.index, 0));
+    if (out_.choices.size() <= index) out_.choices.resize(index + 1);
+    ChoiceOutcome& c = out_.choices[index];
+    c.text += piece.text;
+    c.tokens.insert(c.tokens.end(), piece.tokens.begin(), piece.tokens.end());
+    c.logprobs.insert(c.logprobs.end(), piece.logprobs.begin(), piece.logprobs.end());
+    if ((!piece.text.empty() || !piece.logprobs.empty()) && !emit_(piece)) {
+      out_.client_gone = true;
+      return false;
+    }
     if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
       return false;
     }
@@ -87,17 +98,8 @@ class StreamingSink : public GenerateSink {
   }
 
  private:
-  bool send(const std::string& text) {
-    out_.text += text;
-    if (!emit_(text)) {
-      out_.client_gone = true;
-      return false;
-    }
-    return true;
-  }
-
   ServerContext& ctx_;
-  const std::function<bool(const std::string&)>& emit_;
+  const PieceEmitter& emit_;
   GenerationOutcome& out_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_token_at_;
@@ -207,12 +209,33 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.stop = req.stop;
   plan.request.parent_key = req.parent_key;
   plan.request.cache_prompt = req.cache_prompt;
+  plan.request.n = req.n;
+  plan.request.logprobs = req.logprobs;
+  for (const auto& [id, bias] : req.sampling.logit_bias) {
+    if (model.n_vocab > 0 && id >= model.n_vocab)
+      return invalid_request("'logit_bias' holds token id " + std::to_string(id) +
+                                 " outside the vocabulary of model '" + model.id + "' (size " +
+                                 std::to_string(model.n_vocab) + ")",
+                             "logit_bias", "invalid_token_id");
+  }
+  if (req.n > model.n_seq_max)
+    return invalid_request("'n' is " + std::to_string(req.n) + ", but model '" + model.id +
+                               "' runs at most " + std::to_string(model.n_seq_max) +
+                               " sequences at once (n_seq_max)",
+                           "n", "invalid_value");
   return std::nullopt;
 }
 
 GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  Generation& generation,
                                  const std::function<bool(const std::string&)>& emit) {
+  return run_generation_pieces(ctx, plan, generation, [&emit](const GeneratedPiece& piece) {
+    return piece.index != 0 || piece.text.empty() || emit(piece.text);
+  });
+}
+
+GenerationOutcome run_generation_pieces(ServerContext& ctx, const GenerationPlan& plan,
+                                        Generation& generation, const PieceEmitter& emit) {
   GenerationOutcome out;
   const auto start = std::chrono::steady_clock::now();
   StreamingSink sink(ctx, emit, out, start);
@@ -232,14 +255,18 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
   log.cache_hit_kind = out.stats.cache_hit_kind;
   log.finish_reason = out.stats.finish_reason;
   log.ttft_ms = out.ttft_seconds >= 0 ? out.ttft_seconds * 1000.0 : -1;
-  if (!out.stats.matched_stop.empty()) {
-    out.finish_reason = "stop";
-    out.matched_stop = out.stats.matched_stop;
-  } else if (out.stats.finish_reason == "length") {
-    out.finish_reason = "length";
-  } else {
-    out.finish_reason = "stop";
+  // What the client is told: a stop string or EOS is "stop", the token limit "length".
+  out.choices.resize(std::max<size_t>(out.stats.choices.size(), 1));
+  for (size_t i = 0; i < out.stats.choices.size(); ++i) {
+    const ChoiceEnd& end = out.stats.choices[i];
+    ChoiceOutcome& c = out.choices[i];
+    c.matched_stop = end.matched_stop;
+    c.finish_reason = end.matched_stop.empty() && end.finish_reason == "length" ? "length" : "stop";
   }
+  if (out.stats.choices.empty()) out.choices[0].finish_reason = "stop";
+  out.text = out.choices[0].text;
+  out.finish_reason = out.choices[0].finish_reason;
+  out.matched_stop = out.choices[0].matched_stop;
   if (out.client_gone) ctx.metrics.client_disconnects.fetch_add(1);
   if (out.stats.finish_reason == "cancelled")
     ctx.metrics.record_cancel(out.stats.steps_after_cancel);

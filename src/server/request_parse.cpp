@@ -1,6 +1,11 @@
 #include "server/request_parse.h"
 
+#include <cctype>
 #include <limits>
+#include <string>
+#include <utility>
+
+#include "server/request_fields.h"
 
 #include "server/response_format.h"
 
@@ -67,6 +72,35 @@ std::optional<ApiError> get_stop(const json& body, const char* key, std::vector<
   return std::nullopt;
 }
 
+// logit_bias: {"token id": bias in [-100, 100]}; the ids are checked against the model's
+// vocabulary when the model is known (plan_generation).
+std::optional<ApiError> parse_logit_bias(const json& body,
+                                         std::vector<std::pair<TokenId, float>>& out) {
+  if (!present(body, "logit_bias")) return std::nullopt;
+  const json& m = body["logit_bias"];
+  if (!m.is_object()) return type_error("logit_bias", "an object of token id -> bias");
+  for (const auto& [key, value] : m.items()) {
+    const std::string field = "logit_bias";
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used, 10);
+    } catch (...) {
+      used = 0;
+    }
+    if (key.empty() || used != key.size() || id < 0 || id > std::numeric_limits<TokenId>::max() ||
+        !std::isdigit(static_cast<unsigned char>(key[0]))) {
+      return value_error(field, "key '" + key + "' is not a token id (a non-negative integer)");
+    }
+    if (!value.is_number()) return type_error(field + "." + key, "a number between -100 and 100");
+    const double bias = value.get<double>();
+    if (!(bias >= -100 && bias <= 100))
+      return value_error(field, "value for token " + key + " must be between -100 and 100");
+    out.emplace_back(static_cast<TokenId>(id), static_cast<float>(bias));
+  }
+  return std::nullopt;
+}
+
 // Fields shared by every text-generation endpoint.
 std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool openai) {
   if (present(body, "model")) {
@@ -111,11 +145,11 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
   if (max_tokens > 0) out.max_tokens = max_tokens;
   if (openai) {
     if (auto e = get_stop(body, "stop", out.stop)) return e;
-    if (present(body, "n")) {
-      if (!body["n"].is_number_integer()) return type_error("n", "an integer");
-      if (body["n"].get<int64_t>() != 1)
-        return value_error("n", "must be 1 (only one choice is supported)");
-    }
+    int64_t n = 1;
+    if (auto e = get_int(body, "n", n, 1)) return e;
+    if (n > kMaxChoices) return value_error("n", "must be <= " + std::to_string(kMaxChoices));
+    out.n = static_cast<int32_t>(n);
+    if (auto e = parse_logit_bias(body, s.logit_bias)) return e;
     if (present(body, "stream_options")) {
       const json& so = body["stream_options"];
       if (!so.is_object()) return type_error("stream_options", "an object");
@@ -218,8 +252,29 @@ std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
 std::optional<ApiError> parse_completion_request(const json& body, TextRequest& out) {
   out.is_chat = false;
   out.prompt_field = "prompt";
+  if (auto e = check_request_fields(body, kCompletionsApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
   if (auto e = parse_grammar_fields(body, out.sampling)) return e;
+  if (present(body, "logprobs")) {
+    int64_t lp = 0;
+    if (auto e = get_int(body, "logprobs", lp, 0)) return e;
+    if (lp > runtime::kMaxTopLogprobs)
+      return value_error("logprobs",
+                         "must be between 0 and " + std::to_string(runtime::kMaxTopLogprobs));
+    out.logprobs = static_cast<int32_t>(lp);
+  }
+  if (auto e = get_bool(body, "echo", out.echo)) return e;
+  if (out.echo && out.logprobs >= 0)
+    return value_error("echo",
+                       "cannot be combined with 'logprobs' (the prompt tokens' logprobs are not "
+                       "computed)");
+  if (present(body, "best_of")) {
+    int64_t best_of = 1;
+    if (auto e = get_int(body, "best_of", best_of, 1)) return e;
+    if (best_of != 1 && best_of != out.n)
+      return value_error("best_of",
+                         "must be 1 or equal to n (ranking candidates is not supported)");
+  }
   if (!body.contains("prompt"))
     return invalid_request("'prompt' is required", "prompt", "missing_field");
   const json& p = body["prompt"];
@@ -248,15 +303,42 @@ std::optional<ApiError> parse_completion_request(const json& body, TextRequest& 
 std::optional<ApiError> parse_chat_request(const json& body, TextRequest& out) {
   out.is_chat = true;
   out.prompt_field = "messages";
+  if (auto e = check_request_fields(body, kChatApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
   if (auto e = parse_grammar_fields(body, out.sampling)) return e;
+  bool logprobs = false;
+  if (auto e = get_bool(body, "logprobs", logprobs)) return e;
+  int64_t top = 0;
+  if (auto e = get_int(body, "top_logprobs", top, 0)) return e;
+  if (top > runtime::kMaxTopLogprobs)
+    return value_error("top_logprobs",
+                       "must be between 0 and " + std::to_string(runtime::kMaxTopLogprobs));
+  if (present(body, "top_logprobs") && !logprobs)
+    return value_error("top_logprobs", "requires 'logprobs' to be true");
+  if (logprobs) out.logprobs = static_cast<int32_t>(top);
+  if (present(body, "modalities")) {
+    const json& m = body["modalities"];
+    if (!m.is_array()) return type_error("modalities", "an array of strings");
+    for (const auto& x : m)
+      if (x != "text") return value_error("modalities", "may only hold \"text\"");
+  }
   return parse_messages_array(body, /*allow_system_role=*/true, out.messages);
 }
 
 std::optional<ApiError> parse_messages_request(const json& body, TextRequest& out) {
   out.is_chat = true;
   out.prompt_field = "messages";
+  if (auto e = check_request_fields(body, kMessagesApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/false)) return e;
+  if (present(body, "thinking")) {
+    const json& t = body["thinking"];
+    if (!t.is_object() || !t.contains("type") || !t["type"].is_string())
+      return type_error("thinking", "an object with a string 'type'");
+    if (t["type"] != "disabled")
+      return value_error("thinking", "type '" + t["type"].get<std::string>() +
+                                         "' is not supported (only \"disabled\": extended "
+                                         "thinking is not wired)");
+  }
   if (!out.max_tokens) {
     return invalid_request("'max_tokens' is required", "max_tokens", "missing_field");
   }

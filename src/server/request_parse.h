@@ -30,7 +30,16 @@ struct TextRequest {
   // Cache control (parse_cache_fields): parent_key, cache_prompt.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  int32_t n = 1;                        // OpenAI n: choices
+  // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
+  // logprobs true + top_logprobs; completions: logprobs N).
+  int32_t logprobs = -1;
+  bool echo = false;  // completions: the prompt text comes before the output
 };
+
+// Upper bounds hearth accepts (OpenAI's are 128 choices, 20 chat top_logprobs and 5
+// completions logprobs; hearth allows 20 for both, the runtime's kMaxTopLogprobs).
+inline constexpr int64_t kMaxChoices = 128;
 
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, TextRequest& out);
