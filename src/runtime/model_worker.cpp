@@ -162,7 +162,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.queued_requests = static_cast<int32_t>(queue_.size());
   i.restarts = restarts_;
   i.scheduler_steps = steps_.load();
-  i.chat_template = backend_info_.chat_template;
+  i.chat_template =
+      config_.chat_template.empty() ? backend_info_.chat_template : config_.chat_template;
   i.bos_text = backend_info_.bos_text;
   i.eos_text = backend_info_.eos_text;
   i.add_bos = backend_info_.add_bos;
@@ -524,7 +525,19 @@ void ModelWorker::after_prefill(Slot& s, std::vector<float> logits) {
 void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
   Request& r = *s.request;
   if (r.params.capture_logits) s.token_logits.emplace_back(logits.begin(), logits.end());
-  const TokenId t = s.sampler->sample(logits);
+  const ThinkingBudget& budget = r.params.thinking;
+  if (budget.budget == 0 && budget.starts_inside && !budget.close.empty() && s.generated.empty() &&
+      s.think == Slot::Think::kBefore) {
+    s.think = Slot::Think::kInside;  // a zero budget closes the block the prompt opened
+    s.forced = budget.close;
+  }
+  TokenId t;
+  if (!s.forced.empty()) {  // a thinking budget closing its block
+    t = s.forced.front();
+    s.forced.erase(s.forced.begin());
+  } else {
+    t = s.sampler->sample(logits);
+  }
   s.sampler->accept(t);
   if (!s.has_first_token) {
     s.has_first_token = true;
@@ -537,6 +550,7 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
     return;
   }
   s.generated.push_back(t);
+  track_thinking(s, r.params.thinking);
   if (!call_sink(r.sink.on_token, t)) r.request_cancel(steps_);
   const std::string released = s.stop.push(s.text->push(t));
   if (!released.empty()) {
@@ -560,6 +574,32 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
     fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kContinued, false, nullptr);
     s.last_continued_at = s.generated.size();
   }
+}
+
+namespace {
+bool ends_with(const std::vector<TokenId>& seq, const std::vector<TokenId>& tail) {
+  return !tail.empty() && seq.size() >= tail.size() &&
+         std::equal(tail.begin(), tail.end(), seq.end() - static_cast<ptrdiff_t>(tail.size()));
+}
+}  // namespace
+
+void ModelWorker::track_thinking(Slot& s, const ThinkingBudget& b) {
+  if (b.budget < 0 || b.close.empty() || s.think == Slot::Think::kDone) return;
+  if (s.think == Slot::Think::kBefore) {
+    if (b.starts_inside && s.generated.size() == 1) {
+      s.think = Slot::Think::kInside;  // this token is the block's first
+    } else {
+      if (ends_with(s.generated, b.open)) s.think = Slot::Think::kInside;
+      return;
+    }
+  }
+  if (ends_with(s.generated, b.close)) {
+    s.think = Slot::Think::kDone;
+    s.forced.clear();
+    return;
+  }
+  ++s.think_tokens;
+  if (s.forced.empty() && s.think_tokens >= b.budget) s.forced = b.close;
 }
 
 void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool sync,

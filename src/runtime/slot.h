@@ -40,6 +40,12 @@ struct Slot {
   std::chrono::steady_clock::time_point admitted_at;
   std::chrono::steady_clock::time_point first_token_at;
   bool has_first_token = false;
+  // Thinking budget (RequestParams::thinking): where the generation is relative to the
+  // think block, tokens generated inside it, and closing tokens still to force.
+  enum class Think { kBefore, kInside, kDone };
+  Think think = Think::kBefore;
+  int32_t think_tokens = 0;
+  std::vector<TokenId> forced;
 
   bool busy() const { return request != nullptr; }
 

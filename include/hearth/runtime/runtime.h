@@ -113,6 +113,10 @@ struct ModelConfig {
   int32_t max_queue = 64;           // waiting requests beyond n_seq_max; more -> 429
   int32_t max_restarts = 5;         // worker restarts before the model is marked failed
   int32_t restart_backoff_ms = 20;  // doubled per consecutive restart
+
+  // Jinja chat template overriding the backend's tokenizer.chat_template (the server's
+  // per-model chat_template_file); empty = the model's own. LoadedModelInfo carries it.
+  std::string chat_template;
 };
 
 struct CacheOptions {
@@ -199,6 +203,18 @@ struct CacheDelta {
   int64_t created = 0;  // tokens computed by forward passes (prefilled + decoded)
 };
 
+// Closes a reasoning ("think") block after a token budget: once `budget` tokens were
+// generated inside the block, the next tokens are `close` (the family's closing tag),
+// appended to the sequence instead of sampled ones; sampling then resumes. The block
+// opens when the generated tokens end with `open`, or at the start (starts_inside: the
+// prompt opened it). Off when budget < 0 or close is empty.
+struct ThinkingBudget {
+  int32_t budget = -1;
+  bool starts_inside = false;
+  std::vector<TokenId> open;
+  std::vector<TokenId> close;
+};
+
 struct RequestParams {
   int32_t response_tokens = 128;          // max tokens to generate
   std::optional<std::string> parent_key;  // finish_key of an earlier turn (hex)
@@ -209,6 +225,7 @@ struct RequestParams {
   // complete(): control-token text in the prompt (a prompt rendered with a chat template)
   // becomes control tokens. Set false for a prompt that is user text.
   bool parse_special = true;
+  ThinkingBudget thinking;
 };
 
 struct RequestStats {
