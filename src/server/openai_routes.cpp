@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "server/chat_reply.h"
 #include "server/http_util.h"
+#include "server/tool_request.h"
 
 namespace hearth::server {
 namespace {
@@ -41,6 +43,7 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
   if (auto e = chat ? parse_chat_request(body, tr) : parse_completion_request(body, tr)) {
     return reply_error(res, *e);
   }
+  if (chat) keep_tool_key_order(req.body, /*anthropic=*/false, tr);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e);
   std::shared_ptr<Generation> generation = submit_generation(ctx, *plan, res, ErrorShape::kOpenAi);
@@ -59,7 +62,11 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
     if (!out.error.ok()) return reply_error(res, generation_error(out.error));
     json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", out.finish_reason}};
     if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", out.text}};
+      const ParsedOutput parsed =
+          parse_output(plan->output, out.text, [] { return make_id("call_"); });
+      choice["message"] = openai_message(parsed);
+      choice["finish_reason"] =
+          openai_finish_reason(out.finish_reason, static_cast<int32_t>(parsed.calls.size()));
     } else {
       choice["text"] = out.text;
     }
@@ -74,50 +81,63 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
 
   const bool include_usage = tr.include_usage;
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
-  start_sse(
-      res, ctx, endpoint,
-      [&ctx, plan, generation, chat, include_usage, id,
-       created](const std::function<bool(const std::string&)>& write) {
-        const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-        auto chunk = [&](json choice_fields, const json& finish) {
-          json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
-          for (auto& [k, v] : choice_fields.items()) choice[k] = v;
-          return json{{"id", id},
-                      {"object", chunk_object},
-                      {"created", created},
-                      {"model", plan->model.id},
-                      {"system_fingerprint", nullptr},
-                      {"choices", json::array({choice})}};
-        };
-        if (chat && !write(sse_event(
-                        chunk({{"delta", {{"role", "assistant"}, {"content", ""}}}}, nullptr)))) {
-          return;
-        }
-        GenerationOutcome out =
-            run_generation(ctx, *plan, *generation, [&](const std::string& text) {
-              json fields = chat ? json{{"delta", {{"content", text}}}} : json{{"text", text}};
-              return write(sse_event(chunk(fields, nullptr)));
+  start_sse(res, ctx, endpoint,
+            [&ctx, plan, generation, chat, include_usage, id,
+             created](const std::function<bool(const std::string&)>& write) {
+              const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+              auto chunk = [&](json choice_fields, const json& finish) {
+                json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
+                for (auto& [k, v] : choice_fields.items()) choice[k] = v;
+                return json{{"id", id},
+                            {"object", chunk_object},
+                            {"created", created},
+                            {"model", plan->model.id},
+                            {"system_fingerprint", nullptr},
+                            {"choices", json::array({choice})}};
+              };
+              if (chat && !write(sse_event(chunk(
+                              {{"delta", {{"role", "assistant"}, {"content", ""}}}}, nullptr)))) {
+                return;
+              }
+              OutputParser parser(plan->output, [] { return make_id("call_"); });
+              auto send_deltas = [&](const std::vector<OutputDelta>& deltas) {
+                for (const OutputDelta& d : deltas) {
+                  for (json& delta : openai_deltas(d)) {
+                    if (!write(sse_event(chunk({{"delta", std::move(delta)}}, nullptr))))
+                      return false;
+                  }
+                }
+                return true;
+              };
+              GenerationOutcome out =
+                  run_generation(ctx, *plan, *generation, [&](const std::string& text) {
+                    if (chat) return send_deltas(parser.push(text));
+                    return write(sse_event(chunk({{"text", text}}, nullptr)));
+                  });
+              if (out.client_gone) return;
+              if (!out.error.ok()) {
+                write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
+                write("data: [DONE]\n\n");
+                return;
+              }
+              if (chat && !send_deltas(parser.finish())) return;
+              json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
+              const std::string finish =
+                  chat ? openai_finish_reason(out.finish_reason, parser.tool_call_count())
+                       : out.finish_reason;
+              if (!write(sse_event(chunk(last, finish)))) return;
+              if (include_usage) {
+                json u = {{"id", id},
+                          {"object", chunk_object},
+                          {"created", created},
+                          {"model", plan->model.id},
+                          {"system_fingerprint", nullptr},
+                          {"choices", json::array()},
+                          {"usage", usage_json(out.stats)}};
+                if (!write(sse_event(u))) return;
+              }
+              write("data: [DONE]\n\n");
             });
-        if (out.client_gone) return;
-        if (!out.error.ok()) {
-          write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
-          write("data: [DONE]\n\n");
-          return;
-        }
-        json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
-        if (!write(sse_event(chunk(last, out.finish_reason)))) return;
-        if (include_usage) {
-          json u = {{"id", id},
-                    {"object", chunk_object},
-                    {"created", created},
-                    {"model", plan->model.id},
-                    {"system_fingerprint", nullptr},
-                    {"choices", json::array()},
-                    {"usage", usage_json(out.stats)}};
-          if (!write(sse_event(u))) return;
-        }
-        write("data: [DONE]\n\n");
-      });
 }
 
 std::string base64_floats(const std::vector<float>& v) {

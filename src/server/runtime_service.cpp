@@ -153,6 +153,7 @@ class RuntimeService : public ServiceApi {
     params.response_tokens = static_cast<int32_t>(request.max_tokens);
     params.sampling = request.sampling;
     params.stop_sequences = request.stop;
+    params.thinking = request.thinking;
 
     auto channel = std::make_shared<Channel>();
     rt::StreamSink rsink;

@@ -37,6 +37,7 @@ struct GenerateRequest {
   // Matched by the runtime, which ends the generation before the first match and
   // never streams any part of it.
   std::vector<std::string> stop;
+  runtime::ThinkingBudget thinking;  // off unless the request set a thinking budget
 };
 
 struct GenerateStats {
