@@ -188,7 +188,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.queued_requests = static_cast<int32_t>(queue_.size());
   i.restarts = restarts_;
   i.scheduler_steps = steps_.load();
-  i.chat_template = backend_info_.chat_template;
+  i.chat_template =
+      config_.chat_template.empty() ? backend_info_.chat_template : config_.chat_template;
   i.bos_text = backend_info_.bos_text;
   i.eos_text = backend_info_.eos_text;
   i.add_bos = backend_info_.add_bos;
@@ -622,11 +623,26 @@ void ModelWorker::start_generating(Slot& s, const std::vector<float>& logits) {
 void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
   Request& r = *s.request;
   if (r.params.capture_logits) s.token_logits.emplace_back(logits.begin(), logits.end());
-  const TokenId t = s.sampler->sample(logits);
+  const ThinkingBudget& budget = r.params.thinking;
+  if (budget.budget == 0 && budget.starts_inside && !budget.close.empty() && s.generated.empty() &&
+      s.think == Slot::Think::kBefore) {
+    s.think = Slot::Think::kInside;  // a zero budget closes the block the prompt opened
+    s.forced = budget.close;
+  }
+  TokenId t;
+  const bool forced = !s.forced.empty();
+  if (forced) {  // a thinking budget closing its block
+    t = s.forced.front();
+    s.forced.erase(s.forced.begin());
+  } else {
+    t = s.sampler->sample(logits);
+  }
   s.sampler->accept(t);
   std::optional<TokenLogprobs> lp;
   if (r.params.logprobs >= 0) {
-    const std::span<const float> adjusted = s.sampler->adjusted_logits();
+    // A forced token was not sampled: its logprobs are the model's raw distribution.
+    const std::span<const float> adjusted =
+        forced ? std::span<const float>() : s.sampler->adjusted_logits();
     lp = token_logprobs(adjusted.empty() ? logits : adjusted, t, r.params.logprobs);
   }
   if (!s.has_first_token) {
@@ -644,6 +660,7 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
     if (!call_sink(r.sink.on_logprobs, *lp)) r.request_cancel(steps_);
     s.logprobs.push_back(std::move(*lp));
   }
+  track_thinking(s, r.params.thinking);
   if (!call_sink(r.sink.on_token, t)) r.request_cancel(steps_);
   const std::string released = s.stop.push(s.text->push(t));
   if (!released.empty()) {
@@ -687,6 +704,32 @@ bool ModelWorker::worth_saving(int64_t n_tokens, uint64_t bytes) {
   if (cost_rule_saves(n_tokens, bytes, save_rates())) return true;
   store_->count("saves_skipped_cost");
   return false;
+}
+
+namespace {
+bool ends_with(const std::vector<TokenId>& seq, const std::vector<TokenId>& tail) {
+  return !tail.empty() && seq.size() >= tail.size() &&
+         std::equal(tail.begin(), tail.end(), seq.end() - static_cast<ptrdiff_t>(tail.size()));
+}
+}  // namespace
+
+void ModelWorker::track_thinking(Slot& s, const ThinkingBudget& b) {
+  if (b.budget < 0 || b.close.empty() || s.think == Slot::Think::kDone) return;
+  if (s.think == Slot::Think::kBefore) {
+    if (b.starts_inside && s.generated.size() == 1) {
+      s.think = Slot::Think::kInside;  // this token is the block's first
+    } else {
+      if (ends_with(s.generated, b.open)) s.think = Slot::Think::kInside;
+      return;
+    }
+  }
+  if (ends_with(s.generated, b.close)) {
+    s.think = Slot::Think::kDone;
+    s.forced.clear();
+    return;
+  }
+  ++s.think_tokens;
+  if (s.forced.empty() && s.think_tokens >= b.budget) s.forced = b.close;
 }
 
 void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool sync,

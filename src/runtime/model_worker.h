@@ -91,6 +91,9 @@ class ModelWorker {
   // Prefill done (or forked): ends a prefill-only request, or samples the first token.
   void start_generating(Slot& slot, const std::vector<float>& logits);
   void sample_next(Slot& slot, std::span<const float> logits);
+  // Advances the slot's thinking-budget state after a generated token; queues the
+  // closing tokens once the budget is spent.
+  static void track_thinking(Slot& slot, const ThinkingBudget& budget);
   void finish(Slot& slot);
   void deliver_error(const RequestPtr& request, const Status& error);
   void fire_save(Slot& slot, int32_t n_tokens, SaveReason reason, bool sync,

@@ -50,6 +50,12 @@ struct Slot {
   bool has_first_token = false;
   double restore_ms = -1;  // RequestStats::restore_ms / restore_tier
   std::optional<Tier> restore_tier;
+  // Thinking budget (RequestParams::thinking): where the generation is relative to the
+  // think block, tokens generated inside it, and closing tokens still to force.
+  enum class Think { kBefore, kInside, kDone };
+  Think think = Think::kBefore;
+  int32_t think_tokens = 0;
+  std::vector<TokenId> forced;
 
   bool busy() const { return request != nullptr; }
 

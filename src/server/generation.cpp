@@ -125,6 +125,59 @@ std::optional<ApiError> check_prompt_bytes(const ModelDescription& model, size_t
                          field, "context_length_exceeded");
 }
 
+// The built-in families render role and content only: what they cannot express is an
+// error naming the field, never dropped.
+std::optional<ApiError> check_builtin_family_request(const TextRequest& req,
+                                                     const ModelDescription& model) {
+  const std::string why = model.chat_template.empty()
+                              ? "model '" + model.id + "' has no Jinja chat template"
+                              : std::string("a built-in chat format is forced (--chat-template)");
+  if (!req.tools.empty()) {
+    return invalid_request("'tools': " + why + " and the built-in formats cannot express tools",
+                           "tools", "tools_not_supported");
+  }
+  for (size_t i = 0; i < req.messages.size(); ++i) {
+    const ChatMessage& m = req.messages[i];
+    if (m.role == "tool" || !m.tool_calls.empty()) {
+      const std::string field = "messages[" + std::to_string(i) + "]";
+      return invalid_request("'" + field + "': " + why +
+                                 " and the built-in formats cannot express tool calls or results",
+                             field, "tools_not_supported");
+    }
+  }
+  if (!req.template_kwargs.empty()) {
+    return invalid_request(
+        "'chat_template_kwargs': " + why + ", so there is no template to pass variables to",
+        "chat_template_kwargs", "invalid_value");
+  }
+  return std::nullopt;
+}
+
+// The prompt ends inside an open think block (DeepSeek-R1 distills and Qwen3 open it in
+// the generation prompt), so the reply starts as reasoning.
+bool ends_inside_think(std::string_view text) {
+  size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' ' || text[end - 1] == '\r' ||
+                     text[end - 1] == '\t'))
+    --end;
+  return text.substr(0, end).ends_with(kThinkOpen);
+}
+
+// The runtime's budget: the family's tags as this model tokenizes them (control tokens
+// where the vocabulary has them).
+Result<runtime::ThinkingBudget> thinking_budget(ServerContext& ctx, const ModelDescription& model,
+                                                int64_t budget, bool starts_inside) {
+  runtime::ThinkingBudget b;
+  b.budget = static_cast<int32_t>(budget);
+  b.starts_inside = starts_inside;
+  const std::string open(kThinkOpen), close(kThinkClose);
+  HEARTH_ASSIGN_OR_RETURN(
+      b.open, ctx.service.tokenize(model.id, open, false, special_ranges_for(open, true)));
+  HEARTH_ASSIGN_OR_RETURN(
+      b.close, ctx.service.tokenize(model.id, close, false, special_ranges_for(close, true)));
+  return b;
+}
+
 }  // namespace
 
 std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& req,
@@ -148,8 +201,16 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
     RenderedChat rendered{req.prompt, {}};
     if (req.is_chat && ctx.config.chat_template.empty() && !model.chat_template.empty()) {
       // The model's own template, rendered as transformers would.
+      if (!req.tools.empty() && !template_supports_tools(model.chat_template)) {
+        return invalid_request("'tools': the chat template of model '" + model.id +
+                                   "' does not support tools (it never reads `tools`)",
+                               "tools", "tools_not_supported");
+      }
+      ChatRenderOptions options;
+      if (!req.tools.empty()) options.tools = req.tools_json;
+      options.kwargs = req.template_kwargs;
       auto r = render_jinja_chat(model.chat_template, req.messages,
-                                 {model.bos_text, model.eos_text, model.add_bos});
+                                 {model.bos_text, model.eos_text, model.add_bos}, options);
       if (!r.ok()) {
         return invalid_request("the chat template of model '" + model.id +
                                    "' failed on these messages: " + r.status().message(),
@@ -157,10 +218,25 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
       }
       plan.chat_family = "jinja";
       rendered = std::move(r).value();
+      if (!req.tools.empty() && req.tool_choice.mode != ToolChoice::Mode::kNone) {
+        plan.output.tools = detect_tool_syntax(model.chat_template);
+        plan.tool_grammar = tool_call_grammar(plan.output.tools, req.tools, req.tool_choice,
+                                              req.parallel_tool_calls);
+      }
     } else if (req.is_chat) {
+      if (auto e = check_builtin_family_request(req, model)) return e;
       const ChatFamily family = pick_family(ctx, model);
       plan.chat_family = chat_family_name(family);
       rendered = render_chat(family, req.messages);
+    }
+    if (req.is_chat) {
+      plan.output.parallel_tool_calls = req.parallel_tool_calls;
+      plan.output.starts_in_reasoning = ends_inside_think(rendered.text);
+      if (req.thinking_budget) {
+        auto b = thinking_budget(ctx, model, *req.thinking_budget, plan.output.starts_in_reasoning);
+        if (!b.ok()) return from_status(b.status(), "thinking_budget_tokens");
+        plan.request.thinking = std::move(b).value();
+      }
     }
     if (auto e = check_prompt_bytes(model, rendered.text.size(), req.prompt_field)) return e;
     auto tok = ctx.service.tokenize(model.id, rendered.text, /*add_special=*/true,

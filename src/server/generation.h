@@ -15,6 +15,8 @@
 #include "hearth/server/server.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
+#include "server/output/output_parser.h"
+#include "server/output/tool_grammar.h"
 #include "server/request_parse.h"
 #include "server/service_api.h"
 
@@ -43,6 +45,11 @@ struct GenerationPlan {
   ModelDescription model;
   GenerateRequest request;
   std::string chat_family;  // empty for plain completions
+  // How the reply is parsed into content, reasoning and tool calls (chat only).
+  OutputSyntax output;
+  // What a grammar must enforce for the request's tools and tool_choice (nullopt: none).
+  // Not applied yet: the grammar-constrained sampler puts it on SamplingOptions.
+  std::optional<ToolGrammarSpec> tool_grammar;
 };
 
 // Resolves the model. Empty id = the first loaded model.

@@ -3,10 +3,14 @@
 // official SDKs work unchanged.
 #include <chrono>
 #include <cstring>
+#include <utility>
+#include <vector>
 
+#include "server/chat_reply.h"
 #include "server/http_util.h"
 #include "server/logprobs_json.h"
 #include "server/request_fields.h"
+#include "server/tool_request.h"
 
 namespace hearth::server {
 namespace {
@@ -54,6 +58,7 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
   if (auto e = chat ? parse_chat_request(body, tr) : parse_completion_request(body, tr)) {
     return reply_error(res, *e);
   }
+  if (chat) keep_tool_key_order(req.body, /*anthropic=*/false, tr);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e);
   std::string echo;
@@ -95,7 +100,11 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
         choice["logprobs"] = std::move(lp).value();
       }
       if (chat) {
-        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+        const ParsedOutput parsed =
+            parse_output(plan->output, c.text, [] { return make_id("call_"); });
+        choice["message"] = openai_message(parsed);
+        choice["finish_reason"] =
+            openai_finish_reason(c.finish_reason, static_cast<int32_t>(parsed.calls.size()));
       } else {
         choice["text"] = echo + c.text;
       }
@@ -134,21 +143,41 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
                             : json{{"text", echo}};
           if ((chat || !echo.empty()) && !write(sse_event(chunk(i, first, nullptr)))) return;
         }
+        // One output parser per choice: content, reasoning and tool calls of each.
+        std::vector<OutputParser> parsers;
+        for (size_t i = 0; i < n; ++i)
+          parsers.emplace_back(plan->output, [] { return make_id("call_"); });
+        // Sends a choice's parsed deltas; `lp` (may be null) rides on the first chunk, or
+        // on an empty delta when the parser held the text back.
+        auto send_deltas = [&](size_t i, const std::vector<OutputDelta>& deltas, json lp) {
+          for (const OutputDelta& d : deltas) {
+            for (json& delta : openai_deltas(d)) {
+              json c = chunk(i, {{"delta", std::move(delta)}}, nullptr);
+              if (!lp.is_null()) c["choices"][0]["logprobs"] = std::exchange(lp, nullptr);
+              if (!write(sse_event(c))) return false;
+            }
+          }
+          if (lp.is_null()) return true;
+          json c = chunk(i, {{"delta", json::object()}}, nullptr);
+          c["choices"][0]["logprobs"] = std::move(lp);
+          return write(sse_event(c));
+        };
         std::vector<int64_t> offsets(n, static_cast<int64_t>(echo.size()));
         GenerationOutcome out =
             run_generation_pieces(ctx, *plan, *generation, [&](const GeneratedPiece& piece) {
               const auto i = static_cast<size_t>(piece.index);
-              json fields =
-                  chat ? json{{"delta", {{"content", piece.text}}}} : json{{"text", piece.text}};
-              json c = chunk(i, std::move(fields), nullptr);
+              if (i >= n) return false;
+              json lp = nullptr;
               if (logprobs) {
-                auto lp = logprobs_json(piece.logprobs, i < n ? offsets[i] : 0);
-                if (!lp.ok()) return false;
-                c["choices"][0]["logprobs"] = std::move(lp).value();
-                if (i < n)
-                  for (const auto& b : c["choices"][0]["logprobs"].value("tokens", json::array()))
-                    offsets[i] += static_cast<int64_t>(b.get<std::string>().size());
+                auto r = logprobs_json(piece.logprobs, offsets[i]);
+                if (!r.ok()) return false;
+                lp = std::move(r).value();
+                for (const auto& b : lp.value("tokens", json::array()))
+                  offsets[i] += static_cast<int64_t>(b.get<std::string>().size());
               }
+              if (chat) return send_deltas(i, parsers[i].push(piece.text), std::move(lp));
+              json c = chunk(i, {{"text", piece.text}}, nullptr);
+              if (!lp.is_null()) c["choices"][0]["logprobs"] = std::move(lp);
               return write(sse_event(c));
             });
         if (out.client_gone) return;
@@ -158,8 +187,13 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
           return;
         }
         for (size_t i = 0; i < out.choices.size(); ++i) {
+          if (chat && i < n && !send_deltas(i, parsers[i].finish(), nullptr)) return;
           json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
-          json last_chunk = chunk(i, last, out.choices[i].finish_reason);
+          const std::string finish =
+              chat && i < n ? openai_finish_reason(out.choices[i].finish_reason,
+                                                   parsers[i].tool_call_count())
+                            : out.choices[i].finish_reason;
+          json last_chunk = chunk(i, last, finish);
           last_chunk["finish_key"] = finish_key_json(out.stats);
           if (!write(sse_event(last_chunk))) return;
         }

@@ -9,6 +9,8 @@
 
 #include "server/response_format.h"
 
+#include "server/tool_request.h"
+
 namespace hearth::server {
 namespace {
 
@@ -187,7 +189,7 @@ std::optional<ApiError> content_text(const json& content, const std::string& fie
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_messages_array(const json& body, bool allow_system_role,
+std::optional<ApiError> parse_messages_array(const json& body, bool openai,
                                              std::vector<ChatMessage>& out) {
   if (!body.contains("messages"))
     return invalid_request("'messages' is required", "messages", "missing_field");
@@ -203,22 +205,45 @@ std::optional<ApiError> parse_messages_array(const json& body, bool allow_system
     std::string role = m["role"].get<std::string>();
     if (role == "developer") role = "system";
     const bool ok_role =
-        role == "user" || role == "assistant" || (allow_system_role && role == "system");
+        role == "user" || role == "assistant" || (openai && (role == "system" || role == "tool"));
     if (!ok_role) {
       return value_error(field + ".role",
-                         allow_system_role
-                             ? "must be one of system, developer, user, assistant"
-                             : "must be user or assistant (use the top-level 'system')");
+                         openai ? "must be one of system, developer, user, assistant, tool"
+                                : "must be user or assistant (use the top-level 'system')");
+    }
+    if (!openai && m.contains("content") && m["content"].is_array()) {
+      if (auto e = parse_anthropic_blocks(m["content"], role, field + ".content", out)) return e;
+      continue;
+    }
+    ChatMessage cm{role, ""};
+    if (openai && role == "assistant" && present(m, "tool_calls")) {
+      if (auto e = parse_openai_tool_calls(m["tool_calls"], field + ".tool_calls", cm.tool_calls))
+        return e;
+    }
+    if (openai && role == "assistant" && present(m, "reasoning_content")) {
+      if (!m["reasoning_content"].is_string())
+        return type_error(field + ".reasoning_content", "a string");
+      cm.reasoning_content = m["reasoning_content"].get<std::string>();
+    }
+    if (role == "tool") {
+      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string())
+        return type_error(field + ".tool_call_id", "a string");
+      cm.tool_call_id = m["tool_call_id"].get<std::string>();
+      if (present(m, "name")) {
+        if (!m["name"].is_string()) return type_error(field + ".name", "a string");
+        cm.name = m["name"].get<std::string>();
+      }
     }
     if (!m.contains("content") || m["content"].is_null()) {
       if (role == "assistant") {
-        out.push_back({role, ""});
+        cm.content_null = !cm.tool_calls.empty() && m.contains("content");
+        cm.content_absent = !cm.tool_calls.empty() && !m.contains("content");
+        out.push_back(std::move(cm));
         continue;
       }
       return invalid_request("'" + field + ".content' is required", field + ".content",
                              "missing_field");
     }
-    ChatMessage cm{role, ""};
     if (auto e = content_text(m["content"], field + ".content", cm.content)) return e;
     out.push_back(std::move(cm));
   }
@@ -322,7 +347,8 @@ std::optional<ApiError> parse_chat_request(const json& body, TextRequest& out) {
     for (const auto& x : m)
       if (x != "text") return value_error("modalities", "may only hold \"text\"");
   }
-  return parse_messages_array(body, /*allow_system_role=*/true, out.messages);
+  if (auto e = parse_openai_tool_fields(body, out)) return e;
+  return parse_messages_array(body, /*openai=*/true, out.messages);
 }
 
 std::optional<ApiError> parse_messages_request(const json& body, TextRequest& out) {
@@ -330,25 +356,17 @@ std::optional<ApiError> parse_messages_request(const json& body, TextRequest& ou
   out.prompt_field = "messages";
   if (auto e = check_request_fields(body, kMessagesApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/false)) return e;
-  if (present(body, "thinking")) {
-    const json& t = body["thinking"];
-    if (!t.is_object() || !t.contains("type") || !t["type"].is_string())
-      return type_error("thinking", "an object with a string 'type'");
-    if (t["type"] != "disabled")
-      return value_error("thinking", "type '" + t["type"].get<std::string>() +
-                                         "' is not supported (only \"disabled\": extended "
-                                         "thinking is not wired)");
-  }
   if (!out.max_tokens) {
     return invalid_request("'max_tokens' is required", "max_tokens", "missing_field");
   }
+  if (auto e = parse_anthropic_tool_fields(body, out)) return e;
   std::vector<ChatMessage> messages;
   if (present(body, "system")) {
     std::string system;
     if (auto e = content_text(body["system"], "system", system)) return e;
     messages.push_back({"system", system});
   }
-  if (auto e = parse_messages_array(body, /*allow_system_role=*/false, messages)) return e;
+  if (auto e = parse_messages_array(body, /*openai=*/false, messages)) return e;
   out.messages = std::move(messages);
   return std::nullopt;
 }

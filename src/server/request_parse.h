@@ -11,6 +11,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_template.h"
+#include "server/output/tool_spec.h"
 #include "server/service_api.h"
 
 namespace hearth::server {
@@ -35,6 +36,15 @@ struct TextRequest {
   // logprobs true + top_logprobs; completions: logprobs N).
   int32_t logprobs = -1;
   bool echo = false;  // completions: the prompt text comes before the output
+  // Tool calling (server/tool_request.h): the declared functions, as the caller wrote
+  // them for the template ({type: function, function: {...}}) and parsed.
+  nlohmann::ordered_json tools_json = nlohmann::ordered_json::array();
+  std::vector<ToolSpec> tools;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
+  // Extra template variables: chat_template_kwargs, enable_thinking, Anthropic thinking.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  std::optional<int64_t> thinking_budget;  // tokens inside the think block, then closed
 };
 
 // Upper bounds hearth accepts (OpenAI's are 128 choices, 20 chat top_logprobs and 5

@@ -213,6 +213,7 @@ class RuntimeService : public ServiceApi {
     params.cache_prompt = request.cache_prompt;
     params.logprobs = request.logprobs;
     if (request.n < 1) return InvalidArgument("n must be >= 1, got " + std::to_string(request.n));
+    params.thinking = request.thinking;
 
     const auto n = static_cast<size_t>(request.n);
     auto channel = std::make_shared<Channel>(n);

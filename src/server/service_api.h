@@ -47,6 +47,7 @@ struct GenerateRequest {
   int32_t n = 1;
   // -1: none; 0..20: each token's logprob and that many top alternatives.
   int32_t logprobs = -1;
+  runtime::ThinkingBudget thinking;  // off unless the request set a thinking budget
 };
 
 // What POST /hearth/prefill reports: the prompt is in the cache under finish_key.

@@ -173,6 +173,10 @@ struct ModelConfig {
   // The engine backend's load progress (bytes of weights), on the loading thread; may
   // be empty. Called again when a restarted worker reloads the model.
   ProgressFn on_load_progress;
+
+  // Jinja chat template overriding the backend's tokenizer.chat_template (the server's
+  // per-model chat_template_file); empty = the model's own. LoadedModelInfo carries it.
+  std::string chat_template;
 };
 
 struct CacheOptions {
@@ -280,6 +284,18 @@ struct TokenLogprobs {
 };
 inline constexpr int32_t kMaxTopLogprobs = 20;
 
+// Closes a reasoning ("think") block after a token budget: once `budget` tokens were
+// generated inside the block, the next tokens are `close` (the family's closing tag),
+// appended to the sequence instead of sampled ones; sampling then resumes. The block
+// opens when the generated tokens end with `open`, or at the start (starts_inside: the
+// prompt opened it). Off when budget < 0 or close is empty.
+struct ThinkingBudget {
+  int32_t budget = -1;
+  bool starts_inside = false;
+  std::vector<TokenId> open;
+  std::vector<TokenId> close;
+};
+
 struct RequestParams {
   int32_t response_tokens = 128;          // max tokens to generate
   std::optional<std::string> parent_key;  // finish_key of an earlier turn (hex)
@@ -297,6 +313,7 @@ struct RequestParams {
   // false: no cache lookup (nor reuse of a sequence's resident cells) and no save for this
   // request (llama-server's cache_prompt); finish_key stays unset.
   bool cache_prompt = true;
+  ThinkingBudget thinking;
 };
 
 struct RequestStats {
