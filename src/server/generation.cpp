@@ -282,6 +282,20 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.prompt = std::move(tokens);
   plan.request.max_tokens = max_tokens;
   plan.request.sampling = req.sampling;
+  // Tool calls under a grammar, so they always parse: lazy (free text until the family's
+  // trigger) for tool_choice auto, from the first token for required / a named tool.
+  if (plan.tool_grammar && plan.request.sampling.grammar.empty()) {
+    // A tool schema outside the grammar's JSON Schema subset: required / named calls
+    // cannot be enforced (400 naming tools); auto calls are parsed from the text as is.
+    auto g = tool_call_gbnf(*plan.tool_grammar, req.parallel_tool_calls);
+    if (!g.ok() && !plan.tool_grammar->lazy) return from_status(g.status(), "tools");
+    if (g.ok()) {
+      plan.request.sampling.grammar = std::move(g).value();
+      if (plan.tool_grammar->lazy) {
+        plan.request.sampling.grammar_triggers = {plan.tool_grammar->trigger};
+      }
+    }
+  }
   plan.request.stop = req.stop;
   plan.request.parent_key = req.parent_key;
   plan.request.cache_prompt = req.cache_prompt;

@@ -122,93 +122,92 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
 
   const bool include_usage = tr.include_usage;
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
-  start_sse(
-      res, ctx, endpoint,
-      [&ctx, plan, generation, chat, include_usage, id, created, echo, logprobs,
-       logprobs_json](const std::function<bool(const std::string&)>& write) {
-        const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-        const auto n = static_cast<size_t>(plan->request.n);
-        auto chunk = [&](size_t index, json choice_fields, const json& finish) {
-          json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish}};
-          for (auto& [k, v] : choice_fields.items()) choice[k] = v;
-          return json{{"id", id},
-                      {"object", chunk_object},
-                      {"created", created},
-                      {"model", plan->model.id},
-                      {"system_fingerprint", nullptr},
-                      {"choices", json::array({choice})}};
-        };
-        for (size_t i = 0; i < n; ++i) {
-          json first = chat ? json{{"delta", {{"role", "assistant"}, {"content", ""}}}}
-                            : json{{"text", echo}};
-          if ((chat || !echo.empty()) && !write(sse_event(chunk(i, first, nullptr)))) return;
-        }
-        // One output parser per choice: content, reasoning and tool calls of each.
-        std::vector<OutputParser> parsers;
-        for (size_t i = 0; i < n; ++i)
-          parsers.emplace_back(plan->output, [] { return make_id("call_"); });
-        // Sends a choice's parsed deltas; `lp` (may be null) rides on the first chunk, or
-        // on an empty delta when the parser held the text back.
-        auto send_deltas = [&](size_t i, const std::vector<OutputDelta>& deltas, json lp) {
-          for (const OutputDelta& d : deltas) {
-            for (json& delta : openai_deltas(d)) {
-              json c = chunk(i, {{"delta", std::move(delta)}}, nullptr);
-              if (!lp.is_null()) c["choices"][0]["logprobs"] = std::exchange(lp, nullptr);
-              if (!write(sse_event(c))) return false;
-            }
-          }
-          if (lp.is_null()) return true;
-          json c = chunk(i, {{"delta", json::object()}}, nullptr);
-          c["choices"][0]["logprobs"] = std::move(lp);
-          return write(sse_event(c));
-        };
-        std::vector<int64_t> offsets(n, static_cast<int64_t>(echo.size()));
-        GenerationOutcome out =
-            run_generation_pieces(ctx, *plan, *generation, [&](const GeneratedPiece& piece) {
-              const auto i = static_cast<size_t>(piece.index);
-              if (i >= n) return false;
-              json lp = nullptr;
-              if (logprobs) {
-                auto r = logprobs_json(piece.logprobs, offsets[i]);
-                if (!r.ok()) return false;
-                lp = std::move(r).value();
-                for (const auto& b : lp.value("tokens", json::array()))
-                  offsets[i] += static_cast<int64_t>(b.get<std::string>().size());
+  start_sse(res, ctx, endpoint,
+            [&ctx, plan, generation, chat, include_usage, id, created, echo, logprobs,
+             logprobs_json](const std::function<bool(const std::string&)>& write) {
+              const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+              const auto n = static_cast<size_t>(plan->request.n);
+              auto chunk = [&](size_t index, json choice_fields, const json& finish) {
+                json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish}};
+                for (auto& [k, v] : choice_fields.items()) choice[k] = v;
+                return json{{"id", id},
+                            {"object", chunk_object},
+                            {"created", created},
+                            {"model", plan->model.id},
+                            {"system_fingerprint", nullptr},
+                            {"choices", json::array({choice})}};
+              };
+              for (size_t i = 0; i < n; ++i) {
+                json first = chat ? json{{"delta", {{"role", "assistant"}, {"content", ""}}}}
+                                  : json{{"text", echo}};
+                if ((chat || !echo.empty()) && !write(sse_event(chunk(i, first, nullptr)))) return;
               }
-              if (chat) return send_deltas(i, parsers[i].push(piece.text), std::move(lp));
-              json c = chunk(i, {{"text", piece.text}}, nullptr);
-              if (!lp.is_null()) c["choices"][0]["logprobs"] = std::move(lp);
-              return write(sse_event(c));
+              // One output parser per choice: content, reasoning and tool calls of each.
+              std::vector<OutputParser> parsers;
+              for (size_t i = 0; i < n; ++i)
+                parsers.emplace_back(plan->output, [] { return make_id("call_"); });
+              // Sends a choice's parsed deltas; `lp` (may be null) rides on the first chunk, or
+              // on an empty delta when the parser held the text back.
+              auto send_deltas = [&](size_t i, const std::vector<OutputDelta>& deltas, json lp) {
+                for (const OutputDelta& d : deltas) {
+                  for (json& delta : openai_deltas(d)) {
+                    json c = chunk(i, {{"delta", std::move(delta)}}, nullptr);
+                    if (!lp.is_null()) c["choices"][0]["logprobs"] = std::exchange(lp, nullptr);
+                    if (!write(sse_event(c))) return false;
+                  }
+                }
+                if (lp.is_null()) return true;
+                json c = chunk(i, {{"delta", json::object()}}, nullptr);
+                c["choices"][0]["logprobs"] = std::move(lp);
+                return write(sse_event(c));
+              };
+              std::vector<int64_t> offsets(n, static_cast<int64_t>(echo.size()));
+              GenerationOutcome out =
+                  run_generation_pieces(ctx, *plan, *generation, [&](const GeneratedPiece& piece) {
+                    const auto i = static_cast<size_t>(piece.index);
+                    if (i >= n) return false;
+                    json lp = nullptr;
+                    if (logprobs) {
+                      auto r = logprobs_json(piece.logprobs, offsets[i]);
+                      if (!r.ok()) return false;
+                      lp = std::move(r).value();
+                      for (const auto& b : lp.value("tokens", json::array()))
+                        offsets[i] += static_cast<int64_t>(b.get<std::string>().size());
+                    }
+                    if (chat) return send_deltas(i, parsers[i].push(piece.text), std::move(lp));
+                    json c = chunk(i, {{"text", piece.text}}, nullptr);
+                    if (!lp.is_null()) c["choices"][0]["logprobs"] = std::move(lp);
+                    return write(sse_event(c));
+                  });
+              if (out.client_gone) return;
+              if (!out.error.ok()) {
+                write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
+                write("data: [DONE]\n\n");
+                return;
+              }
+              for (size_t i = 0; i < out.choices.size(); ++i) {
+                if (chat && i < n && !send_deltas(i, parsers[i].finish(), nullptr)) return;
+                json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
+                const std::string finish = chat && i < n
+                                               ? openai_finish_reason(out.choices[i].finish_reason,
+                                                                      parsers[i].tool_call_count())
+                                               : out.choices[i].finish_reason;
+                json last_chunk = chunk(i, last, finish);
+                last_chunk["finish_key"] = finish_key_json(out.stats);
+                if (!write(sse_event(last_chunk))) return;
+              }
+              if (include_usage) {
+                json u = {{"id", id},
+                          {"object", chunk_object},
+                          {"created", created},
+                          {"model", plan->model.id},
+                          {"system_fingerprint", nullptr},
+                          {"choices", json::array()},
+                          {"usage", usage_json(out.stats)}};
+                if (!write(sse_event(u))) return;
+              }
+              write("data: [DONE]\n\n");
             });
-        if (out.client_gone) return;
-        if (!out.error.ok()) {
-          write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
-          write("data: [DONE]\n\n");
-          return;
-        }
-        for (size_t i = 0; i < out.choices.size(); ++i) {
-          if (chat && i < n && !send_deltas(i, parsers[i].finish(), nullptr)) return;
-          json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
-          const std::string finish =
-              chat && i < n ? openai_finish_reason(out.choices[i].finish_reason,
-                                                   parsers[i].tool_call_count())
-                            : out.choices[i].finish_reason;
-          json last_chunk = chunk(i, last, finish);
-          last_chunk["finish_key"] = finish_key_json(out.stats);
-          if (!write(sse_event(last_chunk))) return;
-        }
-        if (include_usage) {
-          json u = {{"id", id},
-                    {"object", chunk_object},
-                    {"created", created},
-                    {"model", plan->model.id},
-                    {"system_fingerprint", nullptr},
-                    {"choices", json::array()},
-                    {"usage", usage_json(out.stats)}};
-          if (!write(sse_event(u))) return;
-        }
-        write("data: [DONE]\n\n");
-      });
 }
 
 std::string base64_floats(const std::vector<float>& v) {

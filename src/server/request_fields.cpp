@@ -33,8 +33,8 @@ constexpr RequestField kFields[] = {
     {"frequency_penalty", kOpenAiText, FieldUse::kHonoured, ""},
     {"presence_penalty", kOpenAiText, FieldUse::kHonoured, ""},
     {"echo", kCompletionsApi, FieldUse::kHonoured, ""},
-    {"best_of", kCompletionsApi, FieldUse::kHonoured, ""},   // 1 or n only
-    {"modalities", kChatApi, FieldUse::kHonoured, ""},       // ["text"] only
+    {"best_of", kCompletionsApi, FieldUse::kHonoured, ""},      // 1 or n only
+    {"modalities", kChatApi, FieldUse::kHonoured, ""},          // ["text"] only
     {"response_format", kOpenAiText, FieldUse::kHonoured, ""},  // text, json_object, json_schema
     {"grammar", kOpenAiText, FieldUse::kHonoured, ""},          // GBNF (llama-server)
     {"json_schema", kOpenAiText, FieldUse::kHonoured, ""},      // llama-server's top-level form

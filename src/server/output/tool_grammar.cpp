@@ -1,5 +1,8 @@
 #include "server/output/tool_grammar.h"
 
+#include "grammar/gbnf_text.h"
+#include "hearth/grammar/json_schema.h"
+
 namespace hearth::server {
 namespace {
 
@@ -50,6 +53,16 @@ std::optional<ToolGrammarSpec> tool_call_grammar(ToolSyntax syntax,
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+Result<std::string> tool_call_gbnf(const ToolGrammarSpec& spec, bool repeat) {
+  HEARTH_ASSIGN_OR_RETURN(std::string call, grammar::json_schema_rules(spec.schema, "tool-call"));
+  std::string item = grammar::gbnf_literal(spec.prefix) + " tool-call";
+  if (!spec.suffix.empty()) item += " " + grammar::gbnf_literal(spec.suffix);
+  std::string root = "root ::= " + item;
+  if (repeat && !spec.suffix.empty())
+    root = "root ::= tool-item (ws tool-item)*\ntool-item ::= " + item;
+  return root + "\n" + call + grammar::json_schema_primitives();
 }
 
 }  // namespace hearth::server

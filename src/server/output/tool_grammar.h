@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hearth/status.h"
 #include "server/output/tool_spec.h"
 #include "server/output/tool_syntax.h"
 
@@ -31,5 +32,10 @@ struct ToolGrammarSpec {
 std::optional<ToolGrammarSpec> tool_call_grammar(ToolSyntax syntax,
                                                  const std::vector<ToolSpec>& tools,
                                                  const ToolChoice& choice, bool parallel);
+
+// The GBNF grammar of a spec (for SamplingOptions::grammar): the prefix, the JSON value
+// under the spec's schema, the suffix; with `repeat` (parallel calls of a family with a
+// closing suffix) one or more such calls separated by whitespace.
+Result<std::string> tool_call_gbnf(const ToolGrammarSpec& spec, bool repeat);
 
 }  // namespace hearth::server
