@@ -46,7 +46,10 @@ seed jinja loops '{% for m in messages if m.role != "tool" %}{{ loop.index }}{{ 
 seed jinja macros '{% macro f(a, b=2) %}{{ a ~ b }}{{ caller() if caller is defined }}{% endmacro %}{{ f(1) }}{% set ns = namespace(x=[]) %}{% set ns.x = ns.x + [1] %}{{ ns.x | tojson(indent=2) }}'
 seed jinja filters '{{ tools | map(attribute="function") | selectattr("name", "equalto", "get_weather") | list | first | tojson(sort_keys=true) }}{{ messages[1:-1] | length }}{{ "a,b" .split(",") | join("-") | upper }}{{ 7 // 2 ~ 2 ** 3 }}{{ strftime_now("%Y") }}'
 
-for target in gguf kvc request config http jinja; do
+seed grammar json 'root ::= "{" ws pair ("," ws pair)* "}"\nws ::= [ \\t\\n]{0,3}\npair ::= "\\"" [a-z]+ "\\":" ws [0-9]+ # c\n\x00{"ab": 12}'
+seed grammar schema '{"type":"object","properties":{"a":{"type":"integer","minimum":-5,"maximum":300},"b":{"type":"string","pattern":"^[A-Z]{2}\\d?$"},"c":{"anyOf":[{"$ref":"#/$defs/x"},{"type":"null"}]}},"required":["a"],"$defs":{"x":{"enum":["p",1,true]}}}'
+
+for target in gguf kvc request config http jinja grammar; do
   fuzzer="$build/fuzz/${target}_fuzz"
   crashes="$build/crashes/$target"
   mkdir -p "$crashes"

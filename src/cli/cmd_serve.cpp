@@ -87,8 +87,9 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--models-dir", flags->models_dir, "Directory POST /hearth/models may load from");
   cmd->add_option("--config", flags->config_file, "TOML configuration file (flags override it)");
   cmd->add_option("--chat-template", flags->chat_template,
-                  "Force a chat template family: chatml, qwen, llama-2, llama-3, mistral, zephyr, "
-                  "gemma, phi-3");
+                  "A Jinja chat template FILE (a path with '/' or ending in .jinja) replacing "
+                  "every model's own, or a built-in family forced on all: chatml, qwen, "
+                  "llama-2, llama-3, mistral, zephyr, gemma, phi-3");
   cmd->add_option("--parallel", flags->parallel,
                   "Requests each -m model runs at once, batched together (its n_seq_max; "
                   "default 4); more wait in its queue (limits.max_queued_requests)");
@@ -158,7 +159,20 @@ Registrar reg("serve", [](CLI::App& root) {
     if (!flags->api_key.empty()) config.api_key = flags->api_key;
     if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
-    if (!flags->chat_template.empty()) config.chat_template = flags->chat_template;
+    if (server::names_a_template_file(flags->chat_template)) {
+      // A Jinja file: every model without its own chat_template_file renders with it.
+      for (auto& m : config.models) {
+        if (!m.chat_template.empty()) continue;
+        Status st = server::apply_model_setting(m, "chat_template_file", flags->chat_template);
+        if (!st.ok()) {
+          std::fprintf(stderr, "hearth serve: --chat-template: %s\n", st.message().c_str());
+          exit_code() = 2;
+          return;
+        }
+      }
+    } else if (!flags->chat_template.empty()) {
+      config.chat_template = flags->chat_template;
+    }
     if (flags->max_tokens > 0) config.limits.max_tokens = flags->max_tokens;
     if (!flags->cors_origins.empty()) config.cors_origins = flags->cors_origins;
     // One bar per model as it loads (stderr, terminals only); a bar ignores updates once

@@ -34,9 +34,21 @@ uint8_t quant_byte_for(const std::string& quant_name) {
 
 }  // namespace
 
+std::shared_ptr<const grammar::TokenVocab> token_vocab_of(const Tokenizer& tok) {
+  // The bytes each token stands for in generated text (control tokens: none).
+  std::vector<std::string> bytes(static_cast<size_t>(tok.n_vocab()));
+  std::vector<int32_t> eog;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    bytes[static_cast<size_t>(id)] = tok.token_to_piece(id, /*render_special=*/false);
+    if (tok.is_eog(id)) eog.push_back(id);
+  }
+  return grammar::TokenVocab::build(std::move(bytes), std::move(eog));
+}
+
 EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
     : engine_(std::move(engine)),
-      tokenizer_(std::make_shared<const Tokenizer>(engine_->tokenizer())) {
+      tokenizer_(std::make_shared<const Tokenizer>(engine_->tokenizer())),
+      grammar_vocab_([tok = tokenizer_] { return token_vocab_of(*tok); }) {
   const ModelInfo& m = engine_->info();
   info_.backend_name = "engine";
   info_.architecture = m.arch;
@@ -78,13 +90,19 @@ Result<std::string> EngineBackend::detokenize(std::span<const TokenId> tokens) c
   return tokenizer_->decode(tokens, /*render_special=*/false);
 }
 
+Result<std::string> EngineBackend::token_bytes(TokenId token) const {
+  if (token < 0 || token >= info_.vocab_size)
+    return OutOfRange("token id " + std::to_string(token) + " is outside the vocabulary");
+  return tokenizer_->token_to_piece(token, /*render_special=*/false);
+}
+
 std::unique_ptr<TextStream> EngineBackend::text_stream() const {
   return std::make_unique<EngineTextStream>(tokenizer_);
 }
 
 Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
     const SamplingOptions& o, std::span<const TokenId> history) const {
-  return make_token_sampler(o, history);
+  return make_token_sampler(o, history, o.grammar.empty() ? nullptr : grammar_vocab_.get());
 }
 
 Status EngineBackend::step(std::span<const StepRow> rows,
@@ -110,6 +128,10 @@ Result<std::vector<uint8_t>> EngineBackend::kv_pack(int32_t seq, int32_t n_pos) 
 
 Status EngineBackend::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) {
   return engine_->kv_unpack(seq, bytes, n_pos);
+}
+
+Status EngineBackend::kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
+  return engine_->kv_copy(src, dst, n_pos);
 }
 
 Result<std::vector<std::span<uint8_t>>> EngineBackend::kv_import_spans(int32_t seq, int32_t n_pos) {

@@ -6,10 +6,11 @@
 
 #include <memory>
 
-#include "hearth/runtime/backend.h"
 #include "hearth/engine/engine.h"
-#include "hearth/runtime/runtime.h"
 #include "hearth/engine/tokenizer.h"
+#include "hearth/runtime/backend.h"
+#include "hearth/runtime/runtime.h"
+#include "runtime/token_sampler.h"
 
 namespace hearth::runtime {
 
@@ -23,12 +24,14 @@ class EngineBackend : public Backend {
                                         std::span<const TextRange> special_ranges) const override;
   Result<std::string> detokenize(std::span<const TokenId> tokens) const override;
   std::unique_ptr<TextStream> text_stream() const override;
+  Result<std::string> token_bytes(TokenId token) const override;
   Result<std::unique_ptr<TokenSampler>> make_sampler(
       const SamplingOptions& options, std::span<const TokenId> history) const override;
 
   Status step(std::span<const StepRow> rows, std::vector<std::vector<float>>* logits_out) override;
   Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) override;
   Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) override;
+  Status kv_copy(int32_t src, int32_t dst, int32_t n_pos) override;
   Result<std::vector<std::span<uint8_t>>> kv_import_spans(int32_t seq, int32_t n_pos) override;
   Status kv_import_commit(int32_t seq, int32_t n_pos) override;
   Status seq_truncate(int32_t seq, int32_t n_pos) override;
@@ -41,7 +44,12 @@ class EngineBackend : public Backend {
   KvIdentity identity_;
   std::vector<BatchToken> batch_;  // reused between steps
   std::vector<float> logits_;
+  LazyTokenVocab grammar_vocab_;  // token bytes for grammar sampling
 };
+
+// The grammar view of a tokenizer's vocabulary: each token's text bytes (none for
+// control tokens) and its end-of-generation ids.
+std::shared_ptr<const grammar::TokenVocab> token_vocab_of(const Tokenizer& tokenizer);
 
 // Loads `config.model_path` with the config's context, sequence and batch sizes.
 BackendFactory engine_factory(const ModelConfig& config);

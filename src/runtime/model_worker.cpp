@@ -5,6 +5,7 @@
 
 #include "hearth/log.h"
 #include "runtime/batch_planner.h"
+#include "runtime/logprobs.h"
 #include "runtime/save_policy.h"
 #include "runtime/slot_choice.h"
 
@@ -40,6 +41,16 @@ const char* hit_counter_name(CacheHitKind kind) {
       return "misses";
   }
   return "misses";
+}
+
+// Queued requests and their other choices (Runtime::infer_n), each to be answered.
+std::vector<RequestPtr> with_forks(const std::deque<RequestPtr>& queued) {
+  std::vector<RequestPtr> out;
+  for (const RequestPtr& r : queued) {
+    out.push_back(r);
+    out.insert(out.end(), r->forks.begin(), r->forks.end());
+  }
+  return out;
 }
 
 template <typename F, typename... Args>
@@ -85,7 +96,10 @@ Status ModelWorker::submit(RequestPtr request) {
   if (stopping_) return Unavailable("model '" + config_.id + "' is unloading");
   if (failed_) return Unavailable("model '" + config_.id + "' failed and is not serving");
   const size_t free_slots = static_cast<size_t>(config_.n_seq_max - active_);
-  if (queue_.size() >= static_cast<size_t>(config_.max_queue) + free_slots)
+  // The bound counts sequences: a request with n choices waits as n of them.
+  size_t queued = 0;
+  for (const RequestPtr& q : queue_) queued += 1 + q->forks.size();
+  if (queued + 1 + request->forks.size() > static_cast<size_t>(config_.max_queue) + free_slots)
     return ResourceExhausted("request queue of model '" + config_.id + "' is full (max_queue " +
                              std::to_string(config_.max_queue) + ")");
   queue_.push_back(std::move(request));
@@ -174,7 +188,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.queued_requests = static_cast<int32_t>(queue_.size());
   i.restarts = restarts_;
   i.scheduler_steps = steps_.load();
-  i.chat_template = backend_info_.chat_template;
+  i.chat_template =
+      config_.chat_template.empty() ? backend_info_.chat_template : config_.chat_template;
   i.bos_text = backend_info_.bos_text;
   i.eos_text = backend_info_.eos_text;
   i.add_bos = backend_info_.add_bos;
@@ -312,6 +327,9 @@ void ModelWorker::admit_queued(size_t free_slots) {
       {
         std::lock_guard lock(mu_);
         if (failed_ || queue_.empty()) break;
+        // A request with n choices needs n free sequences at once; it waits at the head
+        // of the queue (FIFO) until they are.
+        if (queue_.front()->forks.size() + 1 > free_slots) break;
         r = std::move(queue_.front());
         queue_.pop_front();
       }
@@ -320,7 +338,7 @@ void ModelWorker::admit_queued(size_t free_slots) {
         waiting.push_back(std::move(r));
         continue;
       }
-      --free_slots;
+      free_slots -= 1 + r->forks.size();
       admit(std::move(r), std::move(*restore));
     }
   } catch (...) {
@@ -332,7 +350,11 @@ void ModelWorker::admit_queued(size_t free_slots) {
 }
 
 void ModelWorker::admit(RequestPtr r, Restore restore) {
-  if (r->cancelled.load()) {  // cancelled while queued: done at once, nothing computed
+  if (r->cancelled.load()) {          // cancelled while queued: done at once, nothing computed
+    for (RequestPtr& f : r->forks) {  // its other choices end with it
+      f->cancelled.store(true);
+      admit(f, {});
+    }
     RequestStats stats;
     stats.prompt_tokens = static_cast<int64_t>(r->prompt.size());
     stats.finish_reason = FinishReason::kCancelled;
@@ -426,7 +448,42 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
   // Cold save boundary: trimmed, aligned prefix of the prompt (policy cold_save_split).
   s.cold_boundary = cold_save_length(config_.policy, n, s.resident.size());
   s.cursor = static_cast<int32_t>(s.resident.size());
+  admit_forks(s);
   if (s.cursor == static_cast<int32_t>(n)) after_prefill(s, s.last_logits);
+}
+
+void ModelWorker::admit_forks(Slot& parent) {
+  for (const RequestPtr& f : parent.request->forks) {
+    auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& c) { return !c.busy(); });
+    if (free == slots_.end()) throw WorkerFault("invariant: no free sequence for a fork");
+    Slot& c = *free;
+    c.begin(f, ++admit_counter_, Clock::now());
+    {
+      std::lock_guard lock(mu_);
+      ++active_;
+    }
+    c.awaiting_fork = true;
+    c.fork_parent = parent.seq;
+    c.hit = parent.hit;
+    auto sampler = backend_->make_sampler(f->params.sampling, f->prompt);
+    check(sampler.status(), "make_sampler");
+    c.sampler = std::move(sampler).value();
+    c.text = backend_->text_stream();
+    c.stop = StopMatcher(f->params.stop_sequences);
+  }
+}
+
+void ModelWorker::fork_into_children(Slot& parent, const std::vector<float>& logits) {
+  for (Slot& c : slots_) {
+    if (!c.busy() || !c.awaiting_fork || c.fork_parent != parent.seq || c.finishing) continue;
+    const int32_t n_pos = static_cast<int32_t>(parent.resident.size());
+    check(backend_->kv_copy(parent.seq, c.seq, n_pos), "kv_copy");
+    c.awaiting_fork = false;
+    c.resident = parent.resident;
+    c.last_logits = logits;
+    c.cursor = static_cast<int32_t>(c.request->prompt.size());
+    start_generating(c, logits);
+  }
 }
 
 Status ModelWorker::restore_row(int32_t seq, const CacheRow& row) {
@@ -455,7 +512,7 @@ void ModelWorker::tick() {
 
   std::vector<Slot*> order;
   for (Slot& s : slots_)
-    if (s.busy()) order.push_back(&s);
+    if (s.busy() && !s.awaiting_fork) order.push_back(&s);
   if (order.empty()) return;
   std::sort(order.begin(), order.end(),
             [](const Slot* a, const Slot* b) { return a->admit_order < b->admit_order; });
@@ -541,6 +598,14 @@ void ModelWorker::after_prefill(Slot& s, std::vector<float> logits) {
     fire_save(s, s.cold_boundary, SaveReason::kCold, false, nullptr);
     s.cold_boundary = 0;
   }
+  if (!s.request->forks.empty()) {
+    if (logits.empty()) throw WorkerFault("invariant: no logits at the end of prefill");
+    fork_into_children(s, logits);
+  }
+  start_generating(s, logits);
+}
+
+void ModelWorker::start_generating(Slot& s, const std::vector<float>& logits) {
   if (s.request->kind == Request::Kind::kPrefillOnly) {
     s.finishing = true;
     s.reason = FinishReason::kStop;
@@ -558,8 +623,28 @@ void ModelWorker::after_prefill(Slot& s, std::vector<float> logits) {
 void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
   Request& r = *s.request;
   if (r.params.capture_logits) s.token_logits.emplace_back(logits.begin(), logits.end());
-  const TokenId t = s.sampler->sample(logits);
+  const ThinkingBudget& budget = r.params.thinking;
+  if (budget.budget == 0 && budget.starts_inside && !budget.close.empty() && s.generated.empty() &&
+      s.think == Slot::Think::kBefore) {
+    s.think = Slot::Think::kInside;  // a zero budget closes the block the prompt opened
+    s.forced = budget.close;
+  }
+  TokenId t;
+  const bool forced = !s.forced.empty();
+  if (forced) {  // a thinking budget closing its block
+    t = s.forced.front();
+    s.forced.erase(s.forced.begin());
+  } else {
+    t = s.sampler->sample(logits);
+  }
   s.sampler->accept(t);
+  std::optional<TokenLogprobs> lp;
+  if (r.params.logprobs >= 0) {
+    // A forced token was not sampled: its logprobs are the model's raw distribution.
+    const std::span<const float> adjusted =
+        forced ? std::span<const float>() : s.sampler->adjusted_logits();
+    lp = token_logprobs(adjusted.empty() ? logits : adjusted, t, r.params.logprobs);
+  }
   if (!s.has_first_token) {
     s.has_first_token = true;
     s.first_token_at = Clock::now();
@@ -571,6 +656,11 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
     return;
   }
   s.generated.push_back(t);
+  if (lp) {
+    if (!call_sink(r.sink.on_logprobs, *lp)) r.request_cancel(steps_);
+    s.logprobs.push_back(std::move(*lp));
+  }
+  track_thinking(s, r.params.thinking);
   if (!call_sink(r.sink.on_token, t)) r.request_cancel(steps_);
   const std::string released = s.stop.push(s.text->push(t));
   if (!released.empty()) {
@@ -616,6 +706,32 @@ bool ModelWorker::worth_saving(int64_t n_tokens, uint64_t bytes) {
   return false;
 }
 
+namespace {
+bool ends_with(const std::vector<TokenId>& seq, const std::vector<TokenId>& tail) {
+  return !tail.empty() && seq.size() >= tail.size() &&
+         std::equal(tail.begin(), tail.end(), seq.end() - static_cast<ptrdiff_t>(tail.size()));
+}
+}  // namespace
+
+void ModelWorker::track_thinking(Slot& s, const ThinkingBudget& b) {
+  if (b.budget < 0 || b.close.empty() || s.think == Slot::Think::kDone) return;
+  if (s.think == Slot::Think::kBefore) {
+    if (b.starts_inside && s.generated.size() == 1) {
+      s.think = Slot::Think::kInside;  // this token is the block's first
+    } else {
+      if (ends_with(s.generated, b.open)) s.think = Slot::Think::kInside;
+      return;
+    }
+  }
+  if (ends_with(s.generated, b.close)) {
+    s.think = Slot::Think::kDone;
+    s.forced.clear();
+    return;
+  }
+  ++s.think_tokens;
+  if (s.forced.empty() && s.think_tokens >= b.budget) s.forced = b.close;
+}
+
 void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool sync,
                             std::optional<std::string>* key_out) {
   if (!save_allowed(config_.policy, n_tokens, s.resident.size())) return;
@@ -657,6 +773,12 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
 
 void ModelWorker::finish(Slot& s) {
   RequestPtr r = s.request;
+  // Forks still waiting for this prompt's prefill (it was cancelled first) end with it.
+  for (Slot& c : slots_)
+    if (c.busy() && c.awaiting_fork && c.fork_parent == s.seq && !c.finishing) {
+      c.finishing = true;
+      c.reason = FinishReason::kCancelled;
+    }
   if (!s.stop.matched()) {
     std::string rest = s.stop.push(s.text->flush());
     rest += s.stop.flush();
@@ -665,7 +787,7 @@ void ModelWorker::finish(Slot& s) {
       call_sink(r->sink.on_text, std::string_view(rest));
     }
   }
-  if (!s.finish_key)
+  if (!s.finish_key && !s.awaiting_fork)
     fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kFinish, false,
               &s.finish_key);
   const auto now = Clock::now();
@@ -681,6 +803,7 @@ void ModelWorker::finish(Slot& s) {
   res.cache_delta = s.delta;
   res.stop_sequence = s.stop.matched();
   res.token_logits = std::move(s.token_logits);
+  res.logprobs = std::move(s.logprobs);
   RequestStats& st = res.stats;
   st.prompt_tokens = static_cast<int64_t>(r->prompt.size());
   st.completion_tokens = static_cast<int64_t>(s.generated.size());
@@ -775,7 +898,7 @@ void ModelWorker::handle_failure(const std::string& what) {
       std::lock_guard lock(mu_);
       queued.swap(queue_);
     }
-    for (auto& r : queued)
+    for (auto& r : with_forks(queued))
       deliver_error(r, Unavailable("model '" + config_.id + "' failed after " +
                                    std::to_string(failures) + " consecutive worker failures"));
     return;
@@ -826,7 +949,7 @@ void ModelWorker::shutdown_saves() {
     jobs.swap(jobs_);
   }
   const Status gone = Unavailable("model '" + config_.id + "' is unloading");
-  for (auto& r : queued) deliver_error(r, gone);
+  for (auto& r : with_forks(queued)) deliver_error(r, gone);
   for (Job* j : jobs) j->done.set_value(gone);
 }
 

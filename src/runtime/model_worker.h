@@ -84,7 +84,16 @@ class ModelWorker {
   // else through kv_unpack.
   Status restore_row(int32_t seq, const CacheRow& row);
   void after_prefill(Slot& slot, std::vector<float> logits);
+  // Runtime::infer_n: takes a free sequence for each other choice of parent's request.
+  void admit_forks(Slot& parent);
+  // parent's prompt is prefilled: copies its KV into its waiting forks, which start.
+  void fork_into_children(Slot& parent, const std::vector<float>& logits);
+  // Prefill done (or forked): ends a prefill-only request, or samples the first token.
+  void start_generating(Slot& slot, const std::vector<float>& logits);
   void sample_next(Slot& slot, std::span<const float> logits);
+  // Advances the slot's thinking-budget state after a generated token; queues the
+  // closing tokens once the budget is spent.
+  static void track_thinking(Slot& slot, const ThinkingBudget& budget);
   void finish(Slot& slot);
   void deliver_error(const RequestPtr& request, const Status& error);
   void fire_save(Slot& slot, int32_t n_tokens, SaveReason reason, bool sync,

@@ -22,6 +22,9 @@ struct Request {
   std::vector<TokenId> prompt;
   RequestParams params;
   StreamSink sink;  // streaming requests
+  // Runtime::infer_n: the other choices of this prompt. They are queued and admitted with
+  // this request (which prefills) and fork from its KV when its prefill ends.
+  std::vector<std::shared_ptr<Request>> forks;
   // Blocking requests (complete, prefill_only) get their result here instead of the sink.
   std::optional<std::promise<Result<CompletionResult>>> promise;
 

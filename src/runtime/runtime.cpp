@@ -63,21 +63,43 @@ class Runtime::Impl {
 
   // Builds and queues a request (the worker looks it up in the cache when it admits it).
   // On success the request belongs to the worker.
+  // `forks`: the sinks of choices 1.. of Runtime::infer_n (empty for one choice).
   Result<RequestPtr> start(std::string_view model_id, std::span<const TokenId> prompt,
                            const RequestParams& params, Request::Kind kind, StreamSink sink,
-                           bool blocking, std::future<Result<CompletionResult>>* future) {
+                           bool blocking, std::future<Result<CompletionResult>>* future,
+                           std::vector<StreamSink> forks = {}) {
     HEARTH_ASSIGN_OR_RETURN(auto worker, find(model_id));
     HEARTH_RETURN_IF_ERROR(validate_prompt(*worker, prompt));
     HEARTH_RETURN_IF_ERROR(check_sampling(params.sampling));
+    const int32_t vocab = worker->backend()->info().vocab_size;
+    for (const auto& [id, bias] : params.sampling.logit_bias)
+      if (id >= vocab)
+        return InvalidArgument("sampling.logit_bias token id " + std::to_string(id) +
+                               " is outside the vocabulary of " + std::to_string(vocab) +
+                               " tokens");
     if (params.response_tokens < 1)
       return InvalidArgument("response_tokens must be >= 1, got " +
                              std::to_string(params.response_tokens));
-    auto r = std::make_shared<Request>();
-    r->id = next_request_.fetch_add(1);
-    r->kind = kind;
-    r->prompt.assign(prompt.begin(), prompt.end());
-    r->params = params;
-    r->sink = std::move(sink);
+    if (params.logprobs < -1 || params.logprobs > kMaxTopLogprobs)
+      return InvalidArgument("logprobs must be in [-1, " + std::to_string(kMaxTopLogprobs) +
+                             "], got " + std::to_string(params.logprobs));
+    const int64_t n = 1 + static_cast<int64_t>(forks.size());
+    if (n > worker->config().n_seq_max)
+      return InvalidArgument("n (" + std::to_string(n) + " choices) exceeds the " +
+                             std::to_string(worker->config().n_seq_max) +
+                             " sequences (n_seq_max) of model '" + std::string(model_id) + "'");
+    auto make = [&](StreamSink s, uint64_t choice) {
+      auto r = std::make_shared<Request>();
+      r->id = next_request_.fetch_add(1);
+      r->kind = kind;
+      r->prompt.assign(prompt.begin(), prompt.end());
+      r->params = params;
+      if (params.sampling.seed) r->params.sampling.seed = *params.sampling.seed + choice;
+      r->sink = std::move(s);
+      return r;
+    };
+    auto r = make(std::move(sink), 0);
+    for (size_t i = 0; i < forks.size(); ++i) r->forks.push_back(make(std::move(forks[i]), i + 1));
     if (blocking) {
       r->promise.emplace();
       *future = r->promise->get_future();
@@ -85,10 +107,12 @@ class Runtime::Impl {
     {
       std::lock_guard lock(req_mu_);
       live_[r->id] = Live{r, worker};
+      for (const RequestPtr& f : r->forks) live_[f->id] = Live{f, worker};
     }
     Status st = worker->submit(r);
     if (!st.ok()) {
       unregister(r->id);
+      for (const RequestPtr& f : r->forks) unregister(f->id);
       return st;
     }
     return r;
@@ -242,6 +266,21 @@ Result<RequestId> Runtime::infer(std::string_view model_id, std::span<const Toke
   return r->id;
 }
 
+Result<std::vector<RequestId>> Runtime::infer_n(std::string_view model_id,
+                                                std::span<const TokenId> prompt,
+                                                const RequestParams& params,
+                                                std::vector<StreamSink> sinks) {
+  if (sinks.empty()) return InvalidArgument("n must be >= 1 (no sinks given)");
+  StreamSink first = std::move(sinks.front());
+  sinks.erase(sinks.begin());
+  HEARTH_ASSIGN_OR_RETURN(RequestPtr r,
+                          impl_->start(model_id, prompt, params, Request::Kind::kGenerate,
+                                       std::move(first), false, nullptr, std::move(sinks)));
+  std::vector<RequestId> ids{r->id};
+  for (const RequestPtr& f : r->forks) ids.push_back(f->id);
+  return ids;
+}
+
 void Runtime::cancel(RequestId request) {
   std::shared_ptr<Request> r;
   std::shared_ptr<ModelWorker> w;
@@ -294,6 +333,19 @@ Result<std::string> Runtime::detokenize(std::string_view model_id,
                                         std::span<const TokenId> tokens) const {
   HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
   return worker->backend()->detokenize(tokens);
+}
+
+Result<std::vector<std::string>> Runtime::token_bytes(std::string_view model_id,
+                                                      std::span<const TokenId> tokens) const {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  const std::shared_ptr<Backend> backend = worker->backend();
+  std::vector<std::string> out;
+  out.reserve(tokens.size());
+  for (TokenId t : tokens) {
+    HEARTH_ASSIGN_OR_RETURN(std::string bytes, backend->token_bytes(t));
+    out.push_back(std::move(bytes));
+  }
+  return out;
 }
 
 Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view model_id,

@@ -33,6 +33,11 @@ struct Slot {
   std::vector<TokenId> generated;
   std::string reply;
   std::vector<std::vector<float>> token_logits;
+  std::vector<TokenLogprobs> logprobs;
+  // A fork (Runtime::infer_n) waiting for the sequence fork_parent to finish prefilling
+  // the shared prompt; it takes no part in batches until then.
+  bool awaiting_fork = false;
+  int32_t fork_parent = -1;
   int32_t cold_boundary = 0;  // cold save length, 0 = none
   size_t last_continued_at = 0;
   CacheHitKind hit = CacheHitKind::kCold;
@@ -45,6 +50,12 @@ struct Slot {
   bool has_first_token = false;
   double restore_ms = -1;  // RequestStats::restore_ms / restore_tier
   std::optional<Tier> restore_tier;
+  // Thinking budget (RequestParams::thinking): where the generation is relative to the
+  // think block, tokens generated inside it, and closing tokens still to force.
+  enum class Think { kBefore, kInside, kDone };
+  Think think = Think::kBefore;
+  int32_t think_tokens = 0;
+  std::vector<TokenId> forced;
 
   bool busy() const { return request != nullptr; }
 

@@ -1,6 +1,8 @@
 // Anthropic-compatible /v1/messages (and /v1/messages/count_tokens), so the
 // official @anthropic-ai/sdk works against hearth. Errors use Anthropic's shape.
+#include "server/chat_reply.h"
 #include "server/http_util.h"
+#include "server/tool_request.h"
 
 namespace hearth::server {
 namespace {
@@ -27,6 +29,7 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   TextRequest tr;
   if (auto e = parse_messages_request(body, tr))
     return reply_error(res, *e, ErrorShape::kAnthropic);
+  keep_tool_key_order(req.body, /*anthropic=*/true, tr);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e, ErrorShape::kAnthropic);
   std::shared_ptr<Generation> generation =
@@ -41,13 +44,16 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
       return;
     }
     if (!out.error.ok()) return reply_error(res, from_status(out.error), ErrorShape::kAnthropic);
+    const ParsedOutput parsed =
+        parse_output(plan->output, out.text, [] { return make_id("toolu_"); });
     return reply_json(
         res, {{"id", id},
               {"type", "message"},
               {"role", "assistant"},
               {"model", plan->model.id},
-              {"content", json::array({{{"type", "text"}, {"text", out.text}}})},
-              {"stop_reason", stop_reason(out)},
+              {"content", anthropic_content(parsed)},
+              {"stop_reason",
+               anthropic_stop_reason(stop_reason(out), static_cast<int32_t>(parsed.calls.size()))},
               {"stop_sequence", out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)},
               {"usage", usage_json(out.stats)},
               {"finish_key", finish_key_json(out.stats)}});
@@ -71,31 +77,35 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
                         {"stop_sequence", nullptr},
                         {"usage", usage_json(before)}}}};
         if (!write(sse_event(start, "message_start"))) return;
-        json block_start = {{"type", "content_block_start"},
-                            {"index", 0},
-                            {"content_block", {{"type", "text"}, {"text", ""}}}};
-        if (!write(sse_event(block_start, "content_block_start"))) return;
+        OutputParser parser(plan->output, [] { return make_id("toolu_"); });
+        AnthropicBlockStream blocks;
+        auto send = [&](const AnthropicBlockStream::Events& events) {
+          for (const auto& [name, data] : events)
+            if (!write(sse_event(data, name))) return false;
+          return true;
+        };
+        auto send_deltas = [&](const std::vector<OutputDelta>& deltas) {
+          for (const OutputDelta& d : deltas)
+            if (!send(blocks.on_delta(d))) return false;
+          return true;
+        };
         GenerationOutcome out =
-            run_generation(ctx, *plan, *generation, [&](const std::string& text) {
-              json delta = {{"type", "content_block_delta"},
-                            {"index", 0},
-                            {"delta", {{"type", "text_delta"}, {"text", text}}}};
-              return write(sse_event(delta, "content_block_delta"));
-            });
+            run_generation(ctx, *plan, *generation,
+                           [&](const std::string& text) { return send_deltas(parser.push(text)); });
         if (out.client_gone) return;
         if (!out.error.ok()) {
           write(sse_event(json::parse(anthropic_error_body(from_status(out.error))), "error"));
           return;
         }
-        if (!write(sse_event({{"type", "content_block_stop"}, {"index", 0}}, "content_block_stop")))
-          return;
-        json delta = {{"type", "message_delta"},
-                      {"delta",
-                       {{"stop_reason", stop_reason(out)},
-                        {"stop_sequence",
-                         out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)}}},
-                      {"usage", usage_json(out.stats)},
-                      {"finish_key", finish_key_json(out.stats)}};
+        if (!send_deltas(parser.finish()) || !send(blocks.finish())) return;
+        json delta = {
+            {"type", "message_delta"},
+            {"delta",
+             {{"stop_reason", anthropic_stop_reason(stop_reason(out), parser.tool_call_count())},
+              {"stop_sequence",
+               out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)}}},
+            {"usage", usage_json(out.stats)},
+            {"finish_key", finish_key_json(out.stats)}};
         if (!write(sse_event(delta, "message_delta"))) return;
         write(sse_event({{"type", "message_stop"}}, "message_stop"));
       });
@@ -109,6 +119,7 @@ void handle_count_tokens(ServerContext& ctx, const httplib::Request& req, httpli
   TextRequest tr;
   if (auto e = parse_messages_request(body, tr))
     return reply_error(res, *e, ErrorShape::kAnthropic);
+  keep_tool_key_order(req.body, /*anthropic=*/true, tr);
   tr.max_tokens = 1;
   GenerationPlan plan;
   if (auto e = plan_generation(ctx, tr, plan)) return reply_error(res, *e, ErrorShape::kAnthropic);

@@ -7,17 +7,28 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hearth/text_range.h"
+#include "server/output/tool_syntax.h"
 
 namespace hearth::server {
 
 enum class ChatFamily { kChatml, kLlama2, kLlama3, kMistral, kZephyr, kGemma, kPhi3 };
 
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
+
+  std::string role;  // "system", "user", "assistant" or "tool"
   std::string content;
+  bool content_null = false;         // assistant with tool calls: content was null
+  bool content_absent = false;       // assistant with tool calls: no content at all
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made
+  std::string tool_call_id;          // tool: the call this result answers
+  std::string name;                  // tool: the function's name, when known
+  std::string reasoning_content;     // assistant: its think block, for templates that replay it
 };
 
 // "chatml", "qwen" (alias of chatml), "llama-2", "llama-3", "mistral", "zephyr",

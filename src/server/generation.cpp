@@ -62,24 +62,35 @@ ChatFamily pick_family(ServerContext& ctx, const ModelDescription& model) {
 // runtime: nothing of a stop string ever arrives here).
 class StreamingSink : public GenerateSink {
  public:
-  StreamingSink(ServerContext& ctx, const std::function<bool(const std::string&)>& emit,
-                GenerationOutcome& out, std::chrono::steady_clock::time_point start)
+  StreamingSink(ServerContext& ctx, const PieceEmitter& emit, GenerationOutcome& out,
+                std::chrono::steady_clock::time_point start)
       : ctx_(ctx), emit_(emit), out_(out), start_(start) {}
 
-  bool on_piece(const std::string& fragment, std::span<const TokenId> tokens) override {
+  bool on_piece(const GeneratedPiece& piece) override {
     const auto now = std::chrono::steady_clock::now();
     if (out_.ttft_seconds < 0)
       out_.ttft_seconds = std::chrono::duration<double>(now - start_).count();
-    if (!tokens.empty()) {
+    // Inter-token latency as the client sees it, measured on the first choice (with n > 1
+    // the choices advance in the same steps).
+    if (piece.index == 0 && !piece.tokens.empty()) {
       if (has_last_token_) {
         const double gap = std::chrono::duration<double>(now - last_token_at_).count();
-        out_.inter_token_seconds.insert(out_.inter_token_seconds.end(), tokens.size(),
-                                        gap / static_cast<double>(tokens.size()));
+        out_.inter_token_seconds.insert(out_.inter_token_seconds.end(), piece.tokens.size(),
+                                        gap / static_cast<double>(piece.tokens.size()));
       }
       last_token_at_ = now;
       has_last_token_ = true;
     }
-    if (!fragment.empty() && !send(fragment)) return false;
+    const auto index = static_cast<size_t>(std::max(piece.index, 0));
+    if (out_.choices.size() <= index) out_.choices.resize(index + 1);
+    ChoiceOutcome& c = out_.choices[index];
+    c.text += piece.text;
+    c.tokens.insert(c.tokens.end(), piece.tokens.begin(), piece.tokens.end());
+    c.logprobs.insert(c.logprobs.end(), piece.logprobs.begin(), piece.logprobs.end());
+    if ((!piece.text.empty() || !piece.logprobs.empty()) && !emit_(piece)) {
+      out_.client_gone = true;
+      return false;
+    }
     if (ctx_.shutting_down.load() && steady_now_ms() >= ctx_.shutdown_deadline_ms.load()) {
       return false;
     }
@@ -87,17 +98,8 @@ class StreamingSink : public GenerateSink {
   }
 
  private:
-  bool send(const std::string& text) {
-    out_.text += text;
-    if (!emit_(text)) {
-      out_.client_gone = true;
-      return false;
-    }
-    return true;
-  }
-
   ServerContext& ctx_;
-  const std::function<bool(const std::string&)>& emit_;
+  const PieceEmitter& emit_;
   GenerationOutcome& out_;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_token_at_;
@@ -123,6 +125,59 @@ std::optional<ApiError> check_prompt_bytes(const ModelDescription& model, size_t
                          field, "context_length_exceeded");
 }
 
+// The built-in families render role and content only: what they cannot express is an
+// error naming the field, never dropped.
+std::optional<ApiError> check_builtin_family_request(const TextRequest& req,
+                                                     const ModelDescription& model) {
+  const std::string why = model.chat_template.empty()
+                              ? "model '" + model.id + "' has no Jinja chat template"
+                              : std::string("a built-in chat format is forced (--chat-template)");
+  if (!req.tools.empty()) {
+    return invalid_request("'tools': " + why + " and the built-in formats cannot express tools",
+                           "tools", "tools_not_supported");
+  }
+  for (size_t i = 0; i < req.messages.size(); ++i) {
+    const ChatMessage& m = req.messages[i];
+    if (m.role == "tool" || !m.tool_calls.empty()) {
+      const std::string field = "messages[" + std::to_string(i) + "]";
+      return invalid_request("'" + field + "': " + why +
+                                 " and the built-in formats cannot express tool calls or results",
+                             field, "tools_not_supported");
+    }
+  }
+  if (!req.template_kwargs.empty()) {
+    return invalid_request(
+        "'chat_template_kwargs': " + why + ", so there is no template to pass variables to",
+        "chat_template_kwargs", "invalid_value");
+  }
+  return std::nullopt;
+}
+
+// The prompt ends inside an open think block (DeepSeek-R1 distills and Qwen3 open it in
+// the generation prompt), so the reply starts as reasoning.
+bool ends_inside_think(std::string_view text) {
+  size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == ' ' || text[end - 1] == '\r' ||
+                     text[end - 1] == '\t'))
+    --end;
+  return text.substr(0, end).ends_with(kThinkOpen);
+}
+
+// The runtime's budget: the family's tags as this model tokenizes them (control tokens
+// where the vocabulary has them).
+Result<runtime::ThinkingBudget> thinking_budget(ServerContext& ctx, const ModelDescription& model,
+                                                int64_t budget, bool starts_inside) {
+  runtime::ThinkingBudget b;
+  b.budget = static_cast<int32_t>(budget);
+  b.starts_inside = starts_inside;
+  const std::string open(kThinkOpen), close(kThinkClose);
+  HEARTH_ASSIGN_OR_RETURN(
+      b.open, ctx.service.tokenize(model.id, open, false, special_ranges_for(open, true)));
+  HEARTH_ASSIGN_OR_RETURN(
+      b.close, ctx.service.tokenize(model.id, close, false, special_ranges_for(close, true)));
+  return b;
+}
+
 }  // namespace
 
 std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& req,
@@ -146,8 +201,16 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
     RenderedChat rendered{req.prompt, {}};
     if (req.is_chat && ctx.config.chat_template.empty() && !model.chat_template.empty()) {
       // The model's own template, rendered as transformers would.
+      if (!req.tools.empty() && !template_supports_tools(model.chat_template)) {
+        return invalid_request("'tools': the chat template of model '" + model.id +
+                                   "' does not support tools (it never reads `tools`)",
+                               "tools", "tools_not_supported");
+      }
+      ChatRenderOptions options;
+      if (!req.tools.empty()) options.tools = req.tools_json;
+      options.kwargs = req.template_kwargs;
       auto r = render_jinja_chat(model.chat_template, req.messages,
-                                 {model.bos_text, model.eos_text, model.add_bos});
+                                 {model.bos_text, model.eos_text, model.add_bos}, options);
       if (!r.ok()) {
         return invalid_request("the chat template of model '" + model.id +
                                    "' failed on these messages: " + r.status().message(),
@@ -155,10 +218,25 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
       }
       plan.chat_family = "jinja";
       rendered = std::move(r).value();
+      if (!req.tools.empty() && req.tool_choice.mode != ToolChoice::Mode::kNone) {
+        plan.output.tools = detect_tool_syntax(model.chat_template);
+        plan.tool_grammar = tool_call_grammar(plan.output.tools, req.tools, req.tool_choice,
+                                              req.parallel_tool_calls);
+      }
     } else if (req.is_chat) {
+      if (auto e = check_builtin_family_request(req, model)) return e;
       const ChatFamily family = pick_family(ctx, model);
       plan.chat_family = chat_family_name(family);
       rendered = render_chat(family, req.messages);
+    }
+    if (req.is_chat) {
+      plan.output.parallel_tool_calls = req.parallel_tool_calls;
+      plan.output.starts_in_reasoning = ends_inside_think(rendered.text);
+      if (req.thinking_budget) {
+        auto b = thinking_budget(ctx, model, *req.thinking_budget, plan.output.starts_in_reasoning);
+        if (!b.ok()) return from_status(b.status(), "thinking_budget_tokens");
+        plan.request.thinking = std::move(b).value();
+      }
     }
     if (auto e = check_prompt_bytes(model, rendered.text.size(), req.prompt_field)) return e;
     auto tok = ctx.service.tokenize(model.id, rendered.text, /*add_special=*/true,
@@ -204,15 +282,50 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.prompt = std::move(tokens);
   plan.request.max_tokens = max_tokens;
   plan.request.sampling = req.sampling;
+  // Tool calls under a grammar, so they always parse: lazy (free text until the family's
+  // trigger) for tool_choice auto, from the first token for required / a named tool.
+  if (plan.tool_grammar && plan.request.sampling.grammar.empty()) {
+    // A tool schema outside the grammar's JSON Schema subset: required / named calls
+    // cannot be enforced (400 naming tools); auto calls are parsed from the text as is.
+    auto g = tool_call_gbnf(*plan.tool_grammar, req.parallel_tool_calls);
+    if (!g.ok() && !plan.tool_grammar->lazy) return from_status(g.status(), "tools");
+    if (g.ok()) {
+      plan.request.sampling.grammar = std::move(g).value();
+      if (plan.tool_grammar->lazy) {
+        plan.request.sampling.grammar_triggers = {plan.tool_grammar->trigger};
+      }
+    }
+  }
   plan.request.stop = req.stop;
   plan.request.parent_key = req.parent_key;
   plan.request.cache_prompt = req.cache_prompt;
+  plan.request.n = req.n;
+  plan.request.logprobs = req.logprobs;
+  for (const auto& [id, bias] : req.sampling.logit_bias) {
+    if (model.n_vocab > 0 && id >= model.n_vocab)
+      return invalid_request("'logit_bias' holds token id " + std::to_string(id) +
+                                 " outside the vocabulary of model '" + model.id + "' (size " +
+                                 std::to_string(model.n_vocab) + ")",
+                             "logit_bias", "invalid_token_id");
+  }
+  if (req.n > model.n_seq_max)
+    return invalid_request("'n' is " + std::to_string(req.n) + ", but model '" + model.id +
+                               "' runs at most " + std::to_string(model.n_seq_max) +
+                               " sequences at once (n_seq_max)",
+                           "n", "invalid_value");
   return std::nullopt;
 }
 
 GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  Generation& generation,
                                  const std::function<bool(const std::string&)>& emit) {
+  return run_generation_pieces(ctx, plan, generation, [&emit](const GeneratedPiece& piece) {
+    return piece.index != 0 || piece.text.empty() || emit(piece.text);
+  });
+}
+
+GenerationOutcome run_generation_pieces(ServerContext& ctx, const GenerationPlan& plan,
+                                        Generation& generation, const PieceEmitter& emit) {
   GenerationOutcome out;
   const auto start = std::chrono::steady_clock::now();
   StreamingSink sink(ctx, emit, out, start);
@@ -232,14 +345,18 @@ GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
   log.cache_hit_kind = out.stats.cache_hit_kind;
   log.finish_reason = out.stats.finish_reason;
   log.ttft_ms = out.ttft_seconds >= 0 ? out.ttft_seconds * 1000.0 : -1;
-  if (!out.stats.matched_stop.empty()) {
-    out.finish_reason = "stop";
-    out.matched_stop = out.stats.matched_stop;
-  } else if (out.stats.finish_reason == "length") {
-    out.finish_reason = "length";
-  } else {
-    out.finish_reason = "stop";
+  // What the client is told: a stop string or EOS is "stop", the token limit "length".
+  out.choices.resize(std::max<size_t>(out.stats.choices.size(), 1));
+  for (size_t i = 0; i < out.stats.choices.size(); ++i) {
+    const ChoiceEnd& end = out.stats.choices[i];
+    ChoiceOutcome& c = out.choices[i];
+    c.matched_stop = end.matched_stop;
+    c.finish_reason = end.matched_stop.empty() && end.finish_reason == "length" ? "length" : "stop";
   }
+  if (out.stats.choices.empty()) out.choices[0].finish_reason = "stop";
+  out.text = out.choices[0].text;
+  out.finish_reason = out.choices[0].finish_reason;
+  out.matched_stop = out.choices[0].matched_stop;
   if (out.client_gone) ctx.metrics.client_disconnects.fetch_add(1);
   if (out.stats.finish_reason == "cancelled")
     ctx.metrics.record_cancel(out.stats.steps_after_cancel);

@@ -15,6 +15,8 @@
 #include "hearth/server/server.h"
 #include "server/api_error.h"
 #include "server/metrics.h"
+#include "server/output/output_parser.h"
+#include "server/output/tool_grammar.h"
 #include "server/request_parse.h"
 #include "server/service_api.h"
 
@@ -43,6 +45,11 @@ struct GenerationPlan {
   ModelDescription model;
   GenerateRequest request;
   std::string chat_family;  // empty for plain completions
+  // How the reply is parsed into content, reasoning and tool calls (chat only).
+  OutputSyntax output;
+  // What a grammar must enforce for the request's tools and tool_choice (nullopt: none).
+  // Not applied yet: the grammar-constrained sampler puts it on SamplingOptions.
+  std::optional<ToolGrammarSpec> tool_grammar;
 };
 
 // Resolves the model. Empty id = the first loaded model.
@@ -72,11 +79,21 @@ RequestLog& begin_request_log(std::string id);
 // One line: route, status, the generation's fields when there was one, total time.
 void log_request(const std::string& route, int status);
 
-struct GenerationOutcome {
-  GenerateStats stats;
-  std::string text;           // everything emitted to the client
+// One choice of a generation, as the client receives it.
+struct ChoiceOutcome {
+  std::string text;           // everything emitted for this choice
   std::string finish_reason;  // "stop" or "length"
   std::string matched_stop;   // the stop string that ended it, if any
+  std::vector<TokenId> tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per token when the request asked for them
+};
+
+struct GenerationOutcome {
+  GenerateStats stats;
+  std::string text;                    // choice 0: everything emitted to the client
+  std::string finish_reason;           // choice 0: "stop" or "length"
+  std::string matched_stop;            // choice 0: the stop string that ended it, if any
+  std::vector<ChoiceOutcome> choices;  // GenerateRequest::n of them, in index order
   bool client_gone = false;
   Status error;
   double ttft_seconds = -1;
@@ -86,10 +103,15 @@ struct GenerationOutcome {
 };
 
 // Runs a generation the service accepted for the plan. emit(text) returns false once
-// the client is gone, which cancels the generation.
+// the client is gone, which cancels the generation. This form passes choice 0's text.
 GenerationOutcome run_generation(ServerContext& ctx, const GenerationPlan& plan,
                                  Generation& generation,
                                  const std::function<bool(const std::string&)>& emit);
+// The same with every piece of every choice: emit gets each piece that carries text or
+// logprobs (a piece of held-back tokens with neither is not emitted).
+using PieceEmitter = std::function<bool(const GeneratedPiece&)>;
+GenerationOutcome run_generation_pieces(ServerContext& ctx, const GenerationPlan& plan,
+                                        Generation& generation, const PieceEmitter& emit);
 
 int64_t steady_now_ms();
 

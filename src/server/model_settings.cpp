@@ -1,5 +1,10 @@
 #include "server/model_settings.h"
 
+#include <fstream>
+#include <sstream>
+
+#include "hearth/jinja/template.h"
+
 #include <cctype>
 #include <climits>
 #include <cmath>
@@ -63,6 +68,22 @@ std::optional<int64_t> parse_size_text(std::string_view text) {
   return std::nullopt;
 }
 
+bool names_a_template_file(std::string_view value) {
+  return value.find('/') != std::string_view::npos || value.ends_with(".jinja");
+}
+
+Result<std::string> read_chat_template_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFound(path + ": cannot be read");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string text = ss.str();
+  if (text.empty()) return InvalidArgument(path + ": the chat template is empty");
+  auto parsed = jinja::Template::parse(text);
+  if (!parsed.ok()) return InvalidArgument(path + ": " + parsed.status().message());
+  return text;
+}
+
 runtime::ModelConfig default_model_config() {
   runtime::ModelConfig config;
   config.n_seq_max = 4;
@@ -80,6 +101,13 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
       return InvalidArgument("kv_type: expected \"f16\", \"q8_0\" or \"q4_0\", got \"" + *text +
                              "\"");
     config.kv_type = *t;
+    return OkStatus();
+  }
+  if (key == "chat_template_file") {
+    if (!text) return type_error(key, "a string");
+    auto tmpl = read_chat_template_file(*text);
+    if (!tmpl.ok()) return InvalidArgument("chat_template_file: " + tmpl.status().message());
+    config.chat_template = std::move(tmpl).value();
     return OkStatus();
   }
   if (key == "id" || key == "path" || key == "tier") {

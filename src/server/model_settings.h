@@ -33,8 +33,17 @@ runtime::ModelConfig default_model_config();
 // "gguf_chunked", "fast_unsafe") and "fingerprint" (64 hex digits) are strings;
 // "policy.<field>" sets a save-policy field (runtime::set_save_policy_field).
 // InvalidArgument names the key.
+// "chat_template_file" (a path) reads a Jinja chat template that replaces the GGUF's
+// tokenizer.chat_template for this model (ModelConfig::chat_template); a file that cannot
+// be read or does not parse is an error naming the file, the line and the column.
 Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
                            const ModelSettingValue& value);
+
+// `--chat-template VALUE` names a file (a path holding '/', or ending in ".jinja") rather
+// than a built-in family.
+bool names_a_template_file(std::string_view value);
+// The template text of a chat template file, checked to parse (errors name the file).
+Result<std::string> read_chat_template_file(const std::string& path);
 
 // A size: decimal digits (bytes) or a number with a unit, "512MiB", "2GB", "1.5 GiB",
 // "64k" (k/m/g/t are powers of 1000, kib/mib/gib/tib of 1024; case-insensitive).

@@ -3,8 +3,14 @@
 // official SDKs work unchanged.
 #include <chrono>
 #include <cstring>
+#include <utility>
+#include <vector>
 
+#include "server/chat_reply.h"
 #include "server/http_util.h"
+#include "server/logprobs_json.h"
+#include "server/request_fields.h"
+#include "server/tool_request.h"
 
 namespace hearth::server {
 namespace {
@@ -35,6 +41,14 @@ ApiError generation_error(const Status& status) {
   return from_status(status);
 }
 
+// The prompt text `echo` puts before a completion's output: the prompt as sent, or the
+// text of its token ids.
+Result<std::string> echo_text(ServerContext& ctx, const TextRequest& tr,
+                              const GenerationPlan& plan) {
+  if (!tr.prompt_tokens) return tr.prompt;
+  return ctx.service.detokenize(plan.model.id, *tr.prompt_tokens);
+}
+
 // Handles both text endpoints; `chat` picks the request and response shapes.
 void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
                  httplib::Response& res) {
@@ -44,86 +58,156 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
   if (auto e = chat ? parse_chat_request(body, tr) : parse_completion_request(body, tr)) {
     return reply_error(res, *e);
   }
+  if (chat) keep_tool_key_order(req.body, /*anthropic=*/false, tr);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e);
+  std::string echo;
+  if (tr.echo) {
+    auto text = echo_text(ctx, tr, *plan);
+    if (!text.ok()) return reply_error(res, from_status(text.status(), "prompt"));
+    echo = std::move(text).value();
+  }
   std::shared_ptr<Generation> generation = submit_generation(ctx, *plan, res, ErrorShape::kOpenAi);
   if (!generation) return;
 
   const std::string id = make_id(chat ? "chatcmpl-" : "cmpl-");
   const int64_t created = unix_now();
   const std::string object = chat ? "chat.completion" : "text_completion";
+  const bool logprobs = plan->request.logprobs >= 0;
+  // A choice's logprobs object; offset: the completion text before these tokens.
+  auto logprobs_json = [&ctx, plan, chat](const std::vector<TokenLogprobs>& lps,
+                                          int64_t offset) -> Result<json> {
+    HEARTH_ASSIGN_OR_RETURN(TokenBytes bytes, token_bytes_for(ctx.service, plan->model.id, lps));
+    return chat ? chat_logprobs_json(lps, bytes) : completion_logprobs_json(lps, bytes, offset);
+  };
 
   if (!tr.stream) {
-    GenerationOutcome out = run_generation(ctx, *plan, *generation, watch_connection(req));
+    const auto alive = watch_connection(req);
+    GenerationOutcome out = run_generation_pieces(
+        ctx, *plan, *generation, [&alive](const GeneratedPiece& p) { return alive(p.text); });
     if (out.client_gone) {
       res.status = kClientClosedRequest;  // nobody reads the reply; the metrics do
       return;
     }
     if (!out.error.ok()) return reply_error(res, generation_error(out.error));
-    json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", out.finish_reason}};
-    if (chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", out.text}};
-    } else {
-      choice["text"] = out.text;
+    json choices = json::array();
+    for (size_t i = 0; i < out.choices.size(); ++i) {
+      const ChoiceOutcome& c = out.choices[i];
+      json choice = {{"index", i}, {"logprobs", nullptr}, {"finish_reason", c.finish_reason}};
+      if (logprobs) {
+        auto lp = logprobs_json(c.logprobs, static_cast<int64_t>(echo.size()));
+        if (!lp.ok()) return reply_error(res, generation_error(lp.status()));
+        choice["logprobs"] = std::move(lp).value();
+      }
+      if (chat) {
+        const ParsedOutput parsed =
+            parse_output(plan->output, c.text, [] { return make_id("call_"); });
+        choice["message"] = openai_message(parsed);
+        choice["finish_reason"] =
+            openai_finish_reason(c.finish_reason, static_cast<int32_t>(parsed.calls.size()));
+      } else {
+        choice["text"] = echo + c.text;
+      }
+      choices.push_back(std::move(choice));
     }
     return reply_json(res, {{"id", id},
                             {"object", object},
                             {"created", created},
                             {"model", plan->model.id},
                             {"system_fingerprint", nullptr},
-                            {"choices", json::array({choice})},
+                            {"choices", std::move(choices)},
                             {"usage", usage_json(out.stats)},
                             {"finish_key", finish_key_json(out.stats)}});
   }
 
   const bool include_usage = tr.include_usage;
   const std::string endpoint = chat ? "/v1/chat/completions" : "/v1/completions";
-  start_sse(
-      res, ctx, endpoint,
-      [&ctx, plan, generation, chat, include_usage, id,
-       created](const std::function<bool(const std::string&)>& write) {
-        const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
-        auto chunk = [&](json choice_fields, const json& finish) {
-          json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish}};
-          for (auto& [k, v] : choice_fields.items()) choice[k] = v;
-          return json{{"id", id},
-                      {"object", chunk_object},
-                      {"created", created},
-                      {"model", plan->model.id},
-                      {"system_fingerprint", nullptr},
-                      {"choices", json::array({choice})}};
-        };
-        if (chat && !write(sse_event(
-                        chunk({{"delta", {{"role", "assistant"}, {"content", ""}}}}, nullptr)))) {
-          return;
-        }
-        GenerationOutcome out =
-            run_generation(ctx, *plan, *generation, [&](const std::string& text) {
-              json fields = chat ? json{{"delta", {{"content", text}}}} : json{{"text", text}};
-              return write(sse_event(chunk(fields, nullptr)));
+  start_sse(res, ctx, endpoint,
+            [&ctx, plan, generation, chat, include_usage, id, created, echo, logprobs,
+             logprobs_json](const std::function<bool(const std::string&)>& write) {
+              const std::string chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+              const auto n = static_cast<size_t>(plan->request.n);
+              auto chunk = [&](size_t index, json choice_fields, const json& finish) {
+                json choice = {{"index", index}, {"logprobs", nullptr}, {"finish_reason", finish}};
+                for (auto& [k, v] : choice_fields.items()) choice[k] = v;
+                return json{{"id", id},
+                            {"object", chunk_object},
+                            {"created", created},
+                            {"model", plan->model.id},
+                            {"system_fingerprint", nullptr},
+                            {"choices", json::array({choice})}};
+              };
+              for (size_t i = 0; i < n; ++i) {
+                json first = chat ? json{{"delta", {{"role", "assistant"}, {"content", ""}}}}
+                                  : json{{"text", echo}};
+                if ((chat || !echo.empty()) && !write(sse_event(chunk(i, first, nullptr)))) return;
+              }
+              // One output parser per choice: content, reasoning and tool calls of each.
+              std::vector<OutputParser> parsers;
+              for (size_t i = 0; i < n; ++i)
+                parsers.emplace_back(plan->output, [] { return make_id("call_"); });
+              // Sends a choice's parsed deltas; `lp` (may be null) rides on the first chunk, or
+              // on an empty delta when the parser held the text back.
+              auto send_deltas = [&](size_t i, const std::vector<OutputDelta>& deltas, json lp) {
+                for (const OutputDelta& d : deltas) {
+                  for (json& delta : openai_deltas(d)) {
+                    json c = chunk(i, {{"delta", std::move(delta)}}, nullptr);
+                    if (!lp.is_null()) c["choices"][0]["logprobs"] = std::exchange(lp, nullptr);
+                    if (!write(sse_event(c))) return false;
+                  }
+                }
+                if (lp.is_null()) return true;
+                json c = chunk(i, {{"delta", json::object()}}, nullptr);
+                c["choices"][0]["logprobs"] = std::move(lp);
+                return write(sse_event(c));
+              };
+              std::vector<int64_t> offsets(n, static_cast<int64_t>(echo.size()));
+              GenerationOutcome out =
+                  run_generation_pieces(ctx, *plan, *generation, [&](const GeneratedPiece& piece) {
+                    const auto i = static_cast<size_t>(piece.index);
+                    if (i >= n) return false;
+                    json lp = nullptr;
+                    if (logprobs) {
+                      auto r = logprobs_json(piece.logprobs, offsets[i]);
+                      if (!r.ok()) return false;
+                      lp = std::move(r).value();
+                      for (const auto& b : lp.value("tokens", json::array()))
+                        offsets[i] += static_cast<int64_t>(b.get<std::string>().size());
+                    }
+                    if (chat) return send_deltas(i, parsers[i].push(piece.text), std::move(lp));
+                    json c = chunk(i, {{"text", piece.text}}, nullptr);
+                    if (!lp.is_null()) c["choices"][0]["logprobs"] = std::move(lp);
+                    return write(sse_event(c));
+                  });
+              if (out.client_gone) return;
+              if (!out.error.ok()) {
+                write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
+                write("data: [DONE]\n\n");
+                return;
+              }
+              for (size_t i = 0; i < out.choices.size(); ++i) {
+                if (chat && i < n && !send_deltas(i, parsers[i].finish(), nullptr)) return;
+                json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
+                const std::string finish = chat && i < n
+                                               ? openai_finish_reason(out.choices[i].finish_reason,
+                                                                      parsers[i].tool_call_count())
+                                               : out.choices[i].finish_reason;
+                json last_chunk = chunk(i, last, finish);
+                last_chunk["finish_key"] = finish_key_json(out.stats);
+                if (!write(sse_event(last_chunk))) return;
+              }
+              if (include_usage) {
+                json u = {{"id", id},
+                          {"object", chunk_object},
+                          {"created", created},
+                          {"model", plan->model.id},
+                          {"system_fingerprint", nullptr},
+                          {"choices", json::array()},
+                          {"usage", usage_json(out.stats)}};
+                if (!write(sse_event(u))) return;
+              }
+              write("data: [DONE]\n\n");
             });
-        if (out.client_gone) return;
-        if (!out.error.ok()) {
-          write(sse_event(json::parse(openai_error_body(generation_error(out.error)))));
-          write("data: [DONE]\n\n");
-          return;
-        }
-        json last = chat ? json{{"delta", json::object()}} : json{{"text", ""}};
-        json last_chunk = chunk(last, out.finish_reason);
-        last_chunk["finish_key"] = finish_key_json(out.stats);
-        if (!write(sse_event(last_chunk))) return;
-        if (include_usage) {
-          json u = {{"id", id},
-                    {"object", chunk_object},
-                    {"created", created},
-                    {"model", plan->model.id},
-                    {"system_fingerprint", nullptr},
-                    {"choices", json::array()},
-                    {"usage", usage_json(out.stats)}};
-          if (!write(sse_event(u))) return;
-        }
-        write("data: [DONE]\n\n");
-      });
 }
 
 std::string base64_floats(const std::vector<float>& v) {
@@ -154,6 +238,7 @@ std::string base64_floats(const std::vector<float>& v) {
 void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = check_request_fields(body, kEmbeddingsApi)) return reply_error(res, *e);
   std::string model_id;
   if (body.contains("model") && !body["model"].is_null()) {
     if (!body["model"].is_string())
@@ -173,6 +258,20 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
     return reply_error(res, invalid_request("'input' is required", "input", "missing_field"));
   ModelDescription model;
   if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
+  // dimensions: the model's own width is honoured as is; truncating a vector is only
+  // meaningful for models trained for it, which hearth cannot tell, so others are refused.
+  if (body.contains("dimensions") && !body["dimensions"].is_null()) {
+    const json& d = body["dimensions"];
+    if (!d.is_number_integer())
+      return reply_error(
+          res, invalid_request("'dimensions' must be an integer", "dimensions", "invalid_type"));
+    if (d.get<int64_t>() != model.embedding_dim)
+      return reply_error(
+          res, invalid_request("'dimensions' must be " + std::to_string(model.embedding_dim) +
+                                   ", the embedding width of model '" + model.id +
+                                   "' (shortened embeddings are not supported)",
+                               "dimensions", "invalid_value"));
+  }
 
   // Normalise input into texts (token arrays are detokenized), counting tokens for
   // usage and the context check.

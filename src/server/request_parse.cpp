@@ -1,6 +1,15 @@
 #include "server/request_parse.h"
 
+#include <cctype>
 #include <limits>
+#include <string>
+#include <utility>
+
+#include "server/request_fields.h"
+
+#include "server/response_format.h"
+
+#include "server/tool_request.h"
 
 namespace hearth::server {
 namespace {
@@ -65,6 +74,35 @@ std::optional<ApiError> get_stop(const json& body, const char* key, std::vector<
   return std::nullopt;
 }
 
+// logit_bias: {"token id": bias in [-100, 100]}; the ids are checked against the model's
+// vocabulary when the model is known (plan_generation).
+std::optional<ApiError> parse_logit_bias(const json& body,
+                                         std::vector<std::pair<TokenId, float>>& out) {
+  if (!present(body, "logit_bias")) return std::nullopt;
+  const json& m = body["logit_bias"];
+  if (!m.is_object()) return type_error("logit_bias", "an object of token id -> bias");
+  for (const auto& [key, value] : m.items()) {
+    const std::string field = "logit_bias";
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used, 10);
+    } catch (...) {
+      used = 0;
+    }
+    if (key.empty() || used != key.size() || id < 0 || id > std::numeric_limits<TokenId>::max() ||
+        !std::isdigit(static_cast<unsigned char>(key[0]))) {
+      return value_error(field, "key '" + key + "' is not a token id (a non-negative integer)");
+    }
+    if (!value.is_number()) return type_error(field + "." + key, "a number between -100 and 100");
+    const double bias = value.get<double>();
+    if (!(bias >= -100 && bias <= 100))
+      return value_error(field, "value for token " + key + " must be between -100 and 100");
+    out.emplace_back(static_cast<TokenId>(id), static_cast<float>(bias));
+  }
+  return std::nullopt;
+}
+
 // Fields shared by every text-generation endpoint.
 std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool openai) {
   if (present(body, "model")) {
@@ -109,11 +147,11 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
   if (max_tokens > 0) out.max_tokens = max_tokens;
   if (openai) {
     if (auto e = get_stop(body, "stop", out.stop)) return e;
-    if (present(body, "n")) {
-      if (!body["n"].is_number_integer()) return type_error("n", "an integer");
-      if (body["n"].get<int64_t>() != 1)
-        return value_error("n", "must be 1 (only one choice is supported)");
-    }
+    int64_t n = 1;
+    if (auto e = get_int(body, "n", n, 1)) return e;
+    if (n > kMaxChoices) return value_error("n", "must be <= " + std::to_string(kMaxChoices));
+    out.n = static_cast<int32_t>(n);
+    if (auto e = parse_logit_bias(body, s.logit_bias)) return e;
     if (present(body, "stream_options")) {
       const json& so = body["stream_options"];
       if (!so.is_object()) return type_error("stream_options", "an object");
@@ -151,7 +189,7 @@ std::optional<ApiError> content_text(const json& content, const std::string& fie
   return std::nullopt;
 }
 
-std::optional<ApiError> parse_messages_array(const json& body, bool allow_system_role,
+std::optional<ApiError> parse_messages_array(const json& body, bool openai,
                                              std::vector<ChatMessage>& out) {
   if (!body.contains("messages"))
     return invalid_request("'messages' is required", "messages", "missing_field");
@@ -167,22 +205,45 @@ std::optional<ApiError> parse_messages_array(const json& body, bool allow_system
     std::string role = m["role"].get<std::string>();
     if (role == "developer") role = "system";
     const bool ok_role =
-        role == "user" || role == "assistant" || (allow_system_role && role == "system");
+        role == "user" || role == "assistant" || (openai && (role == "system" || role == "tool"));
     if (!ok_role) {
       return value_error(field + ".role",
-                         allow_system_role
-                             ? "must be one of system, developer, user, assistant"
-                             : "must be user or assistant (use the top-level 'system')");
+                         openai ? "must be one of system, developer, user, assistant, tool"
+                                : "must be user or assistant (use the top-level 'system')");
+    }
+    if (!openai && m.contains("content") && m["content"].is_array()) {
+      if (auto e = parse_anthropic_blocks(m["content"], role, field + ".content", out)) return e;
+      continue;
+    }
+    ChatMessage cm{role, ""};
+    if (openai && role == "assistant" && present(m, "tool_calls")) {
+      if (auto e = parse_openai_tool_calls(m["tool_calls"], field + ".tool_calls", cm.tool_calls))
+        return e;
+    }
+    if (openai && role == "assistant" && present(m, "reasoning_content")) {
+      if (!m["reasoning_content"].is_string())
+        return type_error(field + ".reasoning_content", "a string");
+      cm.reasoning_content = m["reasoning_content"].get<std::string>();
+    }
+    if (role == "tool") {
+      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string())
+        return type_error(field + ".tool_call_id", "a string");
+      cm.tool_call_id = m["tool_call_id"].get<std::string>();
+      if (present(m, "name")) {
+        if (!m["name"].is_string()) return type_error(field + ".name", "a string");
+        cm.name = m["name"].get<std::string>();
+      }
     }
     if (!m.contains("content") || m["content"].is_null()) {
       if (role == "assistant") {
-        out.push_back({role, ""});
+        cm.content_null = !cm.tool_calls.empty() && m.contains("content");
+        cm.content_absent = !cm.tool_calls.empty() && !m.contains("content");
+        out.push_back(std::move(cm));
         continue;
       }
       return invalid_request("'" + field + ".content' is required", field + ".content",
                              "missing_field");
     }
-    ChatMessage cm{role, ""};
     if (auto e = content_text(m["content"], field + ".content", cm.content)) return e;
     out.push_back(std::move(cm));
   }
@@ -216,7 +277,29 @@ std::optional<ApiError> parse_json_object(const std::string& body, json& out) {
 std::optional<ApiError> parse_completion_request(const json& body, TextRequest& out) {
   out.is_chat = false;
   out.prompt_field = "prompt";
+  if (auto e = check_request_fields(body, kCompletionsApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  if (auto e = parse_grammar_fields(body, out.sampling)) return e;
+  if (present(body, "logprobs")) {
+    int64_t lp = 0;
+    if (auto e = get_int(body, "logprobs", lp, 0)) return e;
+    if (lp > runtime::kMaxTopLogprobs)
+      return value_error("logprobs",
+                         "must be between 0 and " + std::to_string(runtime::kMaxTopLogprobs));
+    out.logprobs = static_cast<int32_t>(lp);
+  }
+  if (auto e = get_bool(body, "echo", out.echo)) return e;
+  if (out.echo && out.logprobs >= 0)
+    return value_error("echo",
+                       "cannot be combined with 'logprobs' (the prompt tokens' logprobs are not "
+                       "computed)");
+  if (present(body, "best_of")) {
+    int64_t best_of = 1;
+    if (auto e = get_int(body, "best_of", best_of, 1)) return e;
+    if (best_of != 1 && best_of != out.n)
+      return value_error("best_of",
+                         "must be 1 or equal to n (ranking candidates is not supported)");
+  }
   if (!body.contains("prompt"))
     return invalid_request("'prompt' is required", "prompt", "missing_field");
   const json& p = body["prompt"];
@@ -245,24 +328,45 @@ std::optional<ApiError> parse_completion_request(const json& body, TextRequest& 
 std::optional<ApiError> parse_chat_request(const json& body, TextRequest& out) {
   out.is_chat = true;
   out.prompt_field = "messages";
+  if (auto e = check_request_fields(body, kChatApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/true)) return e;
-  return parse_messages_array(body, /*allow_system_role=*/true, out.messages);
+  if (auto e = parse_grammar_fields(body, out.sampling)) return e;
+  bool logprobs = false;
+  if (auto e = get_bool(body, "logprobs", logprobs)) return e;
+  int64_t top = 0;
+  if (auto e = get_int(body, "top_logprobs", top, 0)) return e;
+  if (top > runtime::kMaxTopLogprobs)
+    return value_error("top_logprobs",
+                       "must be between 0 and " + std::to_string(runtime::kMaxTopLogprobs));
+  if (present(body, "top_logprobs") && !logprobs)
+    return value_error("top_logprobs", "requires 'logprobs' to be true");
+  if (logprobs) out.logprobs = static_cast<int32_t>(top);
+  if (present(body, "modalities")) {
+    const json& m = body["modalities"];
+    if (!m.is_array()) return type_error("modalities", "an array of strings");
+    for (const auto& x : m)
+      if (x != "text") return value_error("modalities", "may only hold \"text\"");
+  }
+  if (auto e = parse_openai_tool_fields(body, out)) return e;
+  return parse_messages_array(body, /*openai=*/true, out.messages);
 }
 
 std::optional<ApiError> parse_messages_request(const json& body, TextRequest& out) {
   out.is_chat = true;
   out.prompt_field = "messages";
+  if (auto e = check_request_fields(body, kMessagesApi)) return e;
   if (auto e = parse_common(body, out, /*openai=*/false)) return e;
   if (!out.max_tokens) {
     return invalid_request("'max_tokens' is required", "max_tokens", "missing_field");
   }
+  if (auto e = parse_anthropic_tool_fields(body, out)) return e;
   std::vector<ChatMessage> messages;
   if (present(body, "system")) {
     std::string system;
     if (auto e = content_text(body["system"], "system", system)) return e;
     messages.push_back({"system", system});
   }
-  if (auto e = parse_messages_array(body, /*allow_system_role=*/false, messages)) return e;
+  if (auto e = parse_messages_array(body, /*openai=*/false, messages)) return e;
   out.messages = std::move(messages);
   return std::nullopt;
 }

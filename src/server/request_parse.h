@@ -11,6 +11,7 @@
 
 #include "server/api_error.h"
 #include "server/chat_template.h"
+#include "server/output/tool_spec.h"
 #include "server/service_api.h"
 
 namespace hearth::server {
@@ -30,7 +31,25 @@ struct TextRequest {
   // Cache control (parse_cache_fields): parent_key, cache_prompt.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  int32_t n = 1;                        // OpenAI n: choices
+  // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
+  // logprobs true + top_logprobs; completions: logprobs N).
+  int32_t logprobs = -1;
+  bool echo = false;  // completions: the prompt text comes before the output
+  // Tool calling (server/tool_request.h): the declared functions, as the caller wrote
+  // them for the template ({type: function, function: {...}}) and parsed.
+  nlohmann::ordered_json tools_json = nlohmann::ordered_json::array();
+  std::vector<ToolSpec> tools;
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
+  // Extra template variables: chat_template_kwargs, enable_thinking, Anthropic thinking.
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+  std::optional<int64_t> thinking_budget;  // tokens inside the think block, then closed
 };
+
+// Upper bounds hearth accepts (OpenAI's are 128 choices, 20 chat top_logprobs and 5
+// completions logprobs; hearth allows 20 for both, the runtime's kMaxTopLogprobs).
+inline constexpr int64_t kMaxChoices = 128;
 
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, TextRequest& out);

@@ -41,34 +41,68 @@ Result<int32_t> checked_int32(int64_t value, const std::string& name, int64_t mi
   return static_cast<int32_t>(value);
 }
 
-// Events from the worker thread to the request's HTTP thread.
+// Events from the worker thread(s) to the request's HTTP thread, for every choice.
 struct Channel {
-  struct Piece {
-    std::string text;
-    std::vector<TokenId> tokens;
-  };
+  explicit Channel(size_t n) : unsent(n), stats(n) {}
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<TokenId> unsent_tokens;  // generated since the last piece
-  std::deque<Piece> pieces;
-  bool finished = false;
-  rt::RequestStats stats;
+  std::vector<GeneratedPiece> unsent;  // per choice: generated since its last piece
+  std::deque<GeneratedPiece> pieces;
+  size_t finished = 0;  // choices that ended (on_done or on_error)
+  std::vector<rt::RequestStats> stats;
   Status error;
 
-  void push_piece(std::string_view text) {  // under mu
-    pieces.push_back({std::string(text), std::move(unsent_tokens)});
-    unsent_tokens.clear();
+  bool all_finished() const { return finished == unsent.size(); }
+  void push_piece(size_t index, std::string_view text) {  // under mu
+    GeneratedPiece& u = unsent[index];
+    u.index = static_cast<int32_t>(index);
+    u.text = std::string(text);
+    pieces.push_back(std::move(u));
+    u = GeneratedPiece{};
     cv.notify_one();
   }
 };
 
+// The runtime's callbacks for choice `index`, feeding the channel.
+rt::StreamSink channel_sink(const std::shared_ptr<Channel>& channel, size_t index) {
+  rt::StreamSink rsink;
+  rsink.on_token = [channel, index](TokenId token) {
+    std::lock_guard<std::mutex> lock(channel->mu);
+    channel->unsent[index].tokens.push_back(token);
+  };
+  rsink.on_logprobs = [channel, index](const TokenLogprobs& lp) {
+    std::lock_guard<std::mutex> lock(channel->mu);
+    channel->unsent[index].logprobs.push_back(lp);
+  };
+  rsink.on_text = [channel, index](std::string_view text) {
+    std::lock_guard<std::mutex> lock(channel->mu);
+    channel->push_piece(index, text);
+  };
+  rsink.on_done = [channel, index](const rt::RequestStats& stats) {
+    std::lock_guard<std::mutex> lock(channel->mu);
+    if (!channel->unsent[index].tokens.empty()) channel->push_piece(index, "");
+    channel->stats[index] = stats;
+    ++channel->finished;
+    channel->cv.notify_one();
+  };
+  rsink.on_error = [channel](const Status& error) {
+    std::lock_guard<std::mutex> lock(channel->mu);
+    if (channel->error.ok())
+      channel->error = error.ok() ? Internal("runtime reported an error without a message") : error;
+    ++channel->finished;
+    channel->cv.notify_one();
+  };
+  return rsink;
+}
+
 // A request the runtime queued; run() drains its channel on the caller's thread.
 class RuntimeGeneration final : public Generation {
  public:
-  RuntimeGeneration(rt::Runtime& runtime, rt::RequestId id, std::shared_ptr<Channel> channel)
-      : runtime_(runtime), id_(id), channel_(std::move(channel)) {}
+  RuntimeGeneration(rt::Runtime& runtime, std::vector<rt::RequestId> ids,
+                    std::shared_ptr<Channel> channel)
+      : runtime_(runtime), ids_(std::move(ids)), channel_(std::move(channel)) {}
   ~RuntimeGeneration() override {
-    if (!ran_) runtime_.cancel(id_);  // never streamed (the reply failed first)
+    if (!ran_) cancel();  // never streamed (the reply failed first)
   }
 
   Result<GenerateStats> run(GenerateSink& sink) override {
@@ -77,43 +111,54 @@ class RuntimeGeneration final : public Generation {
     bool cancelled = false;
     std::unique_lock<std::mutex> lock(channel.mu);
     for (;;) {
-      channel.cv.wait(lock, [&] { return channel.finished || !channel.pieces.empty(); });
+      channel.cv.wait(lock, [&] { return channel.all_finished() || !channel.pieces.empty(); });
       while (!channel.pieces.empty()) {
-        Channel::Piece piece = std::move(channel.pieces.front());
+        GeneratedPiece piece = std::move(channel.pieces.front());
         channel.pieces.pop_front();
         if (cancelled) continue;
         lock.unlock();  // the sink writes to a socket: never under the lock
-        if (!sink.on_piece(piece.text, piece.tokens)) {
-          runtime_.cancel(id_);
+        if (!sink.on_piece(piece)) {
+          cancel();
           cancelled = true;
         }
         lock.lock();
       }
-      if (channel.finished && channel.pieces.empty()) break;
+      if (channel.all_finished() && channel.pieces.empty()) break;
     }
     if (!channel.error.ok()) return channel.error;
-    const auto& st = channel.stats;
+    const auto& first = channel.stats.front();
     GenerateStats out;
-    out.prompt_tokens = st.prompt_tokens;
-    out.cached_tokens = st.cache_delta.read;
-    out.cache_hit_kind = rt::cache_hit_kind_name(st.cache_hit_kind);
-    out.completion_tokens = st.completion_tokens;
-    out.steps_after_cancel = st.steps_after_cancel;
-    out.queue_seconds = st.queue_ms / 1000.0;
-    if (st.restore_tier) {
-      out.restore_seconds = st.restore_ms / 1000.0;
-      out.restore_tier = rt::tier_name(*st.restore_tier);
+    out.prompt_tokens = first.prompt_tokens;
+    out.cached_tokens = first.cache_delta.read;
+    out.cache_hit_kind = rt::cache_hit_kind_name(first.cache_hit_kind);
+    out.steps_after_cancel = first.steps_after_cancel;
+    out.queue_seconds = first.queue_ms / 1000.0;
+    if (first.restore_tier) {
+      out.restore_seconds = first.restore_ms / 1000.0;
+      out.restore_tier = rt::tier_name(*first.restore_tier);
     }
-    out.finish_reason =
-        cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
-    if (st.stop_sequence) out.matched_stop = *st.stop_sequence;
-    if (st.finish_key) out.finish_key = *st.finish_key;
+    if (first.finish_key) out.finish_key = *first.finish_key;
+    for (const rt::RequestStats& st : channel.stats) {
+      ChoiceEnd end;
+      end.completion_tokens = st.completion_tokens;
+      end.finish_reason =
+          cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
+      if (st.stop_sequence) end.matched_stop = *st.stop_sequence;
+      out.completion_tokens += st.completion_tokens;
+      out.choices.push_back(std::move(end));
+    }
+    out.finish_reason = out.choices.front().finish_reason;
+    out.matched_stop = out.choices.front().matched_stop;
     return out;
   }
 
  private:
+  void cancel() {
+    for (rt::RequestId id : ids_) runtime_.cancel(id);
+  }
+
   rt::Runtime& runtime_;
-  const rt::RequestId id_;
+  const std::vector<rt::RequestId> ids_;
   std::shared_ptr<Channel> channel_;
   bool ran_ = false;
 };
@@ -154,6 +199,11 @@ class RuntimeService : public ServiceApi {
     return runtime_->detokenize(model, tokens);
   }
 
+  Result<std::vector<std::string>> token_bytes(const std::string& model,
+                                               std::span<const TokenId> tokens) override {
+    return runtime_->token_bytes(model, tokens);
+  }
+
   Result<std::unique_ptr<Generation>> start_generation(const GenerateRequest& request) override {
     rt::RequestParams params;
     params.response_tokens = static_cast<int32_t>(request.max_tokens);
@@ -161,34 +211,25 @@ class RuntimeService : public ServiceApi {
     params.stop_sequences = request.stop;
     params.parent_key = request.parent_key;
     params.cache_prompt = request.cache_prompt;
+    params.logprobs = request.logprobs;
+    if (request.n < 1) return InvalidArgument("n must be >= 1, got " + std::to_string(request.n));
+    params.thinking = request.thinking;
 
-    auto channel = std::make_shared<Channel>();
-    rt::StreamSink rsink;
-    rsink.on_token = [channel](TokenId token) {
-      std::lock_guard<std::mutex> lock(channel->mu);
-      channel->unsent_tokens.push_back(token);
-    };
-    rsink.on_text = [channel](std::string_view text) {
-      std::lock_guard<std::mutex> lock(channel->mu);
-      channel->push_piece(text);
-    };
-    rsink.on_done = [channel](const rt::RequestStats& stats) {
-      std::lock_guard<std::mutex> lock(channel->mu);
-      if (!channel->unsent_tokens.empty()) channel->push_piece("");
-      channel->stats = stats;
-      channel->finished = true;
-      channel->cv.notify_one();
-    };
-    rsink.on_error = [channel](const Status& error) {
-      std::lock_guard<std::mutex> lock(channel->mu);
-      channel->error = error.ok() ? Internal("runtime reported an error without a message") : error;
-      channel->finished = true;
-      channel->cv.notify_one();
-    };
-    HEARTH_ASSIGN_OR_RETURN(rt::RequestId id,
-                            runtime_->infer(request.model, request.prompt, params, rsink));
+    const auto n = static_cast<size_t>(request.n);
+    auto channel = std::make_shared<Channel>(n);
+    std::vector<rt::StreamSink> sinks;
+    for (size_t i = 0; i < n; ++i) sinks.push_back(channel_sink(channel, i));
+    std::vector<rt::RequestId> ids;
+    if (n == 1) {
+      HEARTH_ASSIGN_OR_RETURN(rt::RequestId id, runtime_->infer(request.model, request.prompt,
+                                                                params, std::move(sinks[0])));
+      ids.push_back(id);
+    } else {
+      HEARTH_ASSIGN_OR_RETURN(
+          ids, runtime_->infer_n(request.model, request.prompt, params, std::move(sinks)));
+    }
     return std::unique_ptr<Generation>(
-        std::make_unique<RuntimeGeneration>(*runtime_, id, std::move(channel)));
+        std::make_unique<RuntimeGeneration>(*runtime_, std::move(ids), std::move(channel)));
   }
 
   Result<std::vector<std::vector<float>>> embed(const std::string& model,

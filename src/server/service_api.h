@@ -42,6 +42,12 @@ struct GenerateRequest {
   // restore exactly, and cache_prompt = false for no lookup and no save.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  // Choices (OpenAI's n): the prompt is prefilled once and the others fork from its KV;
+  // choice i samples with seed + i (Runtime::infer_n).
+  int32_t n = 1;
+  // -1: none; 0..20: each token's logprob and that many top alternatives.
+  int32_t logprobs = -1;
+  runtime::ThinkingBudget thinking;  // off unless the request set a thinking budget
 };
 
 // What POST /hearth/prefill reports: the prompt is in the cache under finish_key.
@@ -51,6 +57,16 @@ struct PrefillOutcome {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;     // restored from the cache
   int64_t committed_tokens = 0;  // tokens the row holds
+};
+
+using runtime::TokenLogprob;
+using runtime::TokenLogprobs;
+
+// How one choice of a generation ended.
+struct ChoiceEnd {
+  std::string finish_reason;  // "stop", "length" or "cancelled"
+  std::string matched_stop;   // the stop string that ended it, if one did
+  int64_t completion_tokens = 0;
 };
 
 struct GenerateStats {
@@ -69,6 +85,19 @@ struct GenerateStats {
   double queue_seconds = 0;     // waiting in the model's queue for a sequence
   double restore_seconds = -1;  // restoring the prompt from a cache row; -1 = none
   std::string restore_tier;     // the row's tier ("ram", "ram_file", "disk") when restored
+  // One per choice (GenerateRequest::n), in index order. The fields above are the
+  // request's: prompt counted once, completion_tokens summed over the choices,
+  // finish_reason / matched_stop those of choice 0.
+  std::vector<ChoiceEnd> choices;
+};
+
+// One piece of one choice: the text the runtime released, the ids of the tokens
+// generated since the previous piece of that choice, and their logprobs when asked.
+struct GeneratedPiece {
+  int32_t index = 0;  // the choice
+  std::string text;
+  std::vector<TokenId> tokens;
+  std::vector<TokenLogprobs> logprobs;  // one per token when GenerateRequest::logprobs >= 0
 };
 
 // Receives a generation as it happens, one piece at a time: the text the runtime
@@ -79,7 +108,7 @@ struct GenerateStats {
 class GenerateSink {
  public:
   virtual ~GenerateSink() = default;
-  virtual bool on_piece(const std::string& text, std::span<const TokenId> tokens) = 0;
+  virtual bool on_piece(const GeneratedPiece& piece) = 0;
 };
 
 // A generation the runtime accepted: queued for its model or running. run() streams it
@@ -116,6 +145,9 @@ class ServiceApi {
                                                 std::span<const TextRange> special_ranges) = 0;
   virtual Result<std::string> detokenize(const std::string& model,
                                          const std::vector<TokenId>& tokens) = 0;
+  // Each token's raw bytes (for logprobs' token / bytes fields).
+  virtual Result<std::vector<std::string>> token_bytes(const std::string& model,
+                                                       std::span<const TokenId> tokens) = 0;
 
   // Validates the request and queues it for its model, the one queue there is: every
   // refusal comes back here, before any reply has started (unknown model, a parameter

@@ -122,14 +122,14 @@ TEST(TokenSampler, SeededIsDeterministicGreedyIsArgmax) {
   std::vector<float> logits = {0.1f, 2.0f, 1.9f, -1.0f};
   SamplingOptions greedy;
   greedy.temperature = 0;
-  EXPECT_EQ(make_token_sampler(greedy, {})->sample(logits), 1);
+  EXPECT_EQ(make_token_sampler(greedy, {}).value()->sample(logits), 1);
   SamplingOptions seeded;
   seeded.temperature = 1.0f;
   seeded.seed = 42;
-  auto s1 = make_token_sampler(seeded, {}), s2 = make_token_sampler(seeded, {});
+  auto s1 = make_token_sampler(seeded, {}).value(), s2 = make_token_sampler(seeded, {}).value();
   for (int i = 0; i < 50; ++i) EXPECT_EQ(s1->sample(logits), s2->sample(logits));
   seeded.top_k = 1;
-  EXPECT_EQ(make_token_sampler(seeded, {})->sample(logits), 1);
+  EXPECT_EQ(make_token_sampler(seeded, {}).value()->sample(logits), 1);
 }
 
 TEST(TokenSampler, FrequencyAndPresencePenalties) {
@@ -138,22 +138,22 @@ TEST(TokenSampler, FrequencyAndPresencePenalties) {
   o.temperature = 0;
   const TokenId seen_once[] = {1};
   const TokenId seen_twice[] = {1, 1, 2};
-  EXPECT_EQ(make_token_sampler(o, seen_twice)->sample(logits), 1);  // penalties off
-  o.presence_penalty = 0.6f;                                 // 2.0 - 0.6 = 1.4 < 1.5
-  EXPECT_EQ(make_token_sampler(o, seen_once)->sample(logits), 2);
+  EXPECT_EQ(make_token_sampler(o, seen_twice).value()->sample(logits), 1);  // penalties off
+  o.presence_penalty = 0.6f;                                                // 2.0 - 0.6 = 1.4 < 1.5
+  EXPECT_EQ(make_token_sampler(o, seen_once).value()->sample(logits), 2);
   o.presence_penalty = 0;
   o.frequency_penalty = 0.3f;  // once: 1.7 still wins; twice: 1.4, and 2 drops to 1.2
-  EXPECT_EQ(make_token_sampler(o, seen_once)->sample(logits), 1);
-  EXPECT_EQ(make_token_sampler(o, seen_twice)->sample(logits), 1);
+  EXPECT_EQ(make_token_sampler(o, seen_once).value()->sample(logits), 1);
+  EXPECT_EQ(make_token_sampler(o, seen_twice).value()->sample(logits), 1);
   o.frequency_penalty = 0.4f;  // twice: 1.2; token 2 once: 1.1; token 3 unseen: 1.0
-  EXPECT_EQ(make_token_sampler(o, seen_twice)->sample(logits), 1);
+  EXPECT_EQ(make_token_sampler(o, seen_twice).value()->sample(logits), 1);
   o.frequency_penalty = 0.6f;  // twice: 0.8; 2: 0.9; 3: 1.0
-  EXPECT_EQ(make_token_sampler(o, seen_twice)->sample(logits), 3);
+  EXPECT_EQ(make_token_sampler(o, seen_twice).value()->sample(logits), 3);
   // Accepted tokens count too; a negative penalty favours seen tokens.
   SamplingOptions fav;
   fav.temperature = 0;
   fav.presence_penalty = -1.5f;
-  auto s = make_token_sampler(fav, {});
+  auto s = make_token_sampler(fav, {}).value();
   EXPECT_EQ(s->sample(logits), 1);
   s->accept(3);
   EXPECT_EQ(s->sample(logits), 3);  // 1.0 + 1.5 > 2.0

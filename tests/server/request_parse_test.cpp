@@ -55,7 +55,17 @@ TEST(RequestParse, ChatRejectionsNameTheField) {
       {R"({"max_tokens":0,"messages":[{"role":"user","content":"x"}]})", "max_tokens"},
       {R"({"max_tokens":1.5,"messages":[{"role":"user","content":"x"}]})", "max_tokens"},
       {R"({"stop":[1],"messages":[{"role":"user","content":"x"}]})", "stop"},
-      {R"({"n":2,"messages":[{"role":"user","content":"x"}]})", "n"},
+      {R"({"n":0,"messages":[{"role":"user","content":"x"}]})", "n"},
+      {R"({"n":129,"messages":[{"role":"user","content":"x"}]})", "n"},
+      {R"({"logprobs":3,"messages":[{"role":"user","content":"x"}]})", "logprobs"},
+      {R"({"top_logprobs":3,"messages":[{"role":"user","content":"x"}]})", "top_logprobs"},
+      {R"({"logit_bias":{"x":1},"messages":[{"role":"user","content":"x"}]})", "logit_bias"},
+      {R"({"logit_bias":{"-1":1},"messages":[{"role":"user","content":"x"}]})", "logit_bias"},
+      {R"({"logit_bias":[1],"messages":[{"role":"user","content":"x"}]})", "logit_bias"},
+      {R"({"response_format":"garbage","messages":[{"role":"user","content":"x"}]})",
+       "response_format"},
+      {R"({"tools":[],"messages":[{"role":"user","content":"x"}]})", "tools"},
+      {R"({"max_token":5,"messages":[{"role":"user","content":"x"}]})", "max_token"},
       {R"({"seed":"x","messages":[{"role":"user","content":"x"}]})", "seed"},
       {R"({"stream":"yes","messages":[{"role":"user","content":"x"}]})", "stream"},
   };
@@ -108,6 +118,32 @@ TEST(RequestParse, AnthropicMessages) {
       json::parse(R"({"max_tokens":3,"messages":[{"role":"system","content":"hi"}]})"), sys_role);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->param, "messages[0].role");
+}
+
+TEST(RequestParse, LogprobsNAndBias) {
+  TextRequest chat;
+  ASSERT_FALSE(parse_chat_request(
+      json::parse(R"({"logprobs":true,"top_logprobs":4,"n":3,"logit_bias":{"7":-100,"9":2.5},
+                     "user":"u","messages":[{"role":"user","content":"x"}]})"),
+      chat));
+  EXPECT_EQ(chat.logprobs, 4);
+  EXPECT_EQ(chat.n, 3);
+  ASSERT_EQ(chat.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(chat.sampling.logit_bias[0], (std::pair<TokenId, float>{7, -100.0f}));
+  EXPECT_EQ(chat.sampling.logit_bias[1], (std::pair<TokenId, float>{9, 2.5f}));
+  TextRequest none;
+  ASSERT_FALSE(parse_chat_request(
+      json::parse(R"({"logprobs":false,"messages":[{"role":"user","content":"x"}]})"), none));
+  EXPECT_EQ(none.logprobs, -1);
+  TextRequest completion;
+  ASSERT_FALSE(parse_completion_request(
+      json::parse(R"({"prompt":"p","logprobs":0,"n":2,"best_of":2})"), completion));
+  EXPECT_EQ(completion.logprobs, 0);
+  TextRequest echo;
+  auto e =
+      parse_completion_request(json::parse(R"({"prompt":"p","logprobs":1,"echo":true})"), echo);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->param, "echo");
 }
 
 TEST(RequestParse, BodyMustBeAJsonObject) {

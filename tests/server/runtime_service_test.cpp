@@ -18,8 +18,8 @@ namespace {
 
 class RecordingSink : public GenerateSink {
  public:
-  bool on_piece(const std::string& text, std::span<const TokenId> tokens) override {
-    pieces.push_back({text, std::vector<TokenId>(tokens.begin(), tokens.end())});
+  bool on_piece(const GeneratedPiece& piece) override {
+    pieces.push_back({piece.text, piece.tokens});
     return pieces.size() < cancel_after;
   }
   std::string text() const {

@@ -1,5 +1,6 @@
 #include "testing/stub_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -46,10 +47,29 @@ class ByteTextStream : public TextStream {
   std::string held_;
 };
 
+// The byte of `script` that continues `history` (EOS when it is complete): the longest
+// prefix of the script that the history ends with decides.
+TokenId scripted_next(const std::vector<TokenId>& history, const std::string& script) {
+  const size_t max = std::min(history.size(), script.size());
+  for (size_t k = max + 1; k-- > 0;) {
+    bool match = true;
+    for (size_t i = 0; i < k && match; ++i) {
+      match = history[history.size() - k + i] ==
+              static_cast<TokenId>(static_cast<unsigned char>(script[i])) + 3;
+    }
+    if (!match) continue;
+    if (k == script.size()) return StubBackend::kEos;
+    return static_cast<TokenId>(static_cast<unsigned char>(script[k])) + 3;
+  }
+  return StubBackend::kEos;
+}
+
 }  // namespace
 
 StubBackend::StubBackend(StubOptions options)
-    : options_(std::move(options)), cells_(static_cast<size_t>(options_.n_seq_max)) {}
+    : options_(std::move(options)),
+      cells_(static_cast<size_t>(options_.n_seq_max)),
+      tokens_(static_cast<size_t>(options_.n_seq_max)) {}
 
 BackendInfo StubBackend::info() const {
   BackendInfo i;
@@ -102,7 +122,15 @@ std::unique_ptr<TextStream> StubBackend::text_stream() const {
 
 Result<std::unique_ptr<TokenSampler>> StubBackend::make_sampler(
     const SamplingOptions& options, std::span<const TokenId> history) const {
-  return make_token_sampler(options, history);
+  if (options.grammar.empty()) return make_token_sampler(options, history);
+  // Token b + 3 is byte b; 0, 1 (EOS) and 2 are not text.
+  static const std::shared_ptr<const grammar::TokenVocab> vocab = [] {
+    std::vector<std::string> bytes(kVocab);
+    for (int32_t id = 3; id < kVocab; ++id)
+      bytes[static_cast<size_t>(id)] = std::string(1, static_cast<char>(id - 3));
+    return grammar::TokenVocab::build(std::move(bytes), {kEos});
+  }();
+  return make_token_sampler(options, history, vocab);
 }
 
 uint64_t StubBackend::next_cell(uint64_t prev, TokenId token, int32_t pos) {
@@ -152,10 +180,12 @@ Status StubBackend::step(std::span<const StepRow> rows,
     if (r.tokens.empty()) return InvalidArgument("stub: empty row");
     if (cells.size() + r.tokens.size() > static_cast<size_t>(options_.n_ctx))
       return OutOfRange("stub: context full");
+    auto& tokens = tokens_[static_cast<size_t>(r.seq)];
     for (TokenId t : r.tokens) {
       if (t < 0 || t >= kVocab) return OutOfRange("stub: token out of range");
       uint64_t prev = cells.empty() ? 0x5eed : cells.back();
       cells.push_back(next_cell(prev, t, static_cast<int32_t>(cells.size())));
+      tokens.push_back(t);
     }
     if (r.want_logits) {
       // Like attention, the logits read every cell, so a restore that got any position
@@ -163,6 +193,9 @@ Status StubBackend::step(std::span<const StepRow> rows,
       uint64_t acc = 0;
       for (uint64_t c : cells) acc = splitmix(acc ^ c);
       logits_out->push_back(logits_for_cell(acc, options_.eos_bias));
+      if (auto script = ctl.script(); script && !script->empty()) {
+        logits_out->back()[static_cast<size_t>(scripted_next(tokens, *script))] = 100.0f;
+      }
     }
   }
   return OkStatus();
@@ -183,6 +216,7 @@ Status StubBackend::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32
   if (n_pos < 0 || bytes.size() != static_cast<size_t>(n_pos) * 8)
     return DataLoss("stub: kv bytes do not match n_pos");
   auto& cells = cells_[static_cast<size_t>(seq)];
+  tokens_[static_cast<size_t>(seq)].assign(static_cast<size_t>(n_pos), -1);
   cells.assign(static_cast<size_t>(n_pos), 0);
   if (n_pos > 0) std::memcpy(cells.data(), bytes.data(), bytes.size());
   return OkStatus();
@@ -192,7 +226,10 @@ Status StubBackend::seq_truncate(int32_t seq, int32_t n_pos) {
   if (seq < 0 || seq >= options_.n_seq_max) return InvalidArgument("stub: bad seq id");
   auto& cells = cells_[static_cast<size_t>(seq)];
   if (n_pos < 0) return InvalidArgument("stub: negative n_pos");
-  if (static_cast<size_t>(n_pos) < cells.size()) cells.resize(static_cast<size_t>(n_pos));
+  if (static_cast<size_t>(n_pos) < cells.size()) {
+    cells.resize(static_cast<size_t>(n_pos));
+    tokens_[static_cast<size_t>(seq)].resize(static_cast<size_t>(n_pos));
+  }
   return OkStatus();
 }
 

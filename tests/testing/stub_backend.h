@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,24 @@ struct StubControl {
   std::atomic<int32_t> step_delay_us{0};    // sleep per step (to widen race windows)
   std::atomic<int32_t> max_rows_seen{0};    // largest number of rows in one step
   std::atomic<int32_t> max_tokens_seen{0};  // largest token count in one step
+
+  // A canned reply (empty = off): a sequence whose text ends with a prefix of it
+  // continues it (its next byte gets a logit of +100), then ends with EOS, so tests can
+  // drive the real runtime and server with a known model output (tool calls, think
+  // blocks). The longest such prefix counts: start the script with a byte the prompt
+  // does not end with.
+  void set_script(std::string script) {
+    std::lock_guard<std::mutex> lock(script_mu_);
+    script_ = std::make_shared<const std::string>(std::move(script));
+  }
+  std::shared_ptr<const std::string> script() const {
+    std::lock_guard<std::mutex> lock(script_mu_);
+    return script_;
+  }
+
+ private:
+  mutable std::mutex script_mu_;
+  std::shared_ptr<const std::string> script_;
 };
 
 struct StubOptions {
@@ -75,6 +94,9 @@ class StubBackend : public Backend {
  private:
   StubOptions options_;
   std::vector<std::vector<uint64_t>> cells_;  // per sequence
+  // Per sequence, the token of each cell (-1 where a restore put the cell back): what a
+  // canned reply continues.
+  std::vector<std::vector<TokenId>> tokens_;
 };
 
 // Factory for ModelConfig::factory.

@@ -140,6 +140,9 @@ class Engine {
   // Replaces seq's contents with n_pos positions from kv_pack's format.
   // bytes.size() must equal n_pos * kv_bytes_per_position().
   Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos);
+  // Makes dst hold a copy of src's first n_pos positions (a fork: n > 1 choices share
+  // their prompt's KV). src != dst, n_pos <= seq_len(src).
+  Status kv_copy(int32_t src, int32_t dst, int32_t n_pos);
   // In-place restore, for readers that can write straight into the KV (a file read
   // lands in the sequence's memory, no staging copy): empties seq and returns the
   // writable byte runs of positions [0, n_pos) in kv_pack's order (their concatenation

@@ -1,5 +1,5 @@
 // Token sampling: greedy, or the chain
-//   penalties (repetition, frequency, presence over the last penalty_last_n tokens)
+//   logit_bias -> penalties (repetition, frequency, presence over the last penalty_last_n tokens)
 //   -> top_k -> top_p -> min_p -> temperature -> seeded draw.
 // The draw uses hearth's own portable PRNG (xoshiro256** seeded through splitmix64) and
 // its own float arithmetic, so the same seed, logits and history give the same token on
@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace hearth {
@@ -22,6 +23,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // subtracted once per occurrence
   float presence_penalty = 0.0f;    // subtracted once if present
   uint64_t seed = 0;
+  // Added to the logits of these token ids before everything else (ids outside the
+  // vocabulary are skipped; the runtime refuses them earlier).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // Portable PRNG: xoshiro256** seeded with splitmix64(seed).
@@ -43,6 +47,10 @@ class Sampler {
   // Picks the next token. history: the tokens so far (prompt + generated), used by
   // the penalties. Advances the PRNG (except when greedy).
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+  // The logits the last sample() chose from, after logit_bias and the penalties and before
+  // top_k / top_p / min_p / temperature (what logprobs report). Empty before any sample().
+  std::span<const float> adjusted_logits() const { return penalized_; }
 
   // Restarts the PRNG from the seed.
   void reset();

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "hearth/status.h"
@@ -70,11 +71,25 @@ struct SamplingOptions {
   float frequency_penalty = 0.0f;   // 0 = off; minus this per occurrence in the last 64 tokens
   float presence_penalty = 0.0f;    // 0 = off; minus this once if in the last 64 tokens
   std::optional<uint64_t> seed;     // unset = a fresh random seed per request
+  // GBNF grammar (docs/grammar.md); empty = unconstrained. Tokens the grammar rejects get
+  // no probability; the chain above then picks among the rest exactly as it would
+  // among all tokens. End-of-generation tokens are allowed only where the grammar can end.
+  std::string grammar;
+  // Lazy grammar: unconstrained until the generated text contains one of these; the
+  // grammar then applies from the start of the trigger (the trigger's own text is the
+  // first text the grammar matches). A token that would complete a trigger is allowed
+  // only if the grammar accepts the text from the trigger on. Empty = from the first token.
+  std::vector<std::string> grammar_triggers;
+  // Added to these tokens' logits before the penalties and everything else (OpenAI's
+  // logit_bias): each bias in [-100, 100], -100 in practice bans the token, +100 forces
+  // it. Ids must lie in the vocabulary (Runtime checks them against the model).
+  std::vector<std::pair<TokenId, float>> logit_bias;
 };
 
 // The one range check of the sampling knobs (Runtime checks every request with it):
 // InvalidArgument names the field and the value, e.g. "sampling.top_p must be in (0, 1],
-// got 2". NaN is out of every range.
+// got 2". NaN is out of every range. A grammar that does not parse is
+// "sampling.grammar: line L, column C: ...".
 Status check_sampling(const SamplingOptions& options);
 
 // One request's sampler: stateful (RNG, penalty window). Owned by the worker thread.
@@ -86,6 +101,10 @@ class TokenSampler {
   // Records a token into the sampler's history (prompt tokens at creation, then each
   // generated token after it is chosen).
   virtual void accept(TokenId token) = 0;
+  // The row the last sample() chose from after logit_bias and the penalties, before
+  // truncation and temperature: what logprobs are computed from. Empty = the sampler
+  // does not expose it (the runtime then uses the raw logits).
+  virtual std::span<const float> adjusted_logits() const { return {}; }
 };
 
 // Incremental detokenizer: bytes of a multi-byte UTF-8 character split across tokens are
@@ -130,6 +149,11 @@ class Backend {
       std::string_view text, bool add_special, std::span<const TextRange> special_ranges) const = 0;
   virtual Result<std::string> detokenize(std::span<const TokenId> tokens) const = 0;
   virtual std::unique_ptr<TextStream> text_stream() const = 0;
+  // One token's raw bytes, as it adds them to a text (no leading space dropped; may be a
+  // part of a UTF-8 character). The default decodes the token alone.
+  virtual Result<std::string> token_bytes(TokenId token) const {
+    return detokenize(std::span<const TokenId>(&token, 1));
+  }
   // history: the prompt, fed to accept() so penalties see it.
   virtual Result<std::unique_ptr<TokenSampler>> make_sampler(
       const SamplingOptions& options, std::span<const TokenId> history) const = 0;
@@ -144,6 +168,13 @@ class Backend {
   virtual Result<std::vector<uint8_t>> kv_pack(int32_t seq, int32_t n_pos) = 0;
   // Replaces `seq`'s cells with positions [0, n_pos) from kv_pack bytes.
   virtual Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos) = 0;
+  // Makes `dst`'s cells a copy of positions [0, n_pos) of `src` (n > 1 choices fork
+  // from the sequence that prefilled their prompt). The default goes through kv_pack and
+  // kv_unpack; a backend with direct access to its cells copies them in place.
+  virtual Status kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
+    HEARTH_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, kv_pack(src, n_pos));
+    return kv_unpack(dst, bytes, n_pos);
+  }
   // Optional in-place restore: empties `seq` and returns writable spans of its cells for
   // positions [0, n_pos) whose concatenation is kv_pack's layout; after the caller has
   // filled them, kv_import_commit(seq, n_pos) makes them live. An empty result means

@@ -173,6 +173,10 @@ struct ModelConfig {
   // The engine backend's load progress (bytes of weights), on the loading thread; may
   // be empty. Called again when a restarted worker reloads the model.
   ProgressFn on_load_progress;
+
+  // Jinja chat template overriding the backend's tokenizer.chat_template (the server's
+  // per-model chat_template_file); empty = the model's own. LoadedModelInfo carries it.
+  std::string chat_template;
 };
 
 struct CacheOptions {
@@ -265,19 +269,51 @@ struct CacheDelta {
   int64_t created = 0;  // tokens computed by forward passes (prefilled + decoded)
 };
 
+// The log-probability of a generated token and of the most likely tokens at its
+// position: the log-softmax of the logits the sampler chose from, after logit_bias and
+// the penalties, before top_k / top_p / min_p / temperature (docs/runtime.md, Logprobs).
+struct TokenLogprob {
+  TokenId token = 0;
+  float logprob = 0;
+};
+struct TokenLogprobs {
+  TokenId token = 0;  // the token generated
+  float logprob = 0;
+  std::vector<TokenLogprob> top;  // the RequestParams::logprobs most likely, best first
+                                  // (ties: lowest id first)
+};
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+// Closes a reasoning ("think") block after a token budget: once `budget` tokens were
+// generated inside the block, the next tokens are `close` (the family's closing tag),
+// appended to the sequence instead of sampled ones; sampling then resumes. The block
+// opens when the generated tokens end with `open`, or at the start (starts_inside: the
+// prompt opened it). Off when budget < 0 or close is empty.
+struct ThinkingBudget {
+  int32_t budget = -1;
+  bool starts_inside = false;
+  std::vector<TokenId> open;
+  std::vector<TokenId> close;
+};
+
 struct RequestParams {
   int32_t response_tokens = 128;          // max tokens to generate
   std::optional<std::string> parent_key;  // finish_key of an earlier turn (hex)
   SamplingOptions sampling;
   std::vector<std::string> stop_sequences;  // generation ends before the first match
   bool capture_logits = false;              // fill CompletionResult::token_logits (tests)
-  bool add_special = true;                  // complete(): tokenizer adds BOS when the model wants
+  // -1: no logprobs (nothing computed). 0..kMaxTopLogprobs: each generated token's
+  // logprob and that many top alternatives (StreamSink::on_logprobs,
+  // CompletionResult::logprobs).
+  int32_t logprobs = -1;
+  bool add_special = true;  // complete(): tokenizer adds BOS when the model wants
   // complete(): control-token text in the prompt (a prompt rendered with a chat template)
   // becomes control tokens. Set false for a prompt that is user text.
   bool parse_special = true;
   // false: no cache lookup (nor reuse of a sequence's resident cells) and no save for this
   // request (llama-server's cache_prompt); finish_key stays unset.
   bool cache_prompt = true;
+  ThinkingBudget thinking;
 };
 
 struct RequestStats {
@@ -317,6 +353,7 @@ struct CompletionResult {
   RequestStats stats;
   std::optional<std::string> stop_sequence;
   std::vector<std::vector<float>> token_logits;  // per generated token, if capture_logits
+  std::vector<TokenLogprobs> logprobs;           // per generated token, if params.logprobs >= 0
 };
 
 struct PrefillResult {
@@ -334,6 +371,8 @@ struct PrefillResult {
 struct StreamSink {
   std::function<void(std::string_view text)> on_text;  // non-empty UTF-8 fragments
   std::function<void(TokenId token)> on_token;         // every generated token
+  // params.logprobs >= 0: each generated token's logprobs, just before its on_token.
+  std::function<void(const TokenLogprobs& logprobs)> on_logprobs;
   std::function<void(const RequestStats& stats)> on_done;
   std::function<void(const Status& error)> on_error;
 };
@@ -388,6 +427,16 @@ class Runtime {
   // Streaming: admits (or queues FIFO) and returns at once; events go to `sink`.
   Result<RequestId> infer(std::string_view model_id, std::span<const TokenId> prompt,
                           const RequestParams& params, StreamSink sink);
+  // n = sinks.size() choices for one prompt (OpenAI's n): the first sequence prefills the
+  // prompt once (with the cache as infer does), the others copy its KV (Backend::kv_copy)
+  // and its last logits, then each samples on its own into its sink. Choice i samples
+  // with seed + i (wrapping) when params.sampling.seed is set, so choice 0 is what infer
+  // gives and the same request gives the same n outputs; unset, each draws its own. The
+  // request waits in the queue until n sequences are free at once. Returns the n request
+  // ids (each cancellable); n above the model's n_seq_max -> InvalidArgument naming n.
+  Result<std::vector<RequestId>> infer_n(std::string_view model_id, std::span<const TokenId> prompt,
+                                         const RequestParams& params,
+                                         std::vector<StreamSink> sinks);
   // Idempotent, fire-and-forget; observed between ticks. Unknown ids are ignored.
   void cancel(RequestId request);
   // Prefills `prompt` into KV and fires a finish save; returns its key.
@@ -406,6 +455,10 @@ class Runtime {
       std::string_view model_id, std::string_view text, bool add_special,
       std::span<const TextRange> special_ranges) const;
   Result<std::string> detokenize(std::string_view model_id, std::span<const TokenId> tokens) const;
+  // Each token's raw bytes as it adds them to a text (Backend::token_bytes): what
+  // logprobs report per token.
+  Result<std::vector<std::string>> token_bytes(std::string_view model_id,
+                                               std::span<const TokenId> tokens) const;
   // One embedding per input, run on the model's worker between ticks.
   Result<std::vector<std::vector<float>>> embeddings(std::string_view model_id,
                                                      std::span<const std::string> inputs);

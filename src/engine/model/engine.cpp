@@ -274,6 +274,19 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
   return OkStatus();
 }
 
+Status Engine::kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
+  HEARTH_RETURN_IF_ERROR(check_seq(src, impl_->opts.n_seq_max, "kv_copy"));
+  HEARTH_RETURN_IF_ERROR(check_seq(dst, impl_->opts.n_seq_max, "kv_copy"));
+  if (src == dst)
+    return InvalidArgument("kv_copy: src and dst are both seq " + std::to_string(src));
+  if (n_pos < 0 || n_pos > impl_->kv->len(src)) {
+    return OutOfRange("kv_copy: n_pos " + std::to_string(n_pos) + " is outside [0, " +
+                      std::to_string(impl_->kv->len(src)) + "] for seq " + std::to_string(src));
+  }
+  impl_->kv->copy_prefix(src, dst, n_pos);
+  return OkStatus();
+}
+
 Result<std::vector<std::span<uint8_t>>> Engine::kv_import_spans(int32_t seq, int32_t n_pos) {
   HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_import_spans"));
   if (n_pos < 0 || n_pos > impl_->kv->n_ctx()) {

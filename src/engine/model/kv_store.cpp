@@ -94,6 +94,15 @@ void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
   }
 }
 
+void KvStore::copy_prefix(int32_t src, int32_t dst, int32_t n) {
+  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
+  for (int32_t l = 0; l < n_layer_ && n > 0; ++l) {
+    std::memcpy(k_bytes(dst, l, 0), k_bytes(src, l, 0), run_bytes);
+    std::memcpy(v_bytes(dst, l, 0), v_bytes(src, l, 0), run_bytes);
+  }
+  set_len(dst, n);
+}
+
 std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
   set_len(seq, 0);
   std::vector<std::span<uint8_t>> runs;

@@ -62,6 +62,9 @@ class KvStore {
   // caller's check.
   void pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const;
   void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
+  // Makes dst's first n positions a copy of src's (one memcpy per layer and K/V run) and
+  // sets dst's length to n; n <= len(src) and src != dst are the caller's checks.
+  void copy_prefix(int32_t src, int32_t dst, int32_t n);
   // The runs pack() would copy for n positions, writable and in pack's order (a reader
   // can fill them straight from a file); empties the sequence (the caller sets the
   // length once they hold valid data).

@@ -1,4 +1,4 @@
-// Sampling chain: penalties -> top_k -> top_p -> min_p -> temperature -> draw.
+// Sampling chain: logit_bias -> penalties -> top_k -> top_p -> min_p -> temperature -> draw.
 // Candidates are always ordered by (logit desc, id asc), so the result is a pure
 // function of (params, logits, history, PRNG state).
 #include "hearth/engine/sampler.h"
@@ -63,6 +63,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
   const SamplingParams& p = params_;
   const int32_t n_vocab = static_cast<int32_t>(logits.size());
   penalized_.assign(logits.begin(), logits.end());
+  for (const auto& [id, bias] : p.logit_bias)
+    if (id >= 0 && id < n_vocab) penalized_[static_cast<size_t>(id)] += bias;
 
   // Penalties over the last penalty_last_n tokens (negative: the whole history).
   const bool penalize =
