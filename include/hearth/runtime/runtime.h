@@ -93,6 +93,10 @@ struct ModelConfig {
   // Element type of the engine's K and V rows (f16, q8_0, q4_0: hearth/engine/kv_type.h).
   // Part of the cache namespace through the backend's kv_layout: rows never cross types.
   KvType kv_type = KvType::kF16;
+  // Sliding-window layers (gemma2/3) keep every position (EngineOptions::swa_full)
+  // instead of a ring of window + n_batch: more KV memory, but sticky and restored
+  // prefixes can be cut anywhere instead of falling back to a cold prefill.
+  bool swa_full = false;
   BatchStrategy batch_strategy = BatchStrategy::kDecodeFirst;
   // Prefer the free sequence whose resident KV cells share the longest prefix with a new
   // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
