@@ -23,6 +23,7 @@ enum class ErrorCode {
   kDeadlineExceeded,
   kInternal,          // a broken invariant in hearth itself
   kUnavailable,       // a component is degraded or shutting down
+  kFailedPrecondition, // not in this state (e.g. a truncation below a sliding window)
 };
 
 const char* error_code_name(ErrorCode code);
@@ -57,6 +58,7 @@ inline Status Cancelled(std::string m) { return {ErrorCode::kCancelled, std::mov
 inline Status DeadlineExceeded(std::string m) { return {ErrorCode::kDeadlineExceeded, std::move(m)}; }
 inline Status Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {ErrorCode::kUnavailable, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) { return {ErrorCode::kFailedPrecondition, std::move(m)}; }
 
 // A value or an error. Accessing value() of an error is a programming bug (asserts).
 template <typename T>

@@ -16,6 +16,7 @@
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "engine/cpu_features.h"
+#include "hearth/engine/context.h"
 #include "hearth/engine/engine.h"
 #include "hearth/engine/sampler.h"
 
@@ -134,6 +135,9 @@ struct BenchArgs {
   bool weights_in_place = false;                    // EngineOptions::weights_in_place
   std::string kv_type = "f16";                      // EngineOptions::kv_type, by name
   bool quiet = false;                               // no load progress bar
+  int32_t ctx = 4096;                               // EngineOptions::n_ctx
+  bool swa_full = false;                            // EngineOptions::swa_full
+  std::vector<int32_t> rows;                        // saved row sizes to report (no timing)
 };
 
 int run_bench(const BenchArgs& a) {
@@ -142,7 +146,8 @@ int run_bench(const BenchArgs& a) {
   EngineOptions o;
   o.n_threads = threads;
   o.n_seq_max = 1;
-  o.n_ctx = 4096;
+  o.n_ctx = a.ctx;
+  o.swa_full = a.swa_full;
   o.weights_in_place = a.weights_in_place;
   o.kv_type = *kv_type_from_name(a.kv_type);
   ProgressBar bar("loading " + a.model, ProgressBar::Unit::kBytes, a.quiet);
@@ -170,6 +175,11 @@ int run_bench(const BenchArgs& a) {
   out["numerics_id"] = e.numerics_id();
   out["kernels"] = engine::kernel_isa();
   out["kv_type"] = kv_type_name(info.kv_type);
+  out["n_ctx"] = info.n_ctx;
+  out["kv_bytes"] = info.kv_bytes;  // committed at load: 2 sequences (1 + embed's)
+  // Saved rows (kv_pack) of --rows sizes: sliding-window layers save their window only.
+  for (int32_t n : a.rows)
+    if (n <= info.n_ctx) out["row_bytes_" + std::to_string(n)] = e.kv_pack_bytes(n);
   for (int32_t n : a.prompts) {
     if (n > info.n_ctx) continue;
     std::vector<double> rates;
@@ -226,6 +236,15 @@ int run_bench(const BenchArgs& a) {
       "%s\n",
       info.name.c_str(), info.quant_name.c_str(), threads, engine::kernel_isa(),
       kv_type_name(info.kv_type), info.weights_placement.c_str(), load_s, e.numerics_id().c_str());
+  std::printf("%-18s %10d positions, KV %s for 2 sequences\n", "context", info.n_ctx,
+              format_bytes(info.kv_bytes).c_str());
+  for (int32_t n : a.rows) {
+    const std::string k = "row_bytes_" + std::to_string(n);
+    if (out.contains(k)) {
+      std::printf("%-18s %10s saved row of %d positions\n", "row",
+                  format_bytes(out[k].get<uint64_t>()).c_str(), n);
+    }
+  }
   for (int32_t n : a.prompts) {
     const std::string k = "pp" + std::to_string(n);
     if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k.c_str(), out[k].get<double>());
@@ -263,6 +282,13 @@ Registrar reg("bench_engine", [](CLI::App& root) {
       ->check(CLI::Range(1, 99));
   cmd->add_flag("-q,--quiet", a->quiet,
                 "No load progress bar (there is none when stderr is not a terminal)");
+  cmd->add_option("--ctx", a->ctx, "positions per sequence (EngineOptions::n_ctx)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_flag("--swa-full", a->swa_full,
+                "sliding-window layers keep every position instead of a ring of the window");
+  cmd->add_option("--rows", a->rows, "saved row sizes (positions) to report, not timed")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 24));
   cmd->callback([a] { exit_code() = run_bench(*a); });
 });
 

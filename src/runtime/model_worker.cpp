@@ -429,8 +429,18 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
       // Keep only what matches the prompt; without stored logits for the last prompt
       // position, that one token is recomputed.
       if (start.keep < s.resident.size()) {
-        check(backend.seq_truncate(s.seq, static_cast<int32_t>(start.keep)), "seq_truncate");
-        s.resident.resize(start.keep);
+        const Status cut = backend.seq_truncate(s.seq, static_cast<int32_t>(start.keep));
+        if (cut.code() == ErrorCode::kFailedPrecondition) {
+          // Sliding-window layers no longer hold what continuing at `keep` needs (they
+          // keep a ring of the last window + n_batch positions): prefill cold instead.
+          store_->count("truncate_fallbacks");
+          check(backend.seq_truncate(s.seq, 0), "seq_truncate");
+          s.resident.clear();
+          s.hit = CacheHitKind::kCold;
+        } else {
+          check(cut, "seq_truncate");
+          s.resident.resize(start.keep);
+        }
         s.last_logits.clear();
       }
       s.delta.read = static_cast<int64_t>(s.resident.size());
@@ -583,10 +593,16 @@ void ModelWorker::tick() {
       s.cursor += plan[i].prefill_len;
       if (row.want_logits) {
         s.last_logits = std::move(logits[li++]);
-        after_prefill(s, s.last_logits);
       } else {
         s.last_logits.clear();
       }
+      // The cold save as soon as the prefill passes its boundary, while sliding-window
+      // layers still hold the positions just before it (a ring of window + n_batch).
+      if (s.cold_boundary > 0 && s.cursor >= s.cold_boundary) {
+        fire_save(s, s.cold_boundary, SaveReason::kCold, false, nullptr);
+        s.cold_boundary = 0;
+      }
+      if (row.want_logits) after_prefill(s, s.last_logits);
     }
   }
   for (Slot& s : slots_)

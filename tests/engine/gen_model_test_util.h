@@ -51,23 +51,25 @@ inline std::string test_models_dir() {
   return dir.string();
 }
 
-// The path of `hearth gen-model --preset P --type T --seed 1`, generating it when absent.
-// Written under a temporary name and renamed, so parallel test processes never see a
-// half-written file. Returns "" and fills *why on failure.
+// The path of `hearth gen-model [--arch A] --preset P --type T --seed 1`, generating it
+// when absent. Written under a temporary name and renamed, so parallel test processes
+// never see a half-written file. Returns "" and fills *why on failure.
 inline std::string generated_model(const std::string& preset, const std::string& type,
-                                   std::string* why) {
+                                   std::string* why, const std::string& arch = "") {
   if (!cli_built()) {
     *why = "hearth binary not built at " HEARTH_CLI_PATH;
     return "";
   }
   const std::string dir = test_models_dir();
-  const std::string path = dir + "/" + preset + "-" + type + "-s1.gguf";
+  const std::string path =
+      dir + "/" + (arch.empty() ? "" : arch + "-") + preset + "-" + type + "-s1.gguf";
   if (std::filesystem::exists(path)) return path;
   const std::string tmp = path + ".tmp" + std::to_string(getpid());
   int rc = 0;
-  const std::string out = run_command(std::string(HEARTH_CLI_PATH) + " gen-model --preset " +
-                                          preset + " --type " + type + " --seed 1 --out " + tmp,
-                                      &rc, true);
+  const std::string out = run_command(
+      std::string(HEARTH_CLI_PATH) + " gen-model " + (arch.empty() ? "" : "--arch " + arch + " ") +
+          "--preset " + preset + " --type " + type + " --seed 1 --out " + tmp,
+      &rc, true);
   std::error_code ec;
   if (rc != 0) {
     std::filesystem::remove(tmp, ec);

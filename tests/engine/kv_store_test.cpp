@@ -115,5 +115,103 @@ TEST(KvStoreTest, QuantizedTypesNeedWholeBlocks) {
   EXPECT_TRUE(KvStore::create(1, 2, 8, 48, KvType::kF16).ok());
 }
 
+// A store with layer 1 of 3 a ring: window 8, slack 4, so round_up(12, 16) = 16 slots.
+KvRing ring_of_layer1() {
+  KvRing r;
+  r.window = 8;
+  r.slack = 4;
+  r.layers = {false, true, false};
+  return r;
+}
+
+// Writes position p of every layer of seq as values that name (seq, layer, kind, p).
+void write_position(KvStore& kv, int32_t seq, int32_t p) {
+  for (int32_t l = 0; l < 3; ++l)
+    for (int32_t i = 0; i < kv.kv_dim(); ++i) {
+      kv.k_row(seq, l, p)[i] = static_cast<uint16_t>(10000 * l + 10 * p + i);
+      kv.v_row(seq, l, p)[i] = static_cast<uint16_t>(30000 + 10000 * l + 10 * p + i);
+    }
+}
+
+TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
+  auto kv = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto full = KvStore::create(1, 3, 64, 4);
+  ASSERT_TRUE(kv.ok() && full.ok());
+  EXPECT_EQ(kv->ring_capacity(), 16);
+  EXPECT_EQ(kv->slots(0), 64);
+  EXPECT_EQ(kv->slots(1), 16);
+  EXPECT_EQ(kv->bytes_per_sequence(), 2u * (64 + 16 + 64) * 4 * 2);
+  EXPECT_EQ(full->bytes_per_sequence(), 2u * 3 * 64 * 4 * 2);
+  EXPECT_EQ(kv->k_row(0, 1, 21), kv->k_row(0, 1, 5));  // slot 21 % 16
+  EXPECT_NE(kv->k_row(0, 0, 21), kv->k_row(0, 0, 5));
+  // A ring no larger than the context: min(n_ctx, ...).
+  EXPECT_EQ(KvStore::ring_capacity_for(8, 4, 10), 10);
+  EXPECT_EQ(KvStore::ring_capacity_for(64, 512, 32768), 576);
+}
+
+TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
+  auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto b = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int32_t p = 0; p < 30; ++p) {
+    write_position(*a, 0, p);
+    a->append_to(0, p + 1);
+  }
+  EXPECT_EQ(a->oldest(0), 14);  // 30 - 16
+  // 25 positions: 25 of the full layers, the last 8 (17..24) of the ring layer.
+  ASSERT_TRUE(a->pack_ok(0, 25));
+  EXPECT_EQ(a->pack_bytes(25), (2u * 25 + 8) * 2 * a->row_bytes());
+  std::vector<uint8_t> bytes;
+  a->pack(0, 25, bytes);
+  ASSERT_EQ(bytes.size(), a->pack_bytes(25));
+  // Layer 1's K run sits after layer 0's K and V, position 17 first.
+  const size_t l1 = 2 * 25 * a->row_bytes();
+  uint16_t first;
+  std::memcpy(&first, bytes.data() + l1, 2);
+  EXPECT_EQ(first, 10000 + 170);
+  b->unpack(1, bytes, 25);
+  EXPECT_EQ(b->len(1), 25);
+  EXPECT_EQ(b->oldest(1), 17);
+  for (int32_t l = 0; l < 3; ++l)
+    for (int32_t p = l == 1 ? 17 : 0; p < 25; ++p)
+      for (int32_t i = 0; i < 4; ++i) {
+        ASSERT_EQ(b->k_row(1, l, p)[i], a->k_row(0, l, p)[i]) << l << " " << p;
+        ASSERT_EQ(b->v_row(1, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p;
+      }
+  // The import spans are pack's bytes in order; for 36 positions layer 1's K and V runs
+  // (28..35: slots 12..15, then 0..3) are split where they wrap.
+  auto spans = b->import_runs(0, 36);
+  EXPECT_EQ(spans.size(), 8u);
+  size_t total = 0;
+  for (auto s : spans) total += s.size();
+  EXPECT_EQ(total, b->pack_bytes(36));
+  EXPECT_EQ(spans[3].size(), 4 * b->row_bytes());
+  EXPECT_EQ(spans[3].data(), b->k_bytes(0, 1, 32));
+  // Too far back: 14 is the oldest held, pack(20) needs 12.. and truncation to 20 needs 13..
+  EXPECT_FALSE(a->pack_ok(0, 20));
+  EXPECT_EQ(a->min_truncate(0), 14 + 7);
+  EXPECT_TRUE(a->truncate_ok(0, 21));
+  EXPECT_FALSE(a->truncate_ok(0, 20));
+  EXPECT_TRUE(a->truncate_ok(0, 0));
+}
+
+TEST(KvStoreTest, CopyPrefixForksARingSequence) {
+  auto kv = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  ASSERT_TRUE(kv.ok());
+  for (int32_t p = 0; p < 40; ++p) {
+    write_position(*kv, 0, p);
+    kv->append_to(0, p + 1);
+  }
+  ASSERT_TRUE(kv->copy_prefix(0, 1, 36).ok());
+  EXPECT_EQ(kv->len(1), 36);
+  EXPECT_EQ(kv->oldest(1), 24);
+  for (int32_t l = 0; l < 3; ++l)
+    for (int32_t p = l == 1 ? 24 : 0; p < 36; ++p)
+      ASSERT_EQ(kv->k_row(1, l, p)[0], kv->k_row(0, l, p)[0]) << l << " " << p;
+  const Status st = kv->copy_prefix(0, 1, 30);  // needs 23.., the oldest held is 24
+  EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("window 8"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace hearth::engine

@@ -84,6 +84,39 @@ TEST(ContextRule, ABudgetTooSmallForAnyUsefulContextIsAnError) {
   EXPECT_FALSE(choose_context(request(2048, 0, 0, 1, 0)).ok());
 }
 
+// Sliding-window layers hold a ring of a fixed size (Gemma-3-1B's shape: 4 global layers
+// of 1 KiB per position, 22 sliding ones in a ring of 1024), so the same budget holds a
+// longer context than if every layer grew with it.
+TEST(ContextRule, SlidingWindowRingsAreCountedAtTheirSize) {
+  ContextRequest r = request(32768, 0, 4 * 1024, 2, 1024 * kMiB);
+  r.ring_bytes_per_position = 22 * 1024;
+  r.ring_positions = 1024;
+  auto own = choose_context(r);
+  ASSERT_TRUE(own.ok()) << own.status().to_string();
+  EXPECT_EQ(own->n_ctx, 32768);
+  EXPECT_EQ(own->kv_bytes, 2 * (128 + 22) * kMiB);
+  // Every layer growing with the context (26 KiB per position) would fit 19968.
+  auto full = choose_context(request(32768, 0, 26 * 1024, 2, 1024 * kMiB));
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full->n_ctx, 19968);
+  // Capped: (128 MiB - 22 MiB) / 4 KiB = 27136 positions per sequence.
+  r.budget_bytes = 256 * kMiB;
+  auto capped = choose_context(r);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_TRUE(capped->capped);
+  EXPECT_EQ(capped->n_ctx, 27136);
+  EXPECT_LE(capped->kv_bytes, r.budget_bytes);
+  // Below the ring's size the ring is the context: 512 positions of 26 KiB.
+  r.requested = 512;
+  EXPECT_EQ(context_kv_bytes(r, 512), 2 * 512 * 26 * 1024ull);
+  auto over = choose_context(request(32768, 40000, 4 * 1024, 2, 256 * kMiB));
+  ASSERT_FALSE(over.ok());
+  r.requested = 40000;
+  auto refused = choose_context(r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("x 1024 sliding-window positions"));
+}
+
 TEST(ContextRule, FormatBytes) {
   EXPECT_EQ(format_bytes(300), "300 B");
   EXPECT_EQ(format_bytes(112 * 1024), "112 KiB");

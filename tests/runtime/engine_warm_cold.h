@@ -1,6 +1,8 @@
 // The warm == cold check of the runtime's engine tests (one model, any architecture or
 // KV type): an exact hit (the row restored into another slot after another request
-// used it) and a longest-prefix hit give the cold run's tokens and logits bit for bit.
+// used it), a longest-prefix hit (a prompt extending a saved row) and the same prompt
+// again (a longer row cut back, or for sliding-window rings a cold prefill) give the
+// cold run's tokens and logits bit for bit.
 // The story prompt is longer than gemma's 64-position sliding window.
 #pragma once
 
@@ -43,11 +45,30 @@ inline void expect_hits_match_cold(const std::function<ModelConfig(bool caching)
   ASSERT_TRUE(exact.ok()) << exact.status().to_string();
   EXPECT_EQ(exact->cache_hit_kind, CacheHitKind::kExact);
   expect_same_output(*exact, *reference);
+  // A longest-prefix hit: a prompt that extends the exact run's saved row.
+  ASSERT_TRUE(rt->cache_flush());
+  std::vector<TokenId> prompt3 = exact->context_tokens;
+  auto more3 = *rt->tokenize("m", " Then they went home.", false);
+  prompt3.insert(prompt3.end(), more3.begin(), more3.end());
+  auto reference3 = cold_rt->complete_tokens("m", prompt3, p);
+  ASSERT_TRUE(reference3.ok()) << reference3.status().to_string();
   ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
-  auto prefix = rt->complete_tokens("m", prompt2, p);
+  auto prefix = rt->complete_tokens("m", prompt3, p);
   ASSERT_TRUE(prefix.ok());
   EXPECT_EQ(prefix->cache_hit_kind, CacheHitKind::kPartial);
-  expect_same_output(*prefix, *reference);
+  expect_same_output(*prefix, *reference3);
+  // The same prompt as the exact run: its longest row is longer than the prompt, so the
+  // restore cuts it back by the generated tokens. A sliding-window model's row holds only
+  // the window there, so it prefills cold instead (docs/runtime.md); same output.
+  ASSERT_TRUE(rt->complete("m", "A cat sat on a mat and looked at the moon.", p).ok());
+  auto again = rt->complete_tokens("m", prompt2, p);
+  ASSERT_TRUE(again.ok());
+  expect_same_output(*again, *reference);
+  if (again->cache_hit_kind == CacheHitKind::kCold) {
+    EXPECT_GT(rt->cache_counters()["runtime_truncate_fallbacks"], 0u);
+  } else {
+    EXPECT_EQ(again->cache_hit_kind, CacheHitKind::kPartial);
+  }
   EXPECT_EQ(rt->cache_counters()["runtime_restore_failures"], 0u);
 }
 

@@ -2,7 +2,9 @@
 // "Context and KV budget"). Pure, so it is unit-tested apart from any model.
 //
 // The KV cache is committed at load for every sequence the engine holds, so its size
-// is n_ctx x bytes per position x sequences, and the budget bounds exactly that.
+// is (n_ctx x bytes per position + min(n_ctx, ring positions) x ring bytes per position)
+// x sequences, and the budget bounds exactly that: layers that keep every position
+// grow with the context, sliding-window layers keep a ring of a fixed size.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +29,19 @@ struct ContextRequest {
   int32_t n_ctx_train = 0;          // the model's own context length (> 0)
   int32_t requested = 0;            // an explicit context; 0 = choose from the budget
   uint64_t bytes_per_position = 0;  // KV bytes of one position of one sequence (> 0)
-  int32_t n_seq = 1;                // sequences whose KV is allocated
-  uint64_t budget_bytes = 0;        // 0 = kDefaultKvBudgetBytes
+                                    // in the layers that keep every position
+  // Sliding-window layers keeping a ring (engine/model/kv_store.h): their KV bytes of
+  // one position of one sequence, and the ring's positions (window + slack, rounded);
+  // a context below that holds n_ctx positions there instead.
+  uint64_t ring_bytes_per_position = 0;
+  int32_t ring_positions = 0;
+  int32_t n_seq = 1;          // sequences whose KV is allocated
+  uint64_t budget_bytes = 0;  // 0 = kDefaultKvBudgetBytes
 };
 
 struct ContextChoice {
   int32_t n_ctx = 0;
-  uint64_t kv_bytes = 0;      // n_ctx * bytes_per_position * n_seq
+  uint64_t kv_bytes = 0;      // context_kv_bytes(request, n_ctx)
   uint64_t budget_bytes = 0;  // the budget that applied (the default when 0 was asked)
   bool capped = false;        // the model's own context did not fit the budget
 };
@@ -43,6 +51,9 @@ struct ContextChoice {
 // a requested context whose KV exceeds the budget (the message names both), or a
 // budget too small for min(kContextGranule, the model's own) positions.
 Result<ContextChoice> choose_context(const ContextRequest& request);
+
+// The KV bytes of every sequence at a context of n_ctx positions.
+uint64_t context_kv_bytes(const ContextRequest& request, int32_t n_ctx);
 
 // "4 GiB", "112 KiB", "300 B": a byte count for messages and logs.
 std::string format_bytes(uint64_t bytes);

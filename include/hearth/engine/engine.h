@@ -51,6 +51,12 @@ struct EngineOptions {
   // Load progress in bytes of weights copied into place (not with weights_in_place),
   // called on the loading thread; may be empty. The engine itself never prints.
   ProgressFn on_load_progress;
+  // Sliding-window layers (gemma2, gemma3) keep every position, as the other layers do,
+  // instead of a ring of window + n_batch positions (the default): more KV memory, so a
+  // shorter context from the same budget, but seq_truncate to any length and saved rows
+  // that hold every position (numerics_id() ends ":full" instead of ":window"). Like
+  // llama.cpp's --swa-full. The bits of logits and KV are the same either way.
+  bool swa_full = false;
 };
 
 struct ModelInfo {
@@ -126,19 +132,29 @@ class Engine {
   // Number of positions a sequence holds (0 for an empty one); -1 for an unknown seq.
   int32_t seq_len(int32_t seq) const;
   Status seq_clear(int32_t seq);
-  // Keeps the first n positions (0 <= n <= seq_len).
+  // Keeps the first n positions (0 <= n <= seq_len). Sliding-window layers (unless
+  // EngineOptions::swa_full) hold only the last window + n_batch positions written, so
+  // a truncation whose next query would see a position they no longer hold fails with
+  // FailedPrecondition, naming the window and the smallest n that works; seq is
+  // unchanged (seq_truncate(seq, 0), then a prefill, always works).
   Status seq_truncate(int32_t seq, int32_t n);
 
-  // Size of one position's KV in kv_pack's format (all layers, K and V, in the
-  // engine's KV type).
+  // Size of one position's KV of every layer (K and V, in the engine's KV type), as a
+  // layer that keeps every position stores it.
   size_t kv_bytes_per_position() const;
-  // Appends nothing, replaces out with the first n_pos positions of seq:
-  // for each layer l: K rows 0..n_pos-1 then V rows 0..n_pos-1, each row
-  // n_head_kv * head_dim values in the KV type (F16 values, or Q8_0 / Q4_0 blocks;
-  // little-endian), exactly as the engine stores them.
+  // Size of kv_pack's bytes for n_pos positions: n_pos * kv_bytes_per_position(), less
+  // the positions sliding-window layers do not save (below).
+  size_t kv_pack_bytes(int32_t n_pos) const;
+  // Appends nothing, replaces out with the first n_pos positions of seq, as far as
+  // continuing at n_pos needs them: for each layer l, its K rows then its V rows, each
+  // row n_head_kv * head_dim values in the KV type (F16 values, or Q8_0 / Q4_0 blocks;
+  // little-endian), exactly as the engine stores them; rows 0..n_pos-1, except on a
+  // sliding-window layer (unless swa_full) only the last min(n_pos, n_swa) of them,
+  // n_pos - min(n_pos, n_swa) .. n_pos-1. FailedPrecondition when such a layer no
+  // longer holds those (seq was truncated far below its length).
   Status kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const;
   // Replaces seq's contents with n_pos positions from kv_pack's format.
-  // bytes.size() must equal n_pos * kv_bytes_per_position().
+  // bytes.size() must equal kv_pack_bytes(n_pos).
   Status kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_pos);
   // Makes dst hold a copy of src's first n_pos positions (a fork: n > 1 choices share
   // their prompt's KV). src != dst, n_pos <= seq_len(src).

@@ -150,6 +150,10 @@ struct ModelConfig {
   // How each tick's batch is built; null = builtin_batch_planner(kDecodeFirst). A library
   // user may pass their own BatchPlanner.
   std::shared_ptr<const BatchPlanner> batch_planner;
+  // Sliding-window layers (gemma2/3) keep every position (EngineOptions::swa_full)
+  // instead of a ring of window + n_batch: more KV memory, but sticky and restored
+  // prefixes can be cut anywhere instead of falling back to a cold prefill.
+  bool swa_full = false;
   // Prefer the free sequence whose resident KV cells share the longest prefix with a new
   // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
   bool slot_affinity = true;

@@ -117,6 +117,9 @@ struct AttendTask {
   const uint8_t* kq0 = nullptr;
   const uint8_t* vq0 = nullptr;
   size_t q_stride = 0;
+  // A sliding-window layer's ring (KvStore): position p lies in slot p % ring, k0 (kq0)
+  // being slot 0; 0: position p in slot p. A multiple of 16, or more than any pos.
+  int32_t ring = 0;
 };
 // Every query head of the task, positions tiled `lanes` at a time (0: the widest
 // this table has for head_dim). False, with nothing written, when the table has no

@@ -43,6 +43,8 @@ void softmax_f16_portable(float* scores, int32_t n, float scale) {
 AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_head, int32_t group,
                      std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
                      float* scratch, AttendMask mask) {
+  // A ring layer's slots wrap (KvStore); the tiles and P.V follow positions through them.
+  const int32_t ring = kv.is_ring(layer) ? kv.ring_capacity() : 0;
   if (kv.type() != KvType::kF16) {
     const size_t qoff = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim / kKvBlock) *
                         canon::kv_block_bytes(kv.type());
@@ -51,23 +53,26 @@ AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_h
                  head_dim,     scale,         scratch,
                  mask.softcap, mask.window};
     t.kv_type = kv.type();
-    t.kq0 = kv.k_bytes(seq, layer, 0) + qoff;
-    t.vq0 = kv.v_bytes(seq, layer, 0) + qoff;
+    t.kq0 = kv.k_slot0(seq, layer) + qoff;
+    t.vq0 = kv.v_slot0(seq, layer) + qoff;
     t.q_stride = kv.row_bytes();
+    t.ring = ring;
     return t;
   }
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
-  return AttendTask{kv.k_row(seq, layer, 0) + off,
-                    kv.v_row(seq, layer, 0) + off,
-                    static_cast<size_t>(kv.kv_dim()),
-                    group,
-                    tokens.data(),
-                    static_cast<int32_t>(tokens.size()),
-                    head_dim,
-                    scale,
-                    scratch,
-                    mask.softcap,
-                    mask.window};
+  AttendTask t{reinterpret_cast<const uint16_t*>(kv.k_slot0(seq, layer)) + off,
+               reinterpret_cast<const uint16_t*>(kv.v_slot0(seq, layer)) + off,
+               static_cast<size_t>(kv.kv_dim()),
+               group,
+               tokens.data(),
+               static_cast<int32_t>(tokens.size()),
+               head_dim,
+               scale,
+               scratch,
+               mask.softcap,
+               mask.window};
+  t.ring = ring;
+  return t;
 }
 
 // attend_reference on quantized KV: the order in attention.h, plainly.

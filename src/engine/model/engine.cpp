@@ -22,9 +22,34 @@ Engine::~Engine() = default;
 
 namespace {
 
-// K and V rows of every layer in the KV element type (the KvStore layout).
-uint64_t kv_position_bytes(const engine::Hparams& hp, KvType type) {
-  return static_cast<uint64_t>(hp.n_layer) * 2 * kv_row_bytes(type, hp.kv_dim());
+// The sliding-window layers that keep only a ring (none with swa_full): the window, the
+// slack (a forward chunk appends at most n_batch positions to a sequence) and which.
+engine::KvRing kv_ring(const engine::Hparams& hp, const EngineOptions& o) {
+  engine::KvRing ring;
+  if (hp.n_swa <= 0 || o.swa_full) return ring;
+  ring.window = hp.n_swa;
+  ring.slack = o.n_batch;
+  for (int32_t l = 0; l < hp.n_layer; ++l) ring.layers.push_back(hp.layer_slides(l));
+  return ring;
+}
+
+// The context rule's view of the KvStore layout: K and V rows of the layers that keep
+// every position, and of the ring layers.
+ContextRequest kv_request(const engine::Hparams& hp, const EngineOptions& o, int32_t n_seq) {
+  const engine::KvRing ring = kv_ring(hp, o);
+  const uint64_t row = 2 * kv_row_bytes(o.kv_type, hp.kv_dim());
+  const auto n_ring =
+      static_cast<uint64_t>(std::count(ring.layers.begin(), ring.layers.end(), true));
+  ContextRequest r;
+  r.n_ctx_train = hp.n_ctx_train;
+  r.requested = o.n_ctx;
+  r.bytes_per_position = row * (static_cast<uint64_t>(hp.n_layer) - n_ring);
+  r.ring_bytes_per_position = row * n_ring;
+  r.ring_positions =
+      n_ring > 0 ? engine::KvStore::ring_capacity_for(ring.window, ring.slack, INT32_MAX) : 0;
+  r.n_seq = n_seq;
+  r.budget_bytes = o.kv_budget_bytes;
+  return r;
 }
 
 ModelInfo make_info(const engine::Hparams& hp, const engine::ModelWeights& w,
@@ -105,13 +130,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   }
   // KV of every sequence the store holds: n_seq_max and embed()'s private one.
   const int32_t n_kv_seq = options.n_seq_max + 1;
-  HEARTH_ASSIGN_OR_RETURN(
-      const ContextChoice ctx,
-      choose_context({.n_ctx_train = hp.n_ctx_train,
-                      .requested = options.n_ctx,
-                      .bytes_per_position = kv_position_bytes(hp, options.kv_type),
-                      .n_seq = n_kv_seq,
-                      .budget_bytes = options.kv_budget_bytes}));
+  HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
+                          choose_context(kv_request(hp, options, n_kv_seq)));
   impl->opts.n_ctx = ctx.n_ctx;
   impl->n_threads = options.n_threads;
   impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
@@ -156,9 +176,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   }
   impl->inline_pool = std::make_unique<kb::ThreadPool>(1);
   impl->info.kv_type = options.kv_type;
-  HEARTH_ASSIGN_OR_RETURN(engine::KvStore kv,
-                          engine::KvStore::create(options.n_seq_max + 1, hp.n_layer,
-                                                  impl->opts.n_ctx, hp.kv_dim(), options.kv_type));
+  HEARTH_ASSIGN_OR_RETURN(
+      engine::KvStore kv,
+      engine::KvStore::create(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx, hp.kv_dim(),
+                              options.kv_type, kv_ring(hp, options)));
   impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
   ForwardScratch& s = impl->s;
   const size_t B = static_cast<size_t>(impl->opts.n_batch);
@@ -237,11 +258,26 @@ Status Engine::seq_clear(int32_t seq) {
 
 Status Engine::seq_truncate(int32_t seq, int32_t n) {
   HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "seq_truncate"));
-  if (n < 0 || n > impl_->kv->len(seq)) {
+  const engine::KvStore& kv = *impl_->kv;
+  if (n < 0 || n > kv.len(seq)) {
     return OutOfRange("seq_truncate: n " + std::to_string(n) + " is outside [0, " +
-                      std::to_string(impl_->kv->len(seq)) + "] for seq " + std::to_string(seq));
+                      std::to_string(kv.len(seq)) + "] for seq " + std::to_string(seq));
   }
-  impl_->kv->set_len(seq, n);
+  if (n == kv.len(seq)) return OkStatus();
+  if (!kv.truncate_ok(seq, n)) {
+    return FailedPrecondition(
+        "seq_truncate: seq " + std::to_string(seq) + " cannot be cut to " + std::to_string(n) +
+        " positions: its sliding-window layers keep a ring of the last " +
+        std::to_string(kv.ring_capacity()) + " positions (window " + std::to_string(kv.window()) +
+        ") and no longer hold position " + std::to_string(kv.oldest(seq) - 1) +
+        "; the shortest it can keep is " + std::to_string(kv.min_truncate(seq)) +
+        " (or 0; swa_full keeps every position)");
+  }
+  if (n == 0) {
+    impl_->kv->set_len(seq, 0);
+  } else {
+    impl_->kv->append_to(seq, n);  // below len: the ring's oldest held position stays
+  }
   return OkStatus();
 }
 
@@ -249,11 +285,22 @@ size_t Engine::kv_bytes_per_position() const {
   return impl_->kv->bytes_per_position();
 }
 
+size_t Engine::kv_pack_bytes(int32_t n_pos) const {
+  return impl_->kv->pack_bytes(std::clamp(n_pos, 0, impl_->kv->n_ctx()));
+}
+
 Status Engine::kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const {
   HEARTH_RETURN_IF_ERROR(check_seq(seq, impl_->opts.n_seq_max, "kv_pack"));
   if (n_pos < 0 || n_pos > impl_->kv->len(seq)) {
     return OutOfRange("kv_pack: n_pos " + std::to_string(n_pos) + " is outside [0, " +
                       std::to_string(impl_->kv->len(seq)) + "] for seq " + std::to_string(seq));
+  }
+  if (!impl_->kv->pack_ok(seq, n_pos)) {
+    return FailedPrecondition(
+        "kv_pack: seq " + std::to_string(seq) + "'s sliding-window layers (window " +
+        std::to_string(impl_->kv->window()) + ") no longer hold positions " +
+        std::to_string(n_pos - impl_->kv->window()) + " .. " + std::to_string(n_pos - 1) +
+        " (the oldest held is " + std::to_string(impl_->kv->oldest(seq)) + ")");
   }
   impl_->kv->pack(seq, n_pos, out);
   return OkStatus();
@@ -265,7 +312,7 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
     return OutOfRange("kv_unpack: n_pos " + std::to_string(n_pos) + " is outside [0, n_ctx " +
                       std::to_string(impl_->kv->n_ctx()) + "]");
   }
-  const size_t want = static_cast<size_t>(n_pos) * kv_bytes_per_position();
+  const size_t want = impl_->kv->pack_bytes(n_pos);
   if (bytes.size() != want) {
     return InvalidArgument("kv_unpack: got " + std::to_string(bytes.size()) + " bytes for " +
                            std::to_string(n_pos) + " positions, expected " + std::to_string(want));
@@ -283,8 +330,7 @@ Status Engine::kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
     return OutOfRange("kv_copy: n_pos " + std::to_string(n_pos) + " is outside [0, " +
                       std::to_string(impl_->kv->len(src)) + "] for seq " + std::to_string(src));
   }
-  impl_->kv->copy_prefix(src, dst, n_pos);
-  return OkStatus();
+  return impl_->kv->copy_prefix(src, dst, n_pos);
 }
 
 Result<std::vector<std::span<uint8_t>>> Engine::kv_import_spans(int32_t seq, int32_t n_pos) {
@@ -302,7 +348,7 @@ Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
     return OutOfRange("kv_import_commit: n_pos " + std::to_string(n_pos) +
                       " is outside [0, n_ctx " + std::to_string(impl_->kv->n_ctx()) + "]");
   }
-  impl_->kv->set_len(seq, n_pos);
+  impl_->kv->commit_import(seq, n_pos);
   return OkStatus();
 }
 
@@ -319,8 +365,9 @@ std::string Engine::numerics_id() const {
   // changes; the kernels contribute their own id. Thread count and batch shape are
   // deliberately absent: they do not change the bits.
   // The architectures added after llama and qwen2 name themselves and their KV layout
-  // (sliding-window layers keep every position for now: "full"), so a cached row never
-  // crosses a change of either; llama and qwen2 keep the ids their saved rows carry.
+  // (sliding-window layers: "window", a packed row holds their last n_swa positions;
+  // "full" with EngineOptions::swa_full, every position), so a cached row never crosses
+  // a change of either; llama and qwen2 keep the ids their saved rows carry.
   const engine::Hparams& hp = impl_->hp;
   std::string arch;
   if (hp.arch != "llama" && hp.arch != "qwen2") arch = ";arch=" + hp.arch;
@@ -328,7 +375,8 @@ std::string Engine::numerics_id() const {
     arch += ";moe=" + std::to_string(hp.n_expert) + "x" + std::to_string(hp.n_expert_used);
   }
   if (hp.n_swa > 0) {
-    arch += ";swa=" + std::to_string(hp.n_swa) + "/" + std::to_string(hp.swa_period) + ":full";
+    arch += ";swa=" + std::to_string(hp.n_swa) + "/" + std::to_string(hp.swa_period) +
+            (impl_->kv->ring_capacity() > 0 ? ":window" : ":full");
   }
   // Quantized KV names its type and its attention order (attention.h); F16 keeps the id
   // its saved rows carry.

@@ -255,7 +255,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
   }
 
   for (const BatchToken& t : chunk) {
-    kv->set_len(t.seq, std::max(kv->len(t.seq), t.pos + 1));
+    kv->append_to(t.seq, std::max(kv->len(t.seq), t.pos + 1));
   }
 
   if (hidden != nullptr) {

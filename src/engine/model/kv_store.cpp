@@ -34,19 +34,39 @@ void warm_for_kernel_writes(void* p, size_t bytes) {
 
 }  // namespace
 
-KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type)
+KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type,
+                 const KvRing& ring)
     : n_seq_(n_seq),
       n_layer_(n_layer),
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
       type_(type),
       row_bytes_(kv_row_bytes(type, kv_dim)) {
-  seq_bytes_ = static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(n_ctx) * row_bytes_;
+  ring_.assign(static_cast<size_t>(n_layer), false);
+  for (size_t l = 0; l < ring.layers.size() && l < ring_.size(); ++l) ring_[l] = ring.layers[l];
+  if (ring.window > 0 && std::find(ring_.begin(), ring_.end(), true) != ring_.end()) {
+    window_ = ring.window;
+    ring_cap_ = ring_capacity_for(ring.window, ring.slack, n_ctx);
+  }
+  layer_offset_.resize(static_cast<size_t>(n_layer));
+  size_t off = 0;
+  for (int32_t l = 0; l < n_layer; ++l) {
+    layer_offset_[static_cast<size_t>(l)] = off;
+    off += 2 * static_cast<size_t>(slots(l)) * row_bytes_;
+  }
+  seq_bytes_ = off;
   len_.assign(static_cast<size_t>(n_seq), 0);
+  lo_.assign(static_cast<size_t>(n_seq), 0);
+}
+
+int32_t KvStore::ring_capacity_for(int32_t window, int32_t slack, int32_t n_ctx) {
+  const int64_t want = (static_cast<int64_t>(window) + std::max(slack, 0) + kKvRingAlign - 1) /
+                       kKvRingAlign * kKvRingAlign;
+  return static_cast<int32_t>(std::min<int64_t>(want, n_ctx));
 }
 
 Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
-                                KvType type) {
+                                KvType type, const KvRing& ring) {
   if (n_seq < 1 || n_layer < 1 || n_ctx < 1 || kv_dim < 1) {
     return InvalidArgument("KV store: n_seq, n_layer, n_ctx and kv_dim must be positive (got " +
                            std::to_string(n_seq) + ", " + std::to_string(n_layer) + ", " +
@@ -57,7 +77,11 @@ Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, i
                            " needs kv_dim to be a multiple of " + std::to_string(kKvBlock) +
                            " (got " + std::to_string(kv_dim) + ")");
   }
-  KvStore kv(n_seq, n_layer, n_ctx, kv_dim, type);
+  if (ring.window < 0 || ring.slack < 0) {
+    return InvalidArgument("KV store: ring window and slack must be >= 0 (got " +
+                           std::to_string(ring.window) + ", " + std::to_string(ring.slack) + ")");
+  }
+  KvStore kv(n_seq, n_layer, n_ctx, kv_dim, type, ring);
   const size_t bytes = kv.seq_bytes_;
   kv.blocks_.reserve(static_cast<size_t>(n_seq));
   for (int32_t s = 0; s < n_seq; ++s) {
@@ -74,58 +98,116 @@ Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, i
   return kv;
 }
 
-uint8_t* KvStore::row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
-  const size_t run = static_cast<size_t>(n_ctx_) * row_bytes_;
-  return static_cast<uint8_t*>(blocks_[static_cast<size_t>(seq)].data()) +
-         (static_cast<size_t>(layer) * 2 + static_cast<size_t>(kind)) * run +
-         static_cast<size_t>(pos) * row_bytes_;
+uint8_t* KvStore::slot0(int32_t seq, int32_t layer, int32_t kind) const {
+  return blocks_[static_cast<size_t>(seq)].data() + layer_offset_[static_cast<size_t>(layer)] +
+         static_cast<size_t>(kind) * static_cast<size_t>(slots(layer)) * row_bytes_;
+}
+
+void KvStore::append_to(int32_t seq, int32_t n) {
+  len_[static_cast<size_t>(seq)] = n;
+  if (ring_cap_ > 0) {
+    int32_t& lo = lo_[static_cast<size_t>(seq)];
+    lo = std::max(lo, n - ring_cap_);
+  }
+}
+
+int32_t KvStore::min_truncate(int32_t seq) const {
+  const int32_t lo = oldest(seq);
+  // A query at n sees n - window + 1 .. n; n itself is written by the next chunk.
+  return lo == 0 ? 0 : lo + window_ - 1;
+}
+
+int32_t KvStore::pack_first(int32_t layer, int32_t n) const {
+  return is_ring(layer) ? n - std::min(n, window_) : 0;
+}
+
+bool KvStore::pack_ok(int32_t seq, int32_t n) const {
+  return ring_cap_ == 0 || n - std::min(n, window_) >= oldest(seq);
+}
+
+size_t KvStore::pack_bytes(int32_t n) const {
+  size_t rows = 0;
+  for (int32_t l = 0; l < n_layer_; ++l) rows += static_cast<size_t>(n - pack_first(l, n));
+  return 2 * rows * row_bytes_;
+}
+
+void KvStore::runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int32_t n,
+                   std::vector<std::span<uint8_t>>& out) {
+  if (n <= first) return;
+  const int32_t cap = slots(layer);
+  const int32_t begin = first % cap;
+  const int32_t count = n - first;  // <= cap
+  const int32_t head = std::min(count, cap - begin);
+  uint8_t* base = slot0(seq, layer, kind);
+  out.emplace_back(base + static_cast<size_t>(begin) * row_bytes_,
+                   static_cast<size_t>(head) * row_bytes_);
+  if (head < count) out.emplace_back(base, static_cast<size_t>(count - head) * row_bytes_);
 }
 
 void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
-  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
-  out.resize(run_bytes * 2 * static_cast<size_t>(n_layer_));
-  uint8_t* dst = out.data();
+  out.resize(pack_bytes(n));
+  std::vector<std::span<uint8_t>> spans;
+  auto* self = const_cast<KvStore*>(this);  // runs() hands out writable spans; only read here
   for (int32_t l = 0; l < n_layer_; ++l) {
-    if (n == 0) break;
-    std::memcpy(dst, k_bytes(seq, l, 0), run_bytes);
-    dst += run_bytes;
-    std::memcpy(dst, v_bytes(seq, l, 0), run_bytes);
-    dst += run_bytes;
+    for (int32_t kind = 0; kind < 2; ++kind) self->runs(seq, l, kind, pack_first(l, n), n, spans);
   }
-}
-
-void KvStore::copy_prefix(int32_t src, int32_t dst, int32_t n) {
-  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
-  for (int32_t l = 0; l < n_layer_ && n > 0; ++l) {
-    std::memcpy(k_bytes(dst, l, 0), k_bytes(src, l, 0), run_bytes);
-    std::memcpy(v_bytes(dst, l, 0), v_bytes(src, l, 0), run_bytes);
+  uint8_t* dst = out.data();
+  for (const std::span<uint8_t> r : spans) {
+    std::memcpy(dst, r.data(), r.size());
+    dst += r.size();
   }
-  set_len(dst, n);
 }
 
 std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
   set_len(seq, 0);
-  std::vector<std::span<uint8_t>> runs;
-  if (n == 0) return runs;
-  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
+  std::vector<std::span<uint8_t>> spans;
   for (int32_t l = 0; l < n_layer_; ++l) {
-    runs.emplace_back(k_bytes(seq, l, 0), run_bytes);
-    runs.emplace_back(v_bytes(seq, l, 0), run_bytes);
+    for (int32_t kind = 0; kind < 2; ++kind) runs(seq, l, kind, pack_first(l, n), n, spans);
   }
-  return runs;
+  return spans;
+}
+
+void KvStore::commit_import(int32_t seq, int32_t n) {
+  set_len(seq, n);
+  if (ring_cap_ > 0) lo_[static_cast<size_t>(seq)] = n - std::min(n, window_);
 }
 
 void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
-  const size_t run_bytes = static_cast<size_t>(n) * row_bytes_;
   const uint8_t* src = bytes.data();
-  for (int32_t l = 0; l < n_layer_; ++l) {
-    if (n == 0) break;
-    std::memcpy(k_bytes(seq, l, 0), src, run_bytes);
-    src += run_bytes;
-    std::memcpy(v_bytes(seq, l, 0), src, run_bytes);
-    src += run_bytes;
+  for (const std::span<uint8_t> r : import_runs(seq, n)) {
+    std::memcpy(r.data(), src, r.size());
+    src += r.size();
   }
-  set_len(seq, n);
+  commit_import(seq, n);
+}
+
+Status KvStore::copy_prefix(int32_t src, int32_t dst, int32_t n) {
+  if (n < 0 || n > len(src)) {
+    return OutOfRange("copy_prefix: n " + std::to_string(n) + " is outside [0, " +
+                      std::to_string(len(src)) + "] for seq " + std::to_string(src));
+  }
+  if (!truncate_ok(src, n)) {
+    return FailedPrecondition("copy_prefix: seq " + std::to_string(src) +
+                              "'s sliding-window layers (window " + std::to_string(window_) +
+                              ") no longer hold the positions a query at " + std::to_string(n) +
+                              " sees; the oldest held is " + std::to_string(oldest(src)));
+  }
+  if (src == dst) return OkStatus();
+  const int32_t lo = std::min(oldest(src), n);
+  std::vector<std::span<uint8_t>> from, to;
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    const int32_t first = is_ring(l) ? lo : 0;
+    for (int32_t kind = 0; kind < 2; ++kind) {
+      runs(src, l, kind, first, n, from);
+      runs(dst, l, kind, first, n, to);
+    }
+  }
+  // Same slots in both blocks, so the spans pair up one to one.
+  for (size_t i = 0; i < from.size(); ++i)
+    std::memcpy(to[i].data(), from[i].data(), from[i].size());
+  len_[static_cast<size_t>(dst)] = n;
+  lo_[static_cast<size_t>(dst)] = ring_cap_ > 0 ? lo : 0;
+  return OkStatus();
 }
 
 }  // namespace hearth::engine

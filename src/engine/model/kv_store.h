@@ -1,12 +1,21 @@
 // Per-sequence K/V storage. Each sequence owns one block laid out as
-//   [layer][K|V][position][n_head_kv * head_dim] in the KV type
-// (F16 values, or Q8_0 / Q4_0 blocks of 32 elements: hearth/engine/kv_type.h), so a
-// row is row_bytes() bytes and the first n positions of one layer's K (or V) are one contiguous
-// run, and kv_pack is a plain copy of those runs. Blocks are allocated and committed once at load
-// (zero-filled), so neither steady state nor a restore ever allocates or faults. They are huge-page
-// regions: decode attention reads each KV head's slice of every row (128 of 512 bytes for
-// TinyLlama), and with 4 KiB pages that was a page walk every 8 positions of every layer
+//   [layer][K|V][slot][n_head_kv * head_dim] in the KV type
+// (F16 values, or Q8_0 / Q4_0 blocks of 32 elements: hearth/engine/kv_type.h). A layer
+// that keeps every position has n_ctx slots, position p in slot p; a sliding-window
+// layer (KvRing) keeps a ring of ring_capacity() slots, position p in slot
+// p % ring_capacity(), so it holds the last ring_capacity() positions written and no
+// more. Blocks are allocated and committed once at load (zero-filled), so neither steady
+// state nor a restore ever allocates or faults. They are huge-page regions: decode
+// attention reads each KV head's slice of every row (128 of 512 bytes for TinyLlama),
+// and with 4 KiB pages that was a page walk every 8 positions of every layer
 // (docs/engine.md, Speed).
+//
+// Packed rows (pack / unpack / import_runs; docs/cache-design.md, "KV payload"): for
+// each layer in order, its K rows then its V rows, in position order: positions
+// [0, n) of a layer that keeps every position, and the last min(n, window) positions
+// [n - min(n, window), n) of a ring layer: all that continuing at position n needs
+// (a query at n sees n - window + 1 .. n) plus one, so a restored row can still drop
+// its last position to recompute its logits.
 #pragma once
 
 #include <cstdint>
@@ -19,12 +28,30 @@
 
 namespace hearth::engine {
 
+// Ring capacities are a multiple of this (or n_ctx itself), so an attention tile of 8 or
+// 16 positions that starts at a multiple of its width never straddles the ring's end.
+inline constexpr int32_t kKvRingAlign = 16;
+
+// The sliding-window layers of a store, which keep only a ring of positions.
+struct KvRing {
+  int32_t window = 0;  // positions a query sees (hparams n_swa); 0: no ring layers
+  // Extra positions beyond the window: at least the most positions one forward chunk
+  // appends to a sequence (n_batch), so a chunk never overwrites a position its own
+  // first query still needs; what is left lets a sequence be truncated by that many.
+  int32_t slack = 0;
+  std::vector<bool> layers;  // per layer: keeps only the ring (size n_layer, or empty)
+};
+
 class KvStore {
  public:
-  // n_seq blocks of n_layer * 2 * n_ctx rows of kv_dim values of `type`; an error when
-  // the memory cannot be mapped or kv_dim does not fit the type's blocks.
+  // n_seq blocks of n_layer * 2 rows of kv_dim values of `type` per slot: n_ctx slots per
+  // layer, ring_capacity() for ring's layers; an error when the memory cannot be mapped
+  // or kv_dim does not fit the type's blocks.
   static Result<KvStore> create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
-                                KvType type = KvType::kF16);
+                                KvType type = KvType::kF16, const KvRing& ring = {});
+  // Slots of a ring layer for a window, slack and context: min(n_ctx, window + slack
+  // rounded up to kKvRingAlign).
+  static int32_t ring_capacity_for(int32_t window, int32_t slack, int32_t n_ctx);
 
   int32_t n_seq() const { return n_seq_; }
   int32_t n_ctx() const { return n_ctx_; }
@@ -32,9 +59,32 @@ class KvStore {
   KvType type() const { return type_; }
   size_t row_bytes() const { return row_bytes_; }
   int32_t len(int32_t seq) const { return len_[static_cast<size_t>(seq)]; }
-  void set_len(int32_t seq, int32_t n) { len_[static_cast<size_t>(seq)] = n; }
+  // Sets the length of a sequence whose positions [0, n) are all held (0 empties it).
+  void set_len(int32_t seq, int32_t n) {
+    len_[static_cast<size_t>(seq)] = n;
+    lo_[static_cast<size_t>(seq)] = 0;
+  }
+  // A forward chunk wrote positions up to n - 1 of seq: its length becomes n, and the
+  // ring layers' oldest held position moves up to n - ring_capacity().
+  void append_to(int32_t seq, int32_t n);
 
-  // A row's bytes, any type.
+  // Ring layers: the window, the slots (0 when no layer is a ring), which layers.
+  int32_t window() const { return window_; }
+  int32_t ring_capacity() const { return ring_cap_; }
+  bool is_ring(int32_t layer) const { return ring_cap_ > 0 && ring_[static_cast<size_t>(layer)]; }
+  // Slots of a layer: ring_capacity() for a ring layer, else n_ctx.
+  int32_t slots(int32_t layer) const { return is_ring(layer) ? ring_cap_ : n_ctx_; }
+  // The oldest position every ring layer of seq still holds (0 without ring layers).
+  int32_t oldest(int32_t seq) const { return lo_[static_cast<size_t>(seq)]; }
+  // The smallest n > 0 that truncate_ok(seq, n) accepts (0 always is).
+  int32_t min_truncate(int32_t seq) const;
+  // Whether seq can continue at position n (n <= len(seq)): every ring layer still holds
+  // the window a query at n sees (n == 0 always can).
+  bool truncate_ok(int32_t seq, int32_t n) const { return n == 0 || n >= min_truncate(seq); }
+  // Whether seq holds what pack(seq, n) copies (n <= len(seq)).
+  bool pack_ok(int32_t seq, int32_t n) const;
+
+  // A row's bytes, any type (the slot of pos in its layer).
   uint8_t* k_bytes(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 0, pos); }
   uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 1, pos); }
   const uint8_t* k_bytes(int32_t seq, int32_t layer, int32_t pos) const {
@@ -43,6 +93,9 @@ class KvStore {
   const uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) const {
     return const_cast<KvStore*>(this)->row(seq, layer, 1, pos);
   }
+  // Slot 0 of a layer's K (V): slot s is s * row_bytes() further on.
+  const uint8_t* k_slot0(int32_t seq, int32_t layer) const { return slot0(seq, layer, 0); }
+  const uint8_t* v_slot0(int32_t seq, int32_t layer) const { return slot0(seq, layer, 1); }
   // A row as F16 values (type() == KvType::kF16 only).
   uint16_t* k_row(int32_t seq, int32_t layer, int32_t pos) {
     return reinterpret_cast<uint16_t*>(k_bytes(seq, layer, pos));
@@ -57,29 +110,53 @@ class KvStore {
     return reinterpret_cast<const uint16_t*>(v_bytes(seq, layer, pos));
   }
 
+  // One position of every layer, K and V, as a layer keeping every position stores it.
   size_t bytes_per_position() const { return static_cast<size_t>(n_layer_) * 2 * row_bytes_; }
-  // Copies of the first n positions (see the layout above); n <= len(seq) is the
-  // caller's check.
+  // Memory of one sequence's block (what create commits per sequence).
+  size_t bytes_per_sequence() const { return seq_bytes_; }
+  // Bytes of a packed row of n positions (the layout above).
+  size_t pack_bytes(int32_t n) const;
+  // Copies of the positions a packed row of n holds (the layout above); pack_ok(seq, n)
+  // is the caller's check.
   void pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const;
+  // bytes.size() == pack_bytes(n) is the caller's check.
   void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
-  // Makes dst's first n positions a copy of src's (one memcpy per layer and K/V run) and
-  // sets dst's length to n; n <= len(src) and src != dst are the caller's checks.
-  void copy_prefix(int32_t src, int32_t dst, int32_t n);
   // The runs pack() would copy for n positions, writable and in pack's order (a reader
-  // can fill them straight from a file); empties the sequence (the caller sets the
-  // length once they hold valid data).
+  // can fill them straight from a file; a ring layer's run may be split in two where it
+  // wraps); empties the sequence. Once they hold valid data, commit_import(seq, n).
   std::vector<std::span<uint8_t>> import_runs(int32_t seq, int32_t n);
+  void commit_import(int32_t seq, int32_t n);
+  // Makes dst hold the first n positions of src (n <= len(src)), as far as continuing at
+  // n needs: every position of the full layers, and of the ring layers those src still
+  // holds. FailedPrecondition (naming the window) when a ring layer of src no longer
+  // holds the window a query at n sees. For forking a sequence (n > 1 completions).
+  Status copy_prefix(int32_t src, int32_t dst, int32_t n);
 
  private:
-  KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type);
-  uint8_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos);
+  KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type,
+          const KvRing& ring);
+  uint8_t* slot0(int32_t seq, int32_t layer, int32_t kind) const;
+  uint8_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
+    const int32_t slot = is_ring(layer) ? pos % ring_cap_ : pos;
+    return slot0(seq, layer, kind) + static_cast<size_t>(slot) * row_bytes_;
+  }
+  // Positions [first, n) of a layer's K (kind 0) or V (1) as one or two spans of slots.
+  void runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int32_t n,
+            std::vector<std::span<uint8_t>>& out);
+  // The first position a packed row of n holds for a layer.
+  int32_t pack_first(int32_t layer, int32_t n) const;
 
   int32_t n_seq_, n_layer_, n_ctx_, kv_dim_;
   KvType type_;
   size_t row_bytes_;
-  size_t seq_bytes_;
+  int32_t window_ = 0;
+  int32_t ring_cap_ = 0;
+  std::vector<bool> ring_;
+  std::vector<size_t> layer_offset_;  // bytes from a block's start to a layer's K
+  size_t seq_bytes_ = 0;
   std::vector<HugePageRegion> blocks_;
   std::vector<int32_t> len_;
+  std::vector<int32_t> lo_;
 };
 
 }  // namespace hearth::engine
