@@ -47,6 +47,7 @@ constexpr Entry kEntries[] = {
     {"runtime_hits_sticky", "hearth_request_prompt_starts_total", "kind=\"sticky\"", 1},
     {"runtime_restore_failures", "hearth_request_restore_failures_total", "", 1},
     {"runtime_save_failures", "hearth_request_save_failures_total", "", 1},
+    {"runtime_truncate_fallbacks", "hearth_request_truncate_fallbacks_total", "", 1},
 };
 
 const char* family_help(const std::string& family) {
@@ -55,8 +56,8 @@ const char* family_help(const std::string& family) {
       {"hearth_cache_misses_total", "Cache lookups that found no row."},
       {"hearth_cache_saves_total", "Rows published to the cache, by save reason."},
       {"hearth_cache_saves_skipped_total",
-       "Saves not made: the key was already published or reserved (duplicate), or the "
-       "tier's writer pool was full (writer_busy)."},
+       "Saves not made: the key was already published or reserved (duplicate), the "
+       "tier's writer pool was full (writer_busy), or the cost rule declined it (cost)."},
       {"hearth_cache_save_errors_total", "Saves that failed (I/O error, bad input)."},
       {"hearth_cache_load_errors_total", "Row loads that failed and were served as misses."},
       {"hearth_cache_save_seconds_total", "Time spent saving rows (build, write, publish)."},
@@ -75,6 +76,9 @@ const char* family_help(const std::string& family) {
       {"hearth_request_restore_failures_total",
        "Row restores that failed at admission (the prompt was computed instead)."},
       {"hearth_request_save_failures_total", "Saves the scheduler could not start."},
+      {"hearth_request_truncate_fallbacks_total",
+       "Prompts computed cold because a sliding-window ring no longer held the prefix a "
+       "sticky or restored start would keep."},
   };
   auto it = help.find(family);
   return it == help.end() ? nullptr : it->second;
