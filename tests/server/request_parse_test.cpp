@@ -64,7 +64,7 @@ TEST(RequestParse, ChatRejectionsNameTheField) {
       {R"({"logit_bias":[1],"messages":[{"role":"user","content":"x"}]})", "logit_bias"},
       {R"({"response_format":"garbage","messages":[{"role":"user","content":"x"}]})",
        "response_format"},
-      {R"({"tools":[],"messages":[{"role":"user","content":"x"}]})", "tools"},
+      {R"({"tools":"x","messages":[{"role":"user","content":"x"}]})", "tools"},
       {R"({"max_token":5,"messages":[{"role":"user","content":"x"}]})", "max_token"},
       {R"({"seed":"x","messages":[{"role":"user","content":"x"}]})", "seed"},
       {R"({"stream":"yes","messages":[{"role":"user","content":"x"}]})", "stream"},
