@@ -57,12 +57,17 @@ std::optional<ToolGrammarSpec> tool_call_grammar(ToolSyntax syntax,
 
 Result<std::string> tool_call_gbnf(const ToolGrammarSpec& spec, bool repeat) {
   HEARTH_ASSIGN_OR_RETURN(std::string call, grammar::json_schema_rules(spec.schema, "tool-call"));
-  std::string item = grammar::gbnf_literal(spec.prefix) + " tool-call";
-  if (!spec.suffix.empty()) item += " " + grammar::gbnf_literal(spec.suffix);
-  std::string root = "root ::= " + item;
-  if (repeat && !spec.suffix.empty())
-    root = "root ::= tool-item (ws tool-item)*\ntool-item ::= " + item;
-  return root + "\n" + call + grammar::json_schema_primitives();
+  std::string item = grammar::gbnf_literal(spec.prefix);
+  item.append(" tool-call");
+  if (!spec.suffix.empty()) item.append(" ").append(grammar::gbnf_literal(spec.suffix));
+  std::string out;
+  if (repeat && !spec.suffix.empty()) {
+    out.append("root ::= tool-item (ws tool-item)*\ntool-item ::= ").append(item);
+  } else {
+    out.append("root ::= ").append(item);
+  }
+  out.append("\n").append(call).append(grammar::json_schema_primitives());
+  return out;
 }
 
 }  // namespace hearth::server
