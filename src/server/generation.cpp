@@ -145,7 +145,12 @@ std::optional<ApiError> check_builtin_family_request(const TextRequest& req,
                              field, "tools_not_supported");
     }
   }
-  if (!req.template_kwargs.empty()) {
+  // Thinking switched off (enable_thinking false, Anthropic thinking disabled) is what a
+  // built-in format does anyway; any other variable would go unread.
+  const bool only_thinking_off = req.template_kwargs.size() == 1 &&
+                                 req.template_kwargs.contains("enable_thinking") &&
+                                 req.template_kwargs["enable_thinking"] == false;
+  if (!req.template_kwargs.empty() && !only_thinking_off) {
     return invalid_request(
         "'chat_template_kwargs': " + why + ", so there is no template to pass variables to",
         "chat_template_kwargs", "invalid_value");

@@ -308,8 +308,8 @@ TEST_F(LogprobsApiTest, EveryFieldIsHonouredOrRefusedByName) {
   garbage["response_format"] = "garbage";
   expect_rejected("/v1/chat/completions", garbage, "response_format");
   json schema = chat("hi", 2);
-  schema["response_format"] = {{"type", "json_object"}};
-  expect_rejected("/v1/chat/completions", schema, "response_format");
+  schema["response_format"] = {{"type", "xml"}};
+  expect_rejected("/v1/chat/completions", schema, "response_format.type");
   json text_format = chat("hi", 2);
   text_format["response_format"] = {{"type", "text"}};
   post("/v1/chat/completions", text_format);
@@ -327,7 +327,7 @@ TEST_F(LogprobsApiTest, EveryFieldIsHonouredOrRefusedByName) {
                    {"max_tokens", 2},
                    {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
                    {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}}};
-  expect_rejected("/v1/messages", thinking, "thinking");
+  expect_rejected("/v1/messages", thinking, "thinking.budget_tokens");  // >= max_tokens
   thinking["thinking"] = {{"type", "disabled"}};
   post("/v1/messages", thinking);
   thinking["logprobs"] = true;  // an OpenAI field is unknown to Anthropic's API
