@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Per-request latency of `hearth serve` over keep-alive (issue #22 item 1; manual, not
 # part of `make test`): stories260K on loopback, one client, requests sent one after
-# another on one connection. Prints a JSON line per kind: a 1-token completion, and an
-# exact cache hit (the same chat prompt again: its prompt is restored, one token is
-# generated), p50/p99/max in milliseconds. With `curl` it also prints the two
+# another on one connection (Python's http.client, then the official openai SDK).
+# Prints a JSON line per kind: a 1-token completion, and an exact cache hit (the same
+# chat prompt again: its prompt is restored, one token is generated), p50/p99/max in
+# milliseconds. With `curl` it also prints the two
 # time_total figures of two requests on one reused connection (`--next`).
 #
 # Usage: scripts/latency.sh [requests=200]
@@ -30,6 +31,13 @@ serve_start "$work/latency.toml"
 echo "latency: $(date -u +%FT%TZ), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
   "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 python3 scripts/latency_driver.py "$url" "$requests"
+# The same through the official openai SDK (pinned in tests/server/node, installed by its
+# setup script like the SDK tests); skipped with a note when node/npm are missing.
+if bash tests/server/node/setup.sh ./build/node-tests >/dev/null 2>&1; then
+  node ./build/node-tests/latency_sdk.mjs "$url" "$requests"
+else
+  echo "latency: the openai SDK is not installed (tests/server/node/setup.sh failed); SDK figures skipped"
+fi
 body='{"prompt":"Once upon a time","max_tokens":1}'
 echo -n "curl, two requests on one connection, time_total: "
 curl -s -o /dev/null -w '%{time_total} ' "$url/v1/completions" -H 'Content-Type: application/json' \
