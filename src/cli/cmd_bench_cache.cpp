@@ -124,7 +124,7 @@ struct BenchOptions {
   // figure is still produced, so scripts and tests see the full report.
   bool quick = false;
   std::string dir;
-  std::string plot;  // --plot FILE.svg
+  std::string plot;    // --plot FILE.svg
   bool quiet = false;  // no progress bar
 };
 

@@ -9,8 +9,8 @@
 #include "server/http_util.h"
 #include "server/model_path.h"
 #include "server/model_settings.h"
-#include "server/stats_json.h"
 #include "server/request_parse.h"
+#include "server/stats_json.h"
 
 namespace hearth::server {
 namespace {

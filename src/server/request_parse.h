@@ -31,7 +31,7 @@ struct TextRequest {
   // Cache control (parse_cache_fields): parent_key, cache_prompt.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
-  int32_t n = 1;                        // OpenAI n: choices
+  int32_t n = 1;  // OpenAI n: choices
   // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
   // logprobs true + top_logprobs; completions: logprobs N).
   int32_t logprobs = -1;
