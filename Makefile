@@ -55,7 +55,7 @@ crash-test: deps build
 # bodies, the TOML config, raw bytes on a connection to the live server), FUZZ_SECONDS each (default 60), on seeded corpora;
 # crashes are written to build-fuzz/crashes/<target>/ and fail the run.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS = gguf_fuzz kvc_fuzz request_fuzz config_fuzz http_fuzz jinja_fuzz
+FUZZ_TARGETS = gguf_fuzz kvc_fuzz request_fuzz config_fuzz http_fuzz jinja_fuzz grammar_fuzz
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DHEARTH_BUILD_FUZZ=ON -DHEARTH_BUILD_TESTS=OFF $(CMAKE_FLAGS)
