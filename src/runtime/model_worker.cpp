@@ -27,22 +27,6 @@ struct WorkerFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-const char* hit_counter_name(CacheHitKind kind) {
-  switch (kind) {
-    case CacheHitKind::kExact:
-      return "hits_exact";
-    case CacheHitKind::kResume:
-      return "hits_resume";
-    case CacheHitKind::kPartial:
-      return "hits_longest_prefix";
-    case CacheHitKind::kSticky:
-      return "hits_sticky";
-    case CacheHitKind::kCold:
-      return "misses";
-  }
-  return "misses";
-}
-
 // Queued requests and their other choices (Runtime::infer_n), each to be answered.
 std::vector<RequestPtr> with_forks(const std::deque<RequestPtr>& queued) {
   std::vector<RequestPtr> out;

@@ -39,6 +39,22 @@ const char* cache_hit_kind_name(CacheHitKind kind) {
   return "unknown";
 }
 
+const char* hit_counter_name(CacheHitKind kind) {
+  switch (kind) {
+    case CacheHitKind::kExact:
+      return "hits_exact";
+    case CacheHitKind::kResume:
+      return "hits_resume";
+    case CacheHitKind::kPartial:
+      return "hits_longest_prefix";
+    case CacheHitKind::kSticky:
+      return "hits_sticky";
+    case CacheHitKind::kCold:
+      return "misses";
+  }
+  return "misses";
+}
+
 const char* finish_reason_name(FinishReason reason) {
   switch (reason) {
     case FinishReason::kStop:

@@ -4,6 +4,7 @@ namespace hearth::server {
 namespace {
 
 using nlohmann::json;
+namespace rt = hearth::runtime;
 
 int64_t counter(const std::map<std::string, int64_t>& c, const std::string& name) {
   auto it = c.find(name);
@@ -45,11 +46,12 @@ json server_stats_json(ServerContext& ctx) {
   }
 
   // Requests by how their prompt met the cache: the runtime's per-request counters.
-  json hits = {{"exact", counter(counters, "runtime_hits_exact")},
-               {"resume", counter(counters, "runtime_hits_resume")},
-               {"partial", counter(counters, "runtime_hits_longest_prefix")},
-               {"sticky", counter(counters, "runtime_hits_sticky")},
-               {"cold", counter(counters, "runtime_misses")}};
+  json hits = json::object();
+  for (auto kind : {rt::CacheHitKind::kExact, rt::CacheHitKind::kResume, rt::CacheHitKind::kPartial,
+                    rt::CacheHitKind::kSticky, rt::CacheHitKind::kCold}) {
+    hits[rt::cache_hit_kind_name(kind)] =
+        counter(counters, std::string("runtime_") + rt::hit_counter_name(kind));
+  }
   json saves = json::object();
   for (const char* reason : {"cold", "continued", "finish", "evict", "shutdown"})
     saves[reason] = counter(counters, std::string("saves_") + reason);

@@ -264,6 +264,10 @@ enum class CacheHitKind {
   kSticky,   // the sequence's resident KV cells already held a prefix
 };
 const char* cache_hit_kind_name(CacheHitKind kind);  // "cold", "exact", ...
+// The cache counter that counts requests started with this kind ("hits_exact", ...,
+// "misses"); the runtime's counters carry it with a "runtime_" prefix
+// (Runtime::cache_counters, GET /hearth/cache/counters).
+const char* hit_counter_name(CacheHitKind kind);
 
 enum class FinishReason { kStop, kLength, kCancelled };
 const char* finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled"
