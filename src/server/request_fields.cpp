@@ -67,7 +67,7 @@ constexpr RequestField kFields[] = {
     {"tools", kChatApi | kMessagesApi, FieldUse::kHonoured, ""},
     {"tool_choice", kChatApi | kMessagesApi, FieldUse::kHonoured, ""},
     {"parallel_tool_calls", kChatApi, FieldUse::kHonoured, ""},
-    {"enable_thinking", kChatApi | kMessagesApi, FieldUse::kHonoured, ""},
+    {"enable_thinking", kChatApi, FieldUse::kHonoured, ""},  // Anthropic: thinking
     {"chat_template_kwargs", kChatApi | kMessagesApi, FieldUse::kHonoured, ""},
     {"thinking_budget_tokens", kChatApi, FieldUse::kHonoured, ""},
     {"reasoning_effort", kChatApi, FieldUse::kRejected,
