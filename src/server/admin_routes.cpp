@@ -73,6 +73,7 @@ void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     if (value.is_number_unsigned() && value.get<uint64_t>() <= INT64_MAX)
       return apply_model_setting(m, key, static_cast<int64_t>(value.get<uint64_t>()));
     if (value.is_string()) return apply_model_setting(m, key, value.get<std::string>());
+    if (value.is_boolean()) return apply_model_setting(m, key, value.get<bool>());
     return apply_model_setting(m, key, std::monostate{});
   };
   for (const auto& [key, value] : body.items()) {

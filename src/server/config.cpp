@@ -124,6 +124,8 @@ Status read_model(const toml::table& t, const std::string& prefix, runtime::Mode
       s = apply_model_setting(m, key, *node.value<int64_t>());
     } else if (node.is_string()) {
       s = apply_model_setting(m, key, *node.value<std::string>());
+    } else if (node.is_boolean()) {
+      s = apply_model_setting(m, key, *node.value<bool>());
     } else {
       s = apply_model_setting(m, key, std::monostate{});  // a type error naming the key
     }

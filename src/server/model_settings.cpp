@@ -103,6 +103,12 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.kv_type = *t;
     return OkStatus();
   }
+  if (key == "swa_full") {
+    const auto* flag = std::get_if<bool>(&value);
+    if (!flag) return type_error(key, "a boolean");
+    config.swa_full = *flag;
+    return OkStatus();
+  }
   if (key == "chat_template_file") {
     if (!text) return type_error(key, "a string");
     auto tmpl = read_chat_template_file(*text);

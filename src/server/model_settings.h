@@ -15,9 +15,9 @@
 
 namespace hearth::server {
 
-// A setting's value as the document gave it: an integer, a string, or anything else
-// (monostate: a float, boolean, array or object, always a type error).
-using ModelSettingValue = std::variant<std::monostate, int64_t, std::string>;
+// A setting's value as the document gave it: an integer, a string, a boolean, or
+// anything else (monostate: a float, array or object, always a type error).
+using ModelSettingValue = std::variant<std::monostate, int64_t, std::string, bool>;
 
 // A ModelConfig with the server's defaults: 4 sequences (continuous batching), the
 // tier left to the server's default (its most durable enabled tier).
@@ -31,7 +31,9 @@ runtime::ModelConfig default_model_config();
 // default), "max_restarts", "restart_backoff_ms" are integers; "batch_strategy"
 // ("decode_first", "prefill_first", "balanced"), "fingerprint_mode" ("safe",
 // "gguf_chunked", "fast_unsafe") and "fingerprint" (64 hex digits) are strings;
-// "policy.<field>" sets a save-policy field (runtime::set_save_policy_field).
+// "policy.<field>" sets a save-policy field (runtime::set_save_policy_field);
+// "swa_full" (a boolean) keeps every position in sliding-window layers instead of a ring
+// (ModelConfig::swa_full).
 // InvalidArgument names the key.
 // "chat_template_file" (a path) reads a Jinja chat template that replaces the GGUF's
 // tokenizer.chat_template for this model (ModelConfig::chat_template); a file that cannot

@@ -51,9 +51,11 @@ TEST_F(ServeFlags, KnobFlagsNameTheFlagAndTheKey) {
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_THAT(r.err, HasSubstr(expected)) << flags;
   }
-  auto r = run_cli("serve --threads 2 --port 0");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("apply to -m models"));
+  for (const char* flag : {"--threads 2", "--swa-full"}) {
+    auto r = run_cli(std::string("serve ") + flag + " --port 0");
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_THAT(r.err, HasSubstr("apply to -m models")) << flag;
+  }
 }
 
 // small-qwen3-f16 holds 1 KiB of KV per position per sequence; 4 sequences + the

@@ -27,6 +27,7 @@ fingerprint_mode = "fast_unsafe"
 fingerprint = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 max_restarts = 7
 restart_backoff_ms = 40
+swa_full = true
 policy = { min_tokens = 512, session_resume_wait_ms = 250, evict_save_timeout_ms = 9000, prefill_tokens_per_s = 90, write_bytes_per_s = 100000000 }
 )",
                                c);
@@ -42,6 +43,7 @@ policy = { min_tokens = 512, session_resume_wait_ms = 250, evict_save_timeout_ms
   EXPECT_EQ(m.fingerprint_hex.size(), 64u);
   EXPECT_EQ(m.max_restarts, 7);
   EXPECT_EQ(m.restart_backoff_ms, 40);
+  EXPECT_TRUE(m.swa_full);
   EXPECT_EQ(m.policy.min_tokens, 512);
   EXPECT_EQ(m.policy.session_resume_wait_ms, 250);
   EXPECT_EQ(m.policy.evict_save_timeout_ms, 9000);
@@ -55,6 +57,7 @@ TEST(KnobsConfig, DefaultsAreTheCostRuleAndSharedThreads) {
   EXPECT_EQ(c.models[0].n_threads, 0);  // resolved at load: cores / models
   EXPECT_EQ(c.models[0].policy.min_tokens, runtime::ModelSavePolicy::kCostRule);
   EXPECT_FALSE(c.models[0].batch_planner);  // decode_first
+  EXPECT_FALSE(c.models[0].swa_full);       // sliding-window layers keep a ring
 }
 
 TEST(KnobsConfig, BadValuesNameTheirKey) {
@@ -73,6 +76,8 @@ TEST(KnobsConfig, BadValuesNameTheirKey) {
       {"policy = { evict_save_timeout_ms = -1 }", "policy.evict_save_timeout_ms"},
       {"policy = { write_bytes_per_s = 1.5 }", "policy.write_bytes_per_s"},
       {"policy = { rule = \"cost\" }", "policy.rule"},
+      {"swa_full = 1", "models[0].swa_full"},
+      {"swa_full = \"yes\"", "models[0].swa_full"},
       {"thread = 2", "models[0].thread"},
   };
   for (const auto& [toml, key] : cases) {
