@@ -26,7 +26,9 @@ await run(async () => {
   check(bodyOf(first.request).input?.[0]?.role === 'user', 'generateText: sent as Responses input items', bodyOf(first.request));
   const responseId = first.providerMetadata?.openai?.responseId;
   check(typeof responseId === 'string' && responseId.length > 0, 'generateText: a response id', first.providerMetadata);
-  check(typeof first.text === 'string' && first.text.length > 0, 'generateText: output_text', first.text);
+  // (This random model's greedy text may be all blank: its bytes are compared below.)
+  check(typeof first.text === 'string' && first.content.some((p) => p.type === 'text'),
+        'generateText: an output_text part', first.content);
   check(first.finishReason === 'length' || first.finishReason === 'stop', 'generateText: finishReason', first.finishReason);
   check(first.usage.outputTokens > 0 && first.usage.outputTokens <= 12 && first.usage.inputTokens > 0,
         'generateText: usage', first.usage);
