@@ -31,6 +31,8 @@ json openai_message(const ParsedOutput& parsed) {
 }
 
 std::string openai_finish_reason(const std::string& generation_reason, int32_t tool_calls) {
+  // The token limit wins: a reply cut short (maybe inside a call) is "length", as OpenAI.
+  if (generation_reason == "length") return generation_reason;
   return tool_calls > 0 ? "tool_calls" : generation_reason;
 }
 
@@ -68,6 +70,7 @@ json anthropic_content(const ParsedOutput& parsed) {
 }
 
 std::string anthropic_stop_reason(const std::string& reason, int32_t tool_calls) {
+  if (reason == "max_tokens") return reason;  // cut short, maybe inside a tool_use
   return tool_calls > 0 ? "tool_use" : reason;
 }
 

@@ -15,7 +15,8 @@ namespace hearth::server {
 
 // OpenAI: message {role, content (null when only calls), reasoning_content, tool_calls}.
 nlohmann::json openai_message(const ParsedOutput& parsed);
-// OpenAI finish_reason: "tool_calls" when the reply made calls, else the generation's.
+// OpenAI finish_reason: "length" when the token limit cut the reply (calls or not), else
+// "tool_calls" when the reply made calls, else the generation's.
 std::string openai_finish_reason(const std::string& generation_reason, int32_t tool_calls);
 // The `delta` objects of the chunks one parser delta becomes: content, reasoning_content,
 // or a tool call as two chunks (index, id, type and name first; then its arguments).
@@ -23,7 +24,8 @@ std::vector<nlohmann::json> openai_deltas(const OutputDelta& delta);
 
 // Anthropic: content blocks [thinking?, text?, tool_use...].
 nlohmann::json anthropic_content(const ParsedOutput& parsed);
-// Anthropic stop_reason: "tool_use" when the reply made calls, else `reason`.
+// Anthropic stop_reason: "max_tokens" when the limit cut the reply (calls or not), else
+// "tool_use" when the reply made calls, else `reason`.
 std::string anthropic_stop_reason(const std::string& reason, int32_t tool_calls);
 
 // Anthropic's streamed blocks: each kind of delta opens its own content block (thinking,

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics_probe.h"
+#include "node_tests.h"
 #include "protected_routes.h"
 #include "serve_fixture.h"
 #include "serve_process.h"
@@ -73,11 +74,6 @@ bool start_any(ServeProcess& proc, const fs::path& dir, std::vector<std::string>
   return proc.start(args);
 }
 
-bool skip_node_tests() {
-  const char* v = std::getenv("HEARTH_SKIP_NODE_TESTS");
-  return v != nullptr && std::string(v) == "1";
-}
-
 json chat(httplib::Client& c, const std::string& model, const std::string& content, int max_tokens,
           httplib::Headers headers = {}) {
   json body = {{"model", model},
@@ -95,26 +91,9 @@ json chat(httplib::Client& c, const std::string& model, const std::string& conte
 // install failure fails the test: `make test` must not pass without proving SDK
 // compatibility. HEARTH_SKIP_NODE_TESTS=1 (no Node, no registry) skips it loudly.
 TEST(ServeAcceptance, OfficialSdksWork) {
-  const fs::path node_src = fs::path(__FILE__).parent_path() / "node";
-  const fs::path node_dir = fs::path(HEARTH_CLI_PATH).parent_path() / "node-tests";
+  HEARTH_REQUIRE_NODE_TESTS("official SDK test");
+  const fs::path node_dir = testing::node_tests_dir();
   std::string out;
-  const int setup_rc = run_shell(
-      "bash '" + (node_src / "setup.sh").string() + "' '" + node_dir.string() + "'", &out);
-  if (setup_rc != 0) {
-    if (skip_node_tests()) {
-      std::fprintf(stderr,
-                   "\n*** SKIPPED: official SDK test (HEARTH_SKIP_NODE_TESTS=1); the pinned SDKs "
-                   "could not be installed:\n%s\n",
-                   out.substr(0, 800).c_str());
-      GTEST_SKIP() << "HEARTH_SKIP_NODE_TESTS=1: official SDK compatibility NOT tested";
-    }
-    FAIL() << "tests/server/node/setup.sh (npm ci of the pinned openai and @anthropic-ai/sdk) "
-              "failed with status "
-           << setup_rc << "; install Node.js and npm (make deps) or set HEARTH_SKIP_NODE_TESTS=1 "
-           << "to skip knowingly:\n"
-           << out.substr(0, 2000);
-  }
-
   const fs::path dir = scratch_dir("sdk");
   ServeProcess proc;
   std::string model;

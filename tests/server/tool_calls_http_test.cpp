@@ -272,8 +272,40 @@ TEST_F(ToolCallsHttpTest, AStartedCallIsCompletedUnderTheToolGrammar) {
     ASSERT_FALSE(r.names.empty()) << r.body;
     ASSERT_EQ(r.args.size(), r.names.size());
     for (const std::string& a : r.args) EXPECT_TRUE(json::accept(a)) << a;
-    EXPECT_EQ(r.finish, "tool_calls");
+    // The stub writes calls until max_tokens cuts the reply: "length", not "tool_calls".
+    EXPECT_EQ(r.finish, "length");
   }
+}
+
+// A reply cut by max_tokens inside its second call (what the Vercel AI SDK saw from a
+// random-weight model under tool_choice required): the finished call is a call, the cut
+// one stays content, byte for byte and without the blank between them, the same
+// streamed or not; the finish reason says the limit cut it.
+TEST_F(ToolCallsHttpTest, ACallCutByMaxTokensIsLengthAndContent) {
+  const std::string call = kFamilies[0].script;  // a whole hermes call
+  server_.control().set_script(call + " \n" + call);
+  const size_t cut = call.size() + 2 + 12;  // the stub writes about one byte per token
+  std::vector<std::string> contents;
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "stream" : "whole");
+    const Reply r = openai("hermes", stream, {{"max_tokens", cut}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_EQ(r.names.size(), 1u) << r.body;
+    EXPECT_EQ(json::parse(r.args[0]), json::parse(kArgs));
+    EXPECT_EQ(r.finish, "length");
+    const Reply a = anthropic("hermes", stream, {{"max_tokens", cut}});
+    ASSERT_EQ(a.status, 200) << a.body;
+    ASSERT_EQ(a.names.size(), 1u) << a.body;
+    EXPECT_EQ(a.finish, "max_tokens");
+    for (const std::string& c : {r.content, a.content}) {
+      // The start of the cut call, from its marker: no blank before it.
+      EXPECT_EQ(c.rfind("<tool_call>", 0), 0u) << c;
+      EXPECT_LT(c.size(), call.size());
+      EXPECT_EQ(call.rfind(c, 0), 0u) << c;
+      contents.push_back(c);
+    }
+  }
+  for (const std::string& c : contents) EXPECT_EQ(c, contents[0]);
 }
 
 TEST_F(ToolCallsHttpTest, ReasoningSplitStreamAndNot) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "metrics_probe.h"
+#include "node_tests.h"
 #include "serve_fixture.h"
 #include "serve_process.h"
 #include "server/model_settings.h"
@@ -220,27 +221,9 @@ TEST(WebUiBrowser, ChatStreamsAndMarksWarmTurnsAndDashboardMatchesMetrics) {
     GTEST_SKIP() << "chromium is not installed (" << chromium
                  << "): web UI NOT tested in a browser";
   }
-  const fs::path src = fs::path(__FILE__).parent_path();
-  const fs::path web_dir = fs::path(HEARTH_CLI_PATH).parent_path() / "web-tests";
+  HEARTH_REQUIRE_NODE_PACKAGES("web UI browser test (puppeteer-core)", "web-tests", "web");
+  const fs::path web_dir = testing::node_tests_dir("web-tests");
   std::string out;
-  const int setup_rc =
-      testing::run_shell("bash '" + (src / "node" / "setup.sh").string() + "' '" +
-                             web_dir.string() + "' '" + (src / "web").string() + "'",
-                         &out);
-  if (setup_rc != 0) {
-    const char* skip = std::getenv("HEARTH_SKIP_NODE_TESTS");
-    if (skip != nullptr && std::string(skip) == "1") {
-      std::fprintf(stderr,
-                   "\n*** SKIPPED: web UI browser test (HEARTH_SKIP_NODE_TESTS=1); "
-                   "puppeteer-core could not be installed:\n%s\n",
-                   out.substr(0, 800).c_str());
-      GTEST_SKIP() << "HEARTH_SKIP_NODE_TESTS=1: web UI NOT tested in a browser";
-    }
-    FAIL() << "tests/server/node/setup.sh (npm ci of the pinned puppeteer-core) failed; "
-              "install Node.js and npm (make deps) or set HEARTH_SKIP_NODE_TESTS=1 to skip "
-              "knowingly:\n"
-           << out.substr(0, 2000);
-  }
 
   const fs::path dir = testing::scratch_dir("webui");
   const fs::path model = fs::path(HEARTH_SHARED_DIR) / "models" / "stories260K.gguf";

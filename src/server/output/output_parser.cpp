@@ -130,6 +130,13 @@ bool OutputParser::step(bool at_end, std::vector<OutputDelta>& out) {
       return true;
     }
     case Mode::kContent: {
+      if (after_call_) {
+        // Blank text right after a call separates calls; it is not content, in whatever
+        // chunks it arrives (a stream and a whole reply agree).
+        buf_.erase(0, skip_blank(buf_));
+        if (buf_.empty()) return false;
+        after_call_ = false;
+      }
       size_t best = std::string::npos;
       const ToolTrigger* found = nullptr;
       for (const ToolTrigger& t : triggers_) {
@@ -180,8 +187,7 @@ bool OutputParser::step(bool at_end, std::vector<OutputDelta>& out) {
         d.call = std::move(call);
         out.push_back(std::move(d));
       }
-      // Blank text right after a call separates calls; it is not content.
-      buf_.erase(0, skip_blank(buf_));
+      after_call_ = true;
       return true;
     }
   }

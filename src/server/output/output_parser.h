@@ -64,6 +64,7 @@ class OutputParser {
   std::string buf_;
   std::string pending_blank_;  // blank content held until it is known whether calls follow
   bool reasoning_done_ = false;
+  bool after_call_ = false;  // the blank that follows a call is dropped, not content
   int32_t calls_ = 0;
 };
 

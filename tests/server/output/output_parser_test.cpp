@@ -189,6 +189,13 @@ std::vector<Case> cases() {
        "Answer: <think> is a tag",
        {"Answer: <think> is a tag", "", {}}},
       {"leading_blank_kept", S::kNone, "  hi\n", {"  hi\n", "", {}}},
+      // A reply cut by max_tokens inside its second call (the Vercel AI SDK showed the
+      // streamed content starting with the blank after the first call, the whole one not).
+      {"blank_after_call_then_cut_call",
+       S::kHermes,
+       "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}</tool_call> "
+       "\n<tool_call>{\"name\": \"get_w",
+       {"<tool_call>{\"name\": \"get_w", "", {{"get_weather", kParis}}}},
   };
 }
 
