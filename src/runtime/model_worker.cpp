@@ -1032,6 +1032,18 @@ void ModelWorker::handle_failure(const std::string& what) {
 void ModelWorker::shutdown_saves() {
   const auto deadline =
       Clock::now() + std::chrono::milliseconds(config_.policy.evict_save_timeout_ms);
+  // Idle sticky sessions' cells too: the sessions end with the model, their rows stay.
+  const std::map<int32_t, std::string> pins = sessions_.pins();
+  for (Slot& s : slots_) {
+    if (s.busy() || !pins.count(s.seq) || s.resident.empty() || Clock::now() >= deadline)
+      continue;
+    try {
+      fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kShutdown, true, nullptr);
+    } catch (...) {
+      // best effort
+    }
+  }
+  sessions_.clear();
   for (Slot& s : slots_) {
     if (!s.busy()) continue;
     if (Clock::now() < deadline && !s.resident.empty()) {
