@@ -1035,8 +1035,7 @@ void ModelWorker::shutdown_saves() {
   // Idle sticky sessions' cells too: the sessions end with the model, their rows stay.
   const std::map<int32_t, std::string> pins = sessions_.pins();
   for (Slot& s : slots_) {
-    if (s.busy() || !pins.count(s.seq) || s.resident.empty() || Clock::now() >= deadline)
-      continue;
+    if (s.busy() || !pins.count(s.seq) || s.resident.empty() || Clock::now() >= deadline) continue;
     try {
       fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kShutdown, true, nullptr);
     } catch (...) {

@@ -23,7 +23,8 @@ json usage_json(const GenerateStats& s) {
           {"total_tokens", s.prompt_tokens + s.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}},
           // hearth's extension: how the prompt met the KV cache ("cold", "exact",
-          // "resume", "partial", "sticky"); clients that do not know it ignore it.
+          // "resume", "partial", "sticky", "continuation"); clients that do not know it
+          // ignore it.
           {"hearth", {{"cache_hit", s.cache_hit_kind}}}};
 }
 

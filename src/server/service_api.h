@@ -78,7 +78,7 @@ struct GenerateStats {
   int64_t completion_tokens = 0;
   std::string finish_reason;   // "stop" (EOS or a stop string), "length" or "cancelled"
   std::string matched_stop;    // the stop string that ended it, if one did
-  std::string cache_hit_kind;  // "cold", "exact", "resume", "partial" or "sticky"
+  std::string cache_hit_kind;  // "cold", "exact", "resume", "partial", "sticky", "continuation"
   // Cancelled generations: scheduler steps between the cancel and the sequence being
   // freed (0 or 1 for the runtime); -1 when not cancelled or unknown.
   int64_t steps_after_cancel = -1;
