@@ -33,10 +33,11 @@ struct ServeFlags {
   // Model knobs for the -m models, under their [[models]] key names.
   std::optional<int64_t> threads, batch_size, prefill_chunk;
   std::optional<std::string> batch_strategy, fingerprint_mode;
+  std::optional<int64_t> session_idle_ms;
   bool swa_full = false;
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
-           fingerprint_mode || swa_full;
+           fingerprint_mode || session_idle_ms || swa_full;
   }
   bool quiet = false;
 };
@@ -62,6 +63,7 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
       {"--prefill-chunk", "prefill_chunk", flags.prefill_chunk},
       {"--batch-strategy", "batch_strategy", flags.batch_strategy},
       {"--fingerprint-mode", "fingerprint_mode", flags.fingerprint_mode},
+      {"--session-idle-ms", "session_idle_ms", flags.session_idle_ms},
       {"--swa-full", "swa_full",
        flags.swa_full ? std::optional<server::ModelSettingValue>(true) : std::nullopt},
   };
@@ -115,6 +117,9 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--fingerprint-mode", flags->fingerprint_mode,
                   "How a model file is identified for the cache: gguf_chunked (default), safe "
                   "(SHA-256 of the whole file) or fast_unsafe (needs fingerprint in TOML)");
+  cmd->add_option("--session-idle-ms", flags->session_idle_ms,
+                  "A sticky session idle this long is released, its cells saved to the cache "
+                  "(session_idle_ms; default 300000; 0 = never on idleness)");
   cmd->add_flag("--swa-full", flags->swa_full,
                 "Keep every position in the sliding-window layers of each -m model (gemma2/3) "
                 "instead of a ring of the window (swa_full; more KV memory, same bits)");
@@ -142,8 +147,9 @@ Registrar reg("serve", [](CLI::App& root) {
     if (flags->models.empty() && flags->any_model_knob()) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
-                   "--prefill-chunk, --batch-strategy, --fingerprint-mode and --swa-full apply "
-                   "to -m models; set them in the config's [[models]] tables\n");
+                   "--prefill-chunk, --batch-strategy, --fingerprint-mode, --session-idle-ms "
+                   "and --swa-full apply to -m models; set them in the config's [[models]] "
+                   "tables\n");
       exit_code() = 2;
       return;
     }

@@ -124,14 +124,92 @@ Status ModelWorker::evict() {
     for (Slot& s : slots_) {
       if (s.resident.empty()) continue;
       fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kEvict, true, nullptr);
-      if (!s.busy()) {  // release idle cells
+      if (!s.busy()) {  // release idle cells (and the idle session pinning them)
         HEARTH_RETURN_IF_ERROR(backend.seq_truncate(s.seq, 0));
         s.resident.clear();
         s.last_logits.clear();
+        sessions_.erase_seq(s.seq);
       }
     }
     return OkStatus();
   });
+}
+
+Status ModelWorker::release_session(std::string_view id) {
+  const std::string sid(id);
+  return run_job([this, sid](Backend&) -> Status {
+    const std::optional<bool> busy = sessions_.busy(sid);
+    if (!busy)
+      return NotFound(std::string(kNoSession) + ": session '" + sid +
+                      "' is not open (unknown, released or expired)");
+    if (*busy)
+      return FailedPrecondition(std::string(kStickyBusy) + ": session '" + sid +
+                                "' has a request in flight");
+    release_session_cells(sid, "explicit", true);
+    return OkStatus();
+  });
+}
+
+void ModelWorker::release_session_cells(const std::string& id, const char* why, bool sync) {
+  const std::optional<int32_t> seq = sessions_.pinned(id);
+  sessions_.erase(id);
+  store_->count(std::string("sessions_released_") + why);
+  if (!seq) return;
+  Slot& s = slots_[static_cast<size_t>(*seq)];
+  if (s.busy() || s.resident.empty()) return;
+  // The spec's evict save: the session's cells reach the cache before they are freed,
+  // so a later request without the session restores them.
+  fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kEvict, sync, nullptr);
+  check(backend_->seq_truncate(s.seq, 0), "seq_truncate");
+  s.resident.clear();
+  s.last_logits.clear();
+}
+
+void ModelWorker::expire_sessions() {
+  const auto idle = std::chrono::milliseconds(config_.session_idle_ms);
+  for (const std::string& id : sessions_.expired(idle, Clock::now()))
+    release_session_cells(id, "idle", false);
+}
+
+bool ModelWorker::continues_session(const Request& r, const std::vector<Slot*>& candidates) {
+  if (!r.params.session_id || candidates.size() != 1) return false;
+  const std::optional<int32_t> seq = sessions_.pinned(*r.params.session_id);
+  if (!seq || *seq != candidates.front()->seq) return false;  // opening the session
+  const std::vector<TokenId> held = sessions_.tokens(*r.params.session_id);
+  const std::vector<TokenId>& resident = candidates.front()->resident;
+  // The session's tokens lead the prompt, and its cells hold a prefix of them.
+  const bool continues = !held.empty() && held.size() <= r.prompt.size() &&
+                         std::equal(held.begin(), held.end(), r.prompt.begin()) &&
+                         !resident.empty() && common_prefix(resident, held) == resident.size();
+  if (!continues) store_->count("session_fallbacks");
+  return continues;
+}
+
+std::vector<Slot*> ModelWorker::candidate_slots(const Request& r, size_t needed) {
+  if (r.params.session_id) {
+    if (const std::optional<int32_t> seq = sessions_.pinned(*r.params.session_id)) {
+      Slot& s = slots_[static_cast<size_t>(*seq)];
+      if (s.busy()) return {};  // cannot happen: a session runs one request at a time
+      return {&s};
+    }
+  }
+  std::vector<Slot*> out;
+  std::vector<int32_t> pinned_free;
+  const std::map<int32_t, std::string> pins = sessions_.pins();
+  for (Slot& s : slots_) {
+    if (s.busy()) continue;
+    (pins.count(s.seq) ? pinned_free.push_back(s.seq) : out.push_back(&s));
+  }
+  // Every free sequence is pinned: the least recently used idle sessions give theirs up.
+  while (out.size() < needed) {
+    const std::optional<std::string> lru = sessions_.lru_idle(pinned_free);
+    if (!lru) break;
+    const int32_t seq = *sessions_.pinned(*lru);
+    release_session_cells(*lru, "lru", false);
+    pinned_free.erase(std::find(pinned_free.begin(), pinned_free.end(), seq));
+    out.push_back(&slots_[static_cast<size_t>(seq)]);
+  }
+  return out;
 }
 
 void ModelWorker::stop() {
@@ -184,6 +262,8 @@ LoadedModelInfo ModelWorker::info() const {
   const SaveRates rates = save_rates();
   i.prefill_tokens_per_s = rates.prefill_tokens_per_s;
   i.write_bytes_per_s = rates.write_bytes_per_s;
+  i.session_idle_ms = config_.session_idle_ms;
+  i.sessions = sessions_.list(Clock::now());
   return i;
 }
 
@@ -242,8 +322,12 @@ void ModelWorker::thread_main() {
         auto ready = [this] {
           return stopping_ || !jobs_.empty() || queue_.size() > resume_waiting_;
         };
+        const auto expiry =
+            sessions_.next_expiry(std::chrono::milliseconds(config_.session_idle_ms));
         if (resume_waiting_ > 0) {
           cv_.wait_for(lock, kResumePoll, ready);
+        } else if (expiry) {
+          cv_.wait_until(lock, *expiry, ready);
         } else {
           cv_.wait(lock, ready);
         }
@@ -280,6 +364,7 @@ void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
   const std::shared_ptr<Backend> backend = backend_;
   lock.unlock();
 
+  expire_sessions();
   for (Job* job : jobs) {
     Status st;
     try {
@@ -289,7 +374,7 @@ void ModelWorker::loop_once(std::unique_lock<std::mutex>& lock) {
     }
     job->done.set_value(st);
   }
-  for (RequestPtr& r : cancelled) admit(std::move(r), {});  // ends it, computes nothing
+  for (RequestPtr& r : cancelled) admit(std::move(r), {}, {});  // ends it, computes nothing
   admit_queued(free_slots);
   tick();
   publish_status();
@@ -317,13 +402,29 @@ void ModelWorker::admit_queued(size_t free_slots) {
         r = std::move(queue_.front());
         queue_.pop_front();
       }
-      std::optional<Restore> restore = r->cancelled.load() ? Restore{} : lookup(*r);
+      const size_t needed = 1 + r->forks.size();
+      std::vector<Slot*> candidates;
+      if (!r->cancelled.load()) {
+        candidates = candidate_slots(*r, needed);
+        if (candidates.size() < needed) {  // the free sequences are pinned by busy sessions
+          waiting.push_back(std::move(r));
+          continue;
+        }
+      }
+      std::optional<Restore> restore;
+      if (r->cancelled.load()) {
+        restore = Restore{};
+      } else if (continues_session(*r, candidates)) {
+        restore = Restore{nullptr, 0, CacheHitKind::kContinuation};  // no lookup
+      } else {
+        restore = lookup(*r);
+      }
       if (!restore) {
         waiting.push_back(std::move(r));
         continue;
       }
-      free_slots -= 1 + r->forks.size();
-      admit(std::move(r), std::move(*restore));
+      free_slots -= needed;
+      admit(std::move(r), std::move(*restore), candidates);
     }
   } catch (...) {
     if (r) waiting.push_back(std::move(r));  // its lookup threw: serve it after the restart
@@ -333,12 +434,13 @@ void ModelWorker::admit_queued(size_t free_slots) {
   requeue();
 }
 
-void ModelWorker::admit(RequestPtr r, Restore restore) {
+void ModelWorker::admit(RequestPtr r, Restore restore, const std::vector<Slot*>& candidates) {
   if (r->cancelled.load()) {          // cancelled while queued: done at once, nothing computed
     for (RequestPtr& f : r->forks) {  // its other choices end with it
       f->cancelled.store(true);
-      admit(f, {});
+      admit(f, {}, {});
     }
+    if (r->params.session_id) sessions_.end(*r->params.session_id, std::nullopt);
     RequestStats stats;
     stats.prompt_tokens = static_cast<int64_t>(r->prompt.size());
     stats.finish_reason = FinishReason::kCancelled;
@@ -360,17 +462,16 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
   const auto& prompt = r->prompt;
   const size_t n = prompt.size();
 
-  // Pick a free sequence (slot affinity: the longest resident prefix).
-  std::vector<Slot*> free_slots;
+  // Pick a free sequence (slot affinity: the longest resident prefix; a session: its
+  // pinned one).
   std::vector<const std::vector<TokenId>*> residents;
-  for (Slot& slot : slots_) {
-    if (slot.busy()) continue;
-    free_slots.push_back(&slot);
-    residents.push_back(&slot.resident);
-  }
+  for (Slot* slot : candidates) residents.push_back(&slot->resident);
   const bool use_cache = r->params.cache_prompt;
-  const SlotChoice choice = choose_slot(residents, prompt, config_.slot_affinity && use_cache);
-  Slot& s = *free_slots[choice.slot];
+  const bool continuation = restore.kind == CacheHitKind::kContinuation;
+  const SlotChoice choice =
+      choose_slot(residents, prompt, (config_.slot_affinity || continuation) && use_cache);
+  Slot& s = *candidates[choice.slot];
+  if (r->params.session_id) sessions_.pin(*r->params.session_id, s.seq);
   s.begin(r, ++admit_counter_, Clock::now());
   s.uncached_cells = !use_cache;
   {
@@ -407,7 +508,7 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
       s.hit = CacheHitKind::kCold;
       break;
     case StartFrom::kSticky:
-      s.hit = CacheHitKind::kSticky;
+      s.hit = continuation ? CacheHitKind::kContinuation : CacheHitKind::kSticky;
       [[fallthrough]];
     case StartFrom::kRestore:
       // Keep only what matches the prompt; without stored logits for the last prompt
@@ -442,15 +543,16 @@ void ModelWorker::admit(RequestPtr r, Restore restore) {
   // Cold save boundary: trimmed, aligned prefix of the prompt (policy cold_save_split).
   s.cold_boundary = cold_save_length(config_.policy, n, s.resident.size());
   s.cursor = static_cast<int32_t>(s.resident.size());
-  admit_forks(s);
+  admit_forks(s, candidates);
   if (s.cursor == static_cast<int32_t>(n)) after_prefill(s, s.last_logits);
 }
 
-void ModelWorker::admit_forks(Slot& parent) {
+void ModelWorker::admit_forks(Slot& parent, const std::vector<Slot*>& candidates) {
   for (const RequestPtr& f : parent.request->forks) {
-    auto free = std::find_if(slots_.begin(), slots_.end(), [](const Slot& c) { return !c.busy(); });
-    if (free == slots_.end()) throw WorkerFault("invariant: no free sequence for a fork");
-    Slot& c = *free;
+    auto free = std::find_if(candidates.begin(), candidates.end(),
+                             [](const Slot* c) { return !c->busy(); });
+    if (free == candidates.end()) throw WorkerFault("invariant: no free sequence for a fork");
+    Slot& c = **free;
     c.begin(f, ++admit_counter_, Clock::now());
     {
       std::lock_guard lock(mu_);
@@ -823,6 +925,7 @@ void ModelWorker::finish(Slot& s) {
   st.stop_sequence = res.stop_sequence;
 
   s.release();
+  if (r->params.session_id) sessions_.end(*r->params.session_id, res.context_tokens);
   {
     std::lock_guard lock(mu_);
     --active_;
@@ -845,6 +948,7 @@ int64_t ModelWorker::steps_after_cancel(const Request& r) const {
 }
 
 void ModelWorker::deliver_error(const RequestPtr& r, const Status& error) {
+  if (r->params.session_id) sessions_.erase(*r->params.session_id);  // its cells are gone
   if (r->promise) {
     r->promise->set_value(error);
   } else {
@@ -879,6 +983,7 @@ void ModelWorker::handle_failure(const std::string& what) {
     s = Slot();
     s.seq = seq;
   }
+  sessions_.clear();  // the rebuilt backend holds no cells
   int32_t failures;
   {
     std::lock_guard lock(mu_);
@@ -927,6 +1032,17 @@ void ModelWorker::handle_failure(const std::string& what) {
 void ModelWorker::shutdown_saves() {
   const auto deadline =
       Clock::now() + std::chrono::milliseconds(config_.policy.evict_save_timeout_ms);
+  // Idle sticky sessions' cells too: the sessions end with the model, their rows stay.
+  const std::map<int32_t, std::string> pins = sessions_.pins();
+  for (Slot& s : slots_) {
+    if (s.busy() || !pins.count(s.seq) || s.resident.empty() || Clock::now() >= deadline) continue;
+    try {
+      fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kShutdown, true, nullptr);
+    } catch (...) {
+      // best effort
+    }
+  }
+  sessions_.clear();
   for (Slot& s : slots_) {
     if (!s.busy()) continue;
     if (Clock::now() < deadline && !s.resident.empty()) {

@@ -24,6 +24,7 @@
 #include "runtime/request.h"
 #include "runtime/row_store.h"
 #include "runtime/save_policy.h"
+#include "runtime/sessions.h"
 #include "runtime/slot.h"
 
 namespace hearth::runtime {
@@ -46,6 +47,11 @@ class ModelWorker {
   Status evict();
   // Synchronous shutdown saves of every sequence's KV; the model keeps serving.
   Status shutdown_save();
+  // Sticky sessions: callers acquire one when they submit a request of it.
+  SessionTable& sessions() { return sessions_; }
+  // Releases an idle session: a synchronous evict save of its cells, which are freed.
+  // no_session / sticky_busy (runtime.h).
+  Status release_session(std::string_view id);
   // Stops admitting, runs shutdown saves (bounded), ends requests, joins the thread, then
   // waits (same bound) for this model's async saves to publish.
   void stop();
@@ -78,14 +84,27 @@ class ModelWorker {
   // Cache lookup for a request being admitted (exact, resume, longest prefix). nullopt:
   // its parent_key's save is still pending and its resume wait has not expired.
   std::optional<Restore> lookup(Request& request);
-  void admit(RequestPtr request, Restore restore);
+  // The free sequences `request` may take (its session's pinned one, else free unpinned
+  // ones), releasing least recently used idle sessions until `needed` are free. Fewer
+  // than `needed`: the request waits.
+  std::vector<Slot*> candidate_slots(const Request& request, size_t needed);
+  // Saves (evict) and frees the cells of an idle session and closes it. `why` names the
+  // runtime counter "sessions_released_<why>".
+  void release_session_cells(const std::string& id, const char* why, bool sync);
+  // Releases the sessions idle for longer than ModelConfig::session_idle_ms.
+  void expire_sessions();
+  void admit(RequestPtr request, Restore restore, const std::vector<Slot*>& candidates);
   void tick();
   // Restores a cached row into seq: in place from a file row when the backend can,
   // else through kv_unpack.
   Status restore_row(int32_t seq, const CacheRow& row);
   void after_prefill(Slot& slot, std::vector<float> logits);
   // Runtime::infer_n: takes a free sequence for each other choice of parent's request.
-  void admit_forks(Slot& parent);
+  void admit_forks(Slot& parent, const std::vector<Slot*>& candidates);
+  // The request continues its session: it runs on the session's pinned sequence
+  // (candidates) and its prompt starts with the session's tokens. A session request
+  // whose prompt does not is counted as a fallback (runtime_session_fallbacks).
+  bool continues_session(const Request& request, const std::vector<Slot*>& candidates);
   // parent's prompt is prefilled: copies its KV into its waiting forks, which start.
   void fork_into_children(Slot& parent, const std::vector<float>& logits);
   // Prefill done (or forked): ends a prefill-only request, or samples the first token.
@@ -138,6 +157,8 @@ class ModelWorker {
   // Measured prefill tokens/s (moving mean; 0 = none yet), written by the worker thread.
   std::atomic<double> prefill_rate_{0};
   double kv_bytes_per_token_ = 0;  // from the last kv_pack (worker thread)
+
+  SessionTable sessions_;
 
   // Worker-thread state.
   std::vector<Slot> slots_;

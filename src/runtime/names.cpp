@@ -35,6 +35,8 @@ const char* cache_hit_kind_name(CacheHitKind kind) {
       return "partial";
     case CacheHitKind::kSticky:
       return "sticky";
+    case CacheHitKind::kContinuation:
+      return "continuation";
   }
   return "unknown";
 }
@@ -49,6 +51,8 @@ const char* hit_counter_name(CacheHitKind kind) {
       return "hits_longest_prefix";
     case CacheHitKind::kSticky:
       return "hits_sticky";
+    case CacheHitKind::kContinuation:
+      return "hits_continuation";
     case CacheHitKind::kCold:
       return "misses";
   }

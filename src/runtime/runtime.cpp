@@ -64,10 +64,41 @@ class Runtime::Impl {
   // Builds and queues a request (the worker looks it up in the cache when it admits it).
   // On success the request belongs to the worker.
   // `forks`: the sinks of choices 1.. of Runtime::infer_n (empty for one choice).
+  // A request of a session acquires it first (busy until the request ends): unknown ids
+  // open one (no_session instead when `continue_session`), a busy one is sticky_busy. A
+  // continuation's prompt is the session's tokens followed by `prompt`.
   Result<RequestPtr> start(std::string_view model_id, std::span<const TokenId> prompt,
                            const RequestParams& params, Request::Kind kind, StreamSink sink,
                            bool blocking, std::future<Result<CompletionResult>>* future,
-                           std::vector<StreamSink> forks = {}) {
+                           std::vector<StreamSink> forks = {}, bool continue_session = false) {
+    if (!params.session_id)
+      return queue(model_id, prompt, params, kind, std::move(sink), blocking, future,
+                   std::move(forks));
+    const std::string& sid = *params.session_id;
+    HEARTH_RETURN_IF_ERROR(check_session_id(sid));
+    if (!forks.empty())
+      return InvalidArgument("session_id cannot be combined with several choices (n > 1)");
+    if (!params.cache_prompt)
+      return InvalidArgument("session_id cannot be combined with cache_prompt = false");
+    HEARTH_ASSIGN_OR_RETURN(auto worker, find(model_id));
+    HEARTH_ASSIGN_OR_RETURN(SessionTable::Acquired got,
+                            worker->sessions().acquire(sid, continue_session));
+    std::vector<TokenId> joined;
+    if (continue_session) {
+      joined = std::move(got.tokens);
+      joined.insert(joined.end(), prompt.begin(), prompt.end());
+      prompt = joined;
+    }
+    Result<RequestPtr> r =
+        queue(model_id, prompt, params, kind, std::move(sink), blocking, future, {});
+    if (!r.ok()) worker->sessions().abort(sid, got.created);
+    return r;
+  }
+
+  Result<RequestPtr> queue(std::string_view model_id, std::span<const TokenId> prompt,
+                           const RequestParams& params, Request::Kind kind, StreamSink sink,
+                           bool blocking, std::future<Result<CompletionResult>>* future,
+                           std::vector<StreamSink> forks) {
     HEARTH_ASSIGN_OR_RETURN(auto worker, find(model_id));
     HEARTH_RETURN_IF_ERROR(validate_prompt(*worker, prompt));
     HEARTH_RETURN_IF_ERROR(check_sampling(params.sampling));
@@ -145,6 +176,9 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
         "prefill_chunk_size must be -1 (unlimited), 0 (default) or positive, got " +
         std::to_string(config.prefill_chunk_size));
   if (config.max_restarts < 0) return InvalidArgument("max_restarts must be >= 0");
+  if (config.session_idle_ms < 0)
+    return InvalidArgument("session_idle_ms must be >= 0 (0 = no idle expiry), got " +
+                           std::to_string(config.session_idle_ms));
   if (config.restart_backoff_ms < 0) return InvalidArgument("restart_backoff_ms must be >= 0");
   if (config.n_ctx < 0) return InvalidArgument("n_ctx must be >= 0");
   // A custom backend sizes its own KV; a budget it would not see is refused, not ignored.
@@ -297,6 +331,28 @@ void Runtime::cancel(RequestId request) {
     r->cancelled = true;
   }
   if (w) w->wake();
+}
+
+Result<RequestId> Runtime::continue_session(std::string_view model_id, std::string_view session_id,
+                                            std::span<const TokenId> suffix,
+                                            const RequestParams& params, StreamSink sink) {
+  if (params.session_id && *params.session_id != session_id)
+    return InvalidArgument("params.session_id '" + *params.session_id +
+                           "' differs from the session continued, '" + std::string(session_id) +
+                           "'");
+  if (params.parent_key)
+    return InvalidArgument("parent_key cannot be combined with continue_session (no lookup runs)");
+  RequestParams p = params;
+  p.session_id = std::string(session_id);
+  HEARTH_ASSIGN_OR_RETURN(RequestPtr r, impl_->start(model_id, suffix, p, Request::Kind::kGenerate,
+                                                     std::move(sink), false, nullptr, {}, true));
+  return r->id;
+}
+
+Status Runtime::release_session(std::string_view model_id, std::string_view session_id) {
+  HEARTH_RETURN_IF_ERROR(check_session_id(session_id));
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->release_session(session_id);
 }
 
 Result<PrefillResult> Runtime::prefill_only(std::string_view model_id,

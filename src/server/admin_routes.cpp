@@ -17,6 +17,18 @@ namespace {
 
 using nlohmann::json;
 
+json sessions_json(const ModelDescription& m) {
+  json out = json::array();
+  for (const runtime::SessionInfo& s : m.sessions)
+    out.push_back({{"id", s.id},
+                   {"model", m.id},
+                   {"seq", s.seq},
+                   {"n_tokens", s.n_tokens},
+                   {"busy", s.busy},
+                   {"idle_ms", s.idle_ms}});
+  return out;
+}
+
 json model_json(const ModelDescription& m) {
   return {{"id", m.id},
           {"path", m.model_path},
@@ -32,6 +44,8 @@ json model_json(const ModelDescription& m) {
           {"n_threads", m.n_threads},
           {"n_batch", m.n_batch},
           {"batch_strategy", m.batch_strategy},
+          {"session_idle_ms", m.session_idle_ms},
+          {"sessions", sessions_json(m)},
           {"save_rates",
            {{"prefill_tokens_per_s", m.prefill_tokens_per_s},
             {"write_bytes_per_s", m.write_bytes_per_s}}}};
@@ -304,6 +318,32 @@ void model_save(ServerContext& ctx, const std::string& id, bool evict, httplib::
   reply_json(res, {{"id", id}, {evict ? "evicted" : "saved", true}});
 }
 
+// DELETE /hearth/sessions/{id}[?model=M]: releases the session in model M, or in every
+// model holding it; no model holds it: 404 no_session.
+void release_session(ServerContext& ctx, const httplib::Request& req, const std::string& id,
+                     httplib::Response& res) {
+  if (Status s = runtime::check_session_id(id); !s.ok())
+    return reply_error(res, from_status(s, "session_id"));
+  std::vector<std::string> models;
+  if (req.has_param("model")) {
+    models.push_back(req.get_param_value("model"));
+  } else {
+    for (const ModelDescription& m : ctx.service.list_models())
+      for (const runtime::SessionInfo& s : m.sessions)
+        if (s.id == id) models.push_back(m.id);
+    if (models.empty())
+      return reply_error(res, from_status(NotFound(std::string(runtime::kNoSession) +
+                                                   ": session '" + id + "' is not open")));
+  }
+  json released = json::array();
+  for (const std::string& model : models) {
+    Status s = ctx.service.release_session(model, id);
+    if (!s.ok()) return reply_error(res, cache_error(s));
+    released.push_back(model);
+  }
+  reply_json(res, {{"id", id}, {"released", true}, {"models", released}});
+}
+
 // Cache operations a backend lacks answer 501, not 400: the request was fine.
 ApiError cache_error(const Status& s) {
   ApiError e = from_status(s);
@@ -423,6 +463,17 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
           model_save(ctx, req.matches[1].str(), evict, res);
         }));
   }
+  http.Get("/hearth/sessions",
+           with_metrics(ctx, "/hearth/sessions", [&ctx](const auto&, auto& res) {
+             json all = json::array();
+             for (const auto& m : ctx.service.list_models())
+               for (json& s : sessions_json(m)) all.push_back(std::move(s));
+             reply_json(res, {{"sessions", all}});
+           }));
+  delete_json(http, ctx, R"(/hearth/sessions/([^/]+))",
+              with_metrics(ctx, "/hearth/sessions", [&ctx](const auto& req, auto& res) {
+                release_session(ctx, req, req.matches[1].str(), res);
+              }));
   http.Get("/hearth/cache/pressure",
            with_metrics(ctx, "/hearth/cache/pressure",
                         [&ctx](const auto&, auto& res) { pressure_reply(ctx, res); }));

@@ -30,6 +30,8 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
   if (auto e = parse_messages_request(body, tr))
     return reply_error(res, *e, ErrorShape::kAnthropic);
   keep_tool_key_order(req.body, /*anthropic=*/true, tr);
+  if (auto e = session_header(req.get_header_value("X-Session-Id"), tr))
+    return reply_error(res, *e, ErrorShape::kAnthropic);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e, ErrorShape::kAnthropic);
   std::shared_ptr<Generation> generation =
@@ -46,17 +48,19 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
     if (!out.error.ok()) return reply_error(res, from_status(out.error), ErrorShape::kAnthropic);
     const ParsedOutput parsed =
         parse_output(plan->output, out.text, [] { return make_id("toolu_"); });
-    return reply_json(
-        res, {{"id", id},
-              {"type", "message"},
-              {"role", "assistant"},
-              {"model", plan->model.id},
-              {"content", anthropic_content(parsed)},
-              {"stop_reason",
-               anthropic_stop_reason(stop_reason(out), static_cast<int32_t>(parsed.calls.size()))},
-              {"stop_sequence", out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)},
-              {"usage", usage_json(out.stats)},
-              {"finish_key", finish_key_json(out.stats)}});
+    json reply = {
+        {"id", id},
+        {"type", "message"},
+        {"role", "assistant"},
+        {"model", plan->model.id},
+        {"content", anthropic_content(parsed)},
+        {"stop_reason",
+         anthropic_stop_reason(stop_reason(out), static_cast<int32_t>(parsed.calls.size()))},
+        {"stop_sequence", out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)},
+        {"usage", usage_json(out.stats)},
+        {"finish_key", finish_key_json(out.stats)}};
+    add_session_id(reply, plan->request);
+    return reply_json(res, reply);
   }
 
   start_sse(
@@ -106,6 +110,7 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
                out.matched_stop.empty() ? json(nullptr) : json(out.matched_stop)}}},
             {"usage", usage_json(out.stats)},
             {"finish_key", finish_key_json(out.stats)}};
+        add_session_id(delta, plan->request);
         if (!write(sse_event(delta, "message_delta"))) return;
         write(sse_event({{"type", "message_stop"}}, "message_stop"));
       });

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_text.h"
+#include "hearth/runtime/runtime.h"
 
 namespace hearth::server {
 
@@ -19,6 +20,15 @@ ApiError from_status(const Status& status, std::string param) {
   ApiError e;
   e.message = status.message();
   e.param = std::move(param);
+  // The sticky-session errors (runtime.h): 404 no_session, 409 sticky_busy.
+  const std::string_view session_code = runtime::session_error_code(status);
+  if (!session_code.empty()) {
+    e.http_status = session_code == runtime::kNoSession ? 404 : 409;
+    e.type = session_code == runtime::kNoSession ? "not_found_error" : "invalid_request_error";
+    e.code = std::string(session_code);
+    if (e.param.empty()) e.param = "session_id";
+    return e;
+  }
   switch (status.code()) {
     case ErrorCode::kInvalidArgument:
     case ErrorCode::kUnsupported:

@@ -45,6 +45,12 @@ constexpr Entry kEntries[] = {
     {"runtime_hits_resume", "hearth_request_prompt_starts_total", "kind=\"resume\"", 1},
     {"runtime_hits_longest_prefix", "hearth_request_prompt_starts_total", "kind=\"partial\"", 1},
     {"runtime_hits_sticky", "hearth_request_prompt_starts_total", "kind=\"sticky\"", 1},
+    {"runtime_hits_continuation", "hearth_request_prompt_starts_total", "kind=\"continuation\"", 1},
+    {"runtime_session_fallbacks", "hearth_session_fallbacks_total", "", 1},
+    {"runtime_sessions_released_idle", "hearth_sessions_released_total", "reason=\"idle\"", 1},
+    {"runtime_sessions_released_lru", "hearth_sessions_released_total", "reason=\"lru\"", 1},
+    {"runtime_sessions_released_explicit", "hearth_sessions_released_total", "reason=\"explicit\"",
+     1},
     {"runtime_restore_failures", "hearth_request_restore_failures_total", "", 1},
     {"runtime_save_failures", "hearth_request_save_failures_total", "", 1},
     {"runtime_truncate_fallbacks", "hearth_request_truncate_fallbacks_total", "", 1},
@@ -72,7 +78,15 @@ const char* family_help(const std::string& family) {
        "Files found by the TTL sweep: valid ones adopted, stale reservations dropped."},
       {"hearth_request_prompt_starts_total",
        "Admitted generations by how their prompt started: cold, restored from a row (exact, "
-       "resume, partial) or reusing a sequence's resident cells (sticky)."},
+       "resume, partial), reusing a sequence's resident cells (sticky) or extending a sticky "
+       "session's pinned sequence with no lookup (continuation)."},
+      {"hearth_session_fallbacks_total",
+       "Requests of an open session whose prompt did not start with the session's tokens "
+       "(edited history), admitted with a normal cache lookup instead."},
+      {"hearth_sessions_released_total",
+       "Sticky sessions released, their cells saved (evict) and freed: idle past "
+       "session_idle_ms, least recently used when a request needed their sequence, or "
+       "DELETE /hearth/sessions."},
       {"hearth_request_restore_failures_total",
        "Row restores that failed at admission (the prompt was computed instead)."},
       {"hearth_request_save_failures_total", "Saves the scheduler could not start."},

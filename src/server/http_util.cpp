@@ -36,6 +36,10 @@ std::string sse_event(const nlohmann::json& data, const std::string& event) {
   return out;
 }
 
+void add_session_id(nlohmann::json& body, const GenerateRequest& request) {
+  if (request.session_id) body["session_id"] = *request.session_id;
+}
+
 nlohmann::json finish_key_json(const GenerateStats& stats) {
   return stats.finish_key.empty() ? nlohmann::json(nullptr) : nlohmann::json(stats.finish_key);
 }
@@ -208,7 +212,10 @@ std::shared_ptr<Generation> submit_generation(ServerContext& ctx, const Generati
       ctx.shutting_down.load()
           ? Result<std::unique_ptr<Generation>>(Unavailable("the server is shutting down"))
           : ctx.service.start_generation(plan.request);
-  if (started.ok()) return std::shared_ptr<Generation>(std::move(started).value());
+  if (started.ok()) {
+    if (plan.request.session_id) res.set_header("X-Session-Id", *plan.request.session_id);
+    return std::shared_ptr<Generation>(std::move(started).value());
+  }
   const Status& s = started.status();
   ApiError e = from_status(s);
   if (s.code() == ErrorCode::kResourceExhausted) {

@@ -29,6 +29,8 @@ std::string sse_event(const nlohmann::json& data, const std::string& event = "")
 // A reply's "finish_key": the key of the row its finish save wrote (send it back as
 // parent_key), or null when none was saved.
 nlohmann::json finish_key_json(const GenerateStats& stats);
+// A reply's "session_id" (the request's sticky session) goes into `body` when it has one.
+void add_session_id(nlohmann::json& body, const GenerateRequest& request);
 
 // A random id with a prefix: "chatcmpl-3f9a...".
 std::string make_id(const std::string& prefix);

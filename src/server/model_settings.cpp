@@ -161,6 +161,7 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
       {"prefill_chunk", &runtime::ModelConfig::prefill_chunk_size, -1, INT32_MAX},
       {"max_restarts", &runtime::ModelConfig::max_restarts, 0, 1000},
       {"restart_backoff_ms", &runtime::ModelConfig::restart_backoff_ms, 0, 60000},
+      {"session_idle_ms", &runtime::ModelConfig::session_idle_ms, 0, INT32_MAX},
   };
   for (const auto& k : kInts) {
     if (key != k.key) continue;

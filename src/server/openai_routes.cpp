@@ -23,7 +23,8 @@ json usage_json(const GenerateStats& s) {
           {"total_tokens", s.prompt_tokens + s.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}},
           // hearth's extension: how the prompt met the KV cache ("cold", "exact",
-          // "resume", "partial", "sticky"); clients that do not know it ignore it.
+          // "resume", "partial", "sticky", "continuation"); clients that do not know it
+          // ignore it.
           {"hearth", {{"cache_hit", s.cache_hit_kind}}}};
 }
 
@@ -59,6 +60,8 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
     return reply_error(res, *e);
   }
   if (chat) keep_tool_key_order(req.body, /*anthropic=*/false, tr);
+  if (auto e = session_header(req.get_header_value("X-Session-Id"), tr))
+    return reply_error(res, *e);
   auto plan = std::make_shared<GenerationPlan>();
   if (auto e = plan_generation(ctx, tr, *plan)) return reply_error(res, *e);
   std::string echo;
@@ -110,14 +113,16 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
       }
       choices.push_back(std::move(choice));
     }
-    return reply_json(res, {{"id", id},
-                            {"object", object},
-                            {"created", created},
-                            {"model", plan->model.id},
-                            {"system_fingerprint", nullptr},
-                            {"choices", std::move(choices)},
-                            {"usage", usage_json(out.stats)},
-                            {"finish_key", finish_key_json(out.stats)}});
+    json reply = {{"id", id},
+                  {"object", object},
+                  {"created", created},
+                  {"model", plan->model.id},
+                  {"system_fingerprint", nullptr},
+                  {"choices", std::move(choices)},
+                  {"usage", usage_json(out.stats)},
+                  {"finish_key", finish_key_json(out.stats)}};
+    add_session_id(reply, plan->request);
+    return reply_json(res, reply);
   }
 
   const bool include_usage = tr.include_usage;
@@ -194,6 +199,7 @@ void handle_text(ServerContext& ctx, bool chat, const httplib::Request& req,
                                                : out.choices[i].finish_reason;
                 json last_chunk = chunk(i, last, finish);
                 last_chunk["finish_key"] = finish_key_json(out.stats);
+                add_session_id(last_chunk, plan->request);
                 if (!write(sse_event(last_chunk))) return;
               }
               if (include_usage) {

@@ -261,7 +261,28 @@ std::optional<ApiError> parse_cache_fields(const json& body, TextRequest& out) {
       return value_error("parent_key", "must be a finish_key: 64 hex digits");
     out.parent_key = key;
   }
+  if (present(body, "session_id")) {
+    const json& v = body["session_id"];
+    if (!v.is_string()) return type_error("session_id", "a string");
+    const std::string id = v.get<std::string>();
+    if (Status s = runtime::check_session_id(id); !s.ok())
+      return value_error("session_id", s.message());
+    out.session_id = id;
+  }
   return get_bool(body, "cache_prompt", out.cache_prompt);
+}
+
+std::optional<ApiError> session_header(const std::string& header, TextRequest& out) {
+  if (header.empty()) return std::nullopt;
+  if (Status s = runtime::check_session_id(header); !s.ok())
+    return invalid_request("header X-Session-Id: " + s.message(), "session_id", "invalid_value");
+  if (out.session_id && *out.session_id != header)
+    return invalid_request("'session_id' is '" + *out.session_id +
+                               "' but header X-Session-Id is '" + header +
+                               "': send one, or the same in both",
+                           "session_id", "session_id_conflict");
+  out.session_id = header;
+  return std::nullopt;
 }
 
 std::optional<ApiError> parse_json_object(const std::string& body, json& out) {

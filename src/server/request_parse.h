@@ -31,6 +31,8 @@ struct TextRequest {
   // Cache control (parse_cache_fields): parent_key, cache_prompt.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  // Sticky session (parse_cache_fields, then the X-Session-Id header: session_header).
+  std::optional<std::string> session_id;
   int32_t n = 1;  // OpenAI n: choices
   // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
   // logprobs true + top_logprobs; completions: logprobs N).
@@ -59,6 +61,10 @@ std::optional<ApiError> parse_messages_request(const nlohmann::json& body, TextR
 // finish_key of an earlier reply: 64 hex digits) and "cache_prompt" (a boolean; false = no
 // cache lookup and no save for this request, as llama-server's field).
 std::optional<ApiError> parse_cache_fields(const nlohmann::json& body, TextRequest& out);
+
+// The X-Session-Id header (`header`, empty when absent) joins the body's session_id: it
+// sets it when the body has none; a body value that differs is a 400 naming session_id.
+std::optional<ApiError> session_header(const std::string& header, TextRequest& out);
 
 // The body must be a JSON object; returns the error for anything else.
 std::optional<ApiError> parse_json_object(const std::string& body, nlohmann::json& out);

@@ -211,6 +211,7 @@ class RuntimeService : public ServiceApi {
     params.stop_sequences = request.stop;
     params.parent_key = request.parent_key;
     params.cache_prompt = request.cache_prompt;
+    params.session_id = request.session_id;
     params.logprobs = request.logprobs;
     if (request.n < 1) return InvalidArgument("n must be >= 1, got " + std::to_string(request.n));
     params.thinking = request.thinking;
@@ -303,6 +304,9 @@ class RuntimeService : public ServiceApi {
   }
   Status evict_model(const std::string& id) override { return runtime_->evict(id); }
   Status shutdown_model(const std::string& id) override { return runtime_->shutdown(id); }
+  Status release_session(const std::string& model, const std::string& session_id) override {
+    return runtime_->release_session(model, session_id);
+  }
   Result<cache::SchedulerStatus> pressure_status() override { return runtime_->pressure_status(); }
   Status pressure_enable(bool on) override {
     runtime_->pressure_enable(on);

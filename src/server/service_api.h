@@ -42,6 +42,9 @@ struct GenerateRequest {
   // restore exactly, and cache_prompt = false for no lookup and no save.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  // Sticky session (docs/api.md "Sessions"): opened by its first request, continued by
+  // the next ones.
+  std::optional<std::string> session_id;
   // Choices (OpenAI's n): the prompt is prefilled once and the others fork from its KV;
   // choice i samples with seed + i (Runtime::infer_n).
   int32_t n = 1;
@@ -75,7 +78,7 @@ struct GenerateStats {
   int64_t completion_tokens = 0;
   std::string finish_reason;   // "stop" (EOS or a stop string), "length" or "cancelled"
   std::string matched_stop;    // the stop string that ended it, if one did
-  std::string cache_hit_kind;  // "cold", "exact", "resume", "partial" or "sticky"
+  std::string cache_hit_kind;  // "cold", "exact", "resume", "partial", "sticky", "continuation"
   // Cancelled generations: scheduler steps between the cancel and the sequence being
   // freed (0 or 1 for the runtime); -1 when not cancelled or unknown.
   int64_t steps_after_cancel = -1;
@@ -184,6 +187,12 @@ class ServiceApi {
   virtual Status shutdown_model(const std::string& id) {
     (void)id;
     return Unsupported("shutdown saves are not supported by this service");
+  }
+  // Releases a sticky session of a model (its cells saved to the cache, then freed).
+  virtual Status release_session(const std::string& model, const std::string& session_id) {
+    (void)model;
+    (void)session_id;
+    return Unsupported("sessions are not supported by this service");
   }
   virtual Result<cache::SchedulerStatus> pressure_status() {
     return Unsupported("the pressure scheduler is not available in this service");

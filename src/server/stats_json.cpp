@@ -47,8 +47,9 @@ json server_stats_json(ServerContext& ctx) {
 
   // Requests by how their prompt met the cache: the runtime's per-request counters.
   json hits = json::object();
-  for (auto kind : {rt::CacheHitKind::kExact, rt::CacheHitKind::kResume, rt::CacheHitKind::kPartial,
-                    rt::CacheHitKind::kSticky, rt::CacheHitKind::kCold}) {
+  for (auto kind :
+       {rt::CacheHitKind::kExact, rt::CacheHitKind::kResume, rt::CacheHitKind::kPartial,
+        rt::CacheHitKind::kSticky, rt::CacheHitKind::kContinuation, rt::CacheHitKind::kCold}) {
     hits[rt::cache_hit_kind_name(kind)] =
         counter(counters, std::string("runtime_") + rt::hit_counter_name(kind));
   }

@@ -45,6 +45,7 @@ TEST_F(ServeFlags, KnobFlagsNameTheFlagAndTheKey) {
       {"--prefill-chunk -3", "--prefill-chunk: prefill_chunk"},
       {"--batch-strategy fastest", "--batch-strategy: batch_strategy"},
       {"--fingerprint-mode sloppy", "--fingerprint-mode: fingerprint_mode"},
+      {"--session-idle-ms -5", "--session-idle-ms: session_idle_ms"},
   };
   for (const auto& [flags, expected] : cases) {
     auto r = run_cli("serve -m " + kModel + " " + flags + " --port 0");

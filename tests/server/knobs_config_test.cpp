@@ -28,6 +28,7 @@ fingerprint = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 max_restarts = 7
 restart_backoff_ms = 40
 swa_full = true
+session_idle_ms = 1234
 policy = { min_tokens = 512, session_resume_wait_ms = 250, evict_save_timeout_ms = 9000, prefill_tokens_per_s = 90, write_bytes_per_s = 100000000 }
 )",
                                c);
@@ -44,6 +45,7 @@ policy = { min_tokens = 512, session_resume_wait_ms = 250, evict_save_timeout_ms
   EXPECT_EQ(m.max_restarts, 7);
   EXPECT_EQ(m.restart_backoff_ms, 40);
   EXPECT_TRUE(m.swa_full);
+  EXPECT_EQ(m.session_idle_ms, 1234);
   EXPECT_EQ(m.policy.min_tokens, 512);
   EXPECT_EQ(m.policy.session_resume_wait_ms, 250);
   EXPECT_EQ(m.policy.evict_save_timeout_ms, 9000);
@@ -73,6 +75,7 @@ TEST(KnobsConfig, BadValuesNameTheirKey) {
       {"fingerprint = \"abc\"", "models[0].fingerprint"},
       {"max_restarts = -1", "models[0].max_restarts"},
       {"restart_backoff_ms = 600000", "models[0].restart_backoff_ms"},
+      {"session_idle_ms = -1", "models[0].session_idle_ms"},
       {"policy = { evict_save_timeout_ms = -1 }", "policy.evict_save_timeout_ms"},
       {"policy = { write_bytes_per_s = 1.5 }", "policy.write_bytes_per_s"},
       {"policy = { rule = \"cost\" }", "policy.rule"},

@@ -181,6 +181,11 @@ struct ModelConfig {
   // Jinja chat template overriding the backend's tokenizer.chat_template (the server's
   // per-model chat_template_file); empty = the model's own. LoadedModelInfo carries it.
   std::string chat_template;
+
+  // Sticky sessions (RequestParams::session_id): a session idle (no request in flight)
+  // for longer than this is released: its cells are saved to the cache (reason evict)
+  // and freed. 0 = never expire on idleness (still released when its sequence is needed).
+  int32_t session_idle_ms = 300000;
 };
 
 struct CacheOptions {
@@ -218,6 +223,26 @@ Status check_model_id(std::string_view id);
 // A valid id made from arbitrary text (e.g. a file name): other characters become '_'.
 std::string model_id_from(std::string_view text);
 
+// One open sticky session (RequestParams::session_id, Runtime::continue_session).
+struct SessionInfo {
+  std::string id;
+  int32_t seq = -1;      // the pinned sequence; -1 until its first request is admitted
+  int64_t n_tokens = 0;  // tokens the session holds (prompt + generated so far)
+  bool busy = false;     // a request of the session is queued or running
+  int64_t idle_ms = 0;   // since its last request ended (0 while busy)
+};
+
+// Session ids are 1-128 characters of A-Z a-z 0-9 . _ : - (chosen by the client).
+inline constexpr size_t kMaxSessionIdLength = 128;
+Status check_session_id(std::string_view id);
+// The errors of the session calls carry these codes, first in their message
+// ("no_session: ...", "sticky_busy: ..."): NotFound for no_session (unknown, released or
+// expired), FailedPrecondition for sticky_busy (a request of the session is in flight).
+inline constexpr std::string_view kNoSession = "no_session";
+inline constexpr std::string_view kStickyBusy = "sticky_busy";
+// The session code of an error ("no_session", "sticky_busy"), empty for any other error.
+std::string_view session_error_code(const Status& status);
+
 struct LoadedModelInfo {
   std::string id;
   ModelStatus status = ModelStatus::kIdle;  // dominant phase of in-flight requests
@@ -250,6 +275,8 @@ struct LoadedModelInfo {
   // The cost rule's current estimates (ModelSavePolicy): measured or fixed.
   double prefill_tokens_per_s = 0;
   double write_bytes_per_s = 0;
+  int32_t session_idle_ms = 0;        // ModelConfig::session_idle_ms
+  std::vector<SessionInfo> sessions;  // open sticky sessions, by id
 };
 
 // ---------------------------------------------------------------- requests
@@ -257,11 +284,12 @@ struct LoadedModelInfo {
 using RequestId = uint64_t;
 
 enum class CacheHitKind {
-  kCold,     // nothing restored
-  kExact,    // parent_key row restored
-  kResume,   // parent_key row whose finish save was in flight, waited for
-  kPartial,  // longest cached prefix (radix / stride walk) restored
-  kSticky,   // the sequence's resident KV cells already held a prefix
+  kCold,          // nothing restored
+  kExact,         // parent_key row restored
+  kResume,        // parent_key row whose finish save was in flight, waited for
+  kPartial,       // longest cached prefix (radix / stride walk) restored
+  kSticky,        // the sequence's resident KV cells already held a prefix
+  kContinuation,  // a sticky session's pinned sequence, extended with no lookup
 };
 const char* cache_hit_kind_name(CacheHitKind kind);  // "cold", "exact", ...
 // The cache counter that counts requests started with this kind ("hits_exact", ...,
@@ -322,6 +350,14 @@ struct RequestParams {
   // request (llama-server's cache_prompt); finish_key stays unset.
   bool cache_prompt = true;
   ThinkingBudget thinking;
+  // Sticky session (docs/runtime.md, "Sticky sessions"). Unknown id: the session opens,
+  // pinning the sequence this request runs on. Open id: the request runs on the pinned
+  // sequence; when the session's tokens (its last prompt + generated tokens) are a prefix
+  // of the prompt, only the rest is prefilled, with no cache lookup (hit kind
+  // continuation); otherwise the prompt is admitted as usual on that sequence (counted as
+  // runtime_session_fallbacks). A request of a session that is already in flight fails
+  // with sticky_busy. Not with cache_prompt = false nor with several choices.
+  std::optional<std::string> session_id;
 };
 
 struct RequestStats {
@@ -447,6 +483,17 @@ class Runtime {
                                          std::vector<StreamSink> sinks);
   // Idempotent, fire-and-forget; observed between ticks. Unknown ids are ignored.
   void cancel(RequestId request);
+  // The spec's continue: appends `suffix` to the open session `session_id` (the exact
+  // tokens that follow its stored tokens) and generates, with no cache lookup; streams like
+  // infer. params.session_id and parent_key must be unset. Errors: no_session (unknown,
+  // released or expired), sticky_busy (the session's request is still in flight).
+  Result<RequestId> continue_session(std::string_view model_id, std::string_view session_id,
+                                     std::span<const TokenId> suffix, const RequestParams& params,
+                                     StreamSink sink);
+  // Releases a session: its cells are saved to the cache (reason evict) and freed, so a
+  // later request without the session is still warm. no_session / sticky_busy as above.
+  Status release_session(std::string_view model_id, std::string_view session_id);
+
   // Prefills `prompt` into KV and fires a finish save; returns its key.
   Result<PrefillResult> prefill_only(std::string_view model_id, std::span<const TokenId> prompt,
                                      const RequestParams& params = {});

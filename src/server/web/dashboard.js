@@ -4,7 +4,8 @@
 "use strict";
 
 const KINDS = [
-  ["exact", "exact"], ["resume", "resume"], ["partial", "prefix"], ["sticky", "sticky"], ["cold", "cold"],
+  ["exact", "exact"], ["resume", "resume"], ["partial", "prefix"], ["sticky", "sticky"], ["continuation", "session"],
+  ["cold", "cold"],
 ];
 
 function pick(obj, path) {
