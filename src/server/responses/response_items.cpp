@@ -12,6 +12,13 @@ using nlohmann::json;
 json text_part(const std::string& text) {
   return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
 }
+json message_item() {
+  return {{"id", make_id("msg_")},
+          {"type", "message"},
+          {"status", "in_progress"},
+          {"role", "assistant"},
+          {"content", json::array()}};
+}
 json summary_part(const std::string& text) {
   return {{"type", "summary_text"}, {"text", text}};
 }
@@ -95,12 +102,7 @@ ResponseItems::Events ResponseItems::on_delta(const OutputDelta& d) {
     open_kind_ = d.kind;
     switch (d.kind) {
       case OutputDelta::Kind::kContent:
-        open({{"id", make_id("msg_")},
-              {"type", "message"},
-              {"status", "in_progress"},
-              {"role", "assistant"},
-              {"content", json::array()}},
-             out);
+        open(message_item(), out);
         break;
       case OutputDelta::Kind::kReasoning:
         open({{"id", make_id("rs_")}, {"type", "reasoning"}, {"summary", json::array()}}, out);
@@ -148,9 +150,9 @@ ResponseItems::Events ResponseItems::on_delta(const OutputDelta& d) {
 
 ResponseItems::Events ResponseItems::finish(bool incomplete) {
   Events out;
-  if (open_item_.is_null() && output_.empty()) {
-    OutputDelta empty;
-    out = on_delta(empty);  // an empty reply is one empty message
+  if (open_item_.is_null() && output_.empty()) {  // an empty reply is one empty message
+    open_kind_ = OutputDelta::Kind::kContent;
+    open(message_item(), out);
   }
   close(incomplete ? "incomplete" : "completed", out);
   return out;
