@@ -209,6 +209,20 @@ TEST_F(ResponsesHttpTest, StreamEventsInOrder) {
   EXPECT_EQ(cut.back().data["response"]["incomplete_details"]["reason"], "max_output_tokens");
 }
 
+// A generation that fails after the stream began ends it with response.failed.
+TEST_F(ResponsesHttpTest, StreamFailureIsResponseFailed) {
+  server_.control().set_script("Paris is sunny and warm today.");
+  server_.control().fail_at_step = server_.control().steps.load() + 4;
+  const std::vector<Event> events = stream({{"input", "Weather?"}});
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front().name, "response.created");
+  const Event& last = events.back();
+  EXPECT_EQ(last.name, "response.failed");
+  EXPECT_EQ(last.data["response"]["status"], "failed");
+  EXPECT_FALSE(last.data["response"]["error"]["message"].get<std::string>().empty()) << last.data;
+  EXPECT_EQ(last.data["sequence_number"], events.size() - 1);
+}
+
 TEST_F(ResponsesHttpTest, FunctionCallRoundTrip) {
   server_.control().set_script(kCall);
   auto [s1, r1] = post({{"input", "Weather in Paris?"}, {"tools", {kTool}}});

@@ -66,11 +66,11 @@ check(second.usage.input_tokens_details.cached_tokens > 0 && second.usage.input_
 // sent back, the next turn.
 const tools = [{
   type: 'function', name: 'get_weather', description: 'Weather of a city', strict: true,
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome'] } }, required: ['city'], additionalProperties: false },
 }];
 const call = await openai.responses.create({
   model, input: 'Weather in Paris?', tools, tool_choice: { type: 'function', name: 'get_weather' },
-  max_output_tokens: 60, temperature: 0,
+  max_output_tokens: 100, temperature: 0,
 });
 const fc = call.output.find((o) => o.type === 'function_call');
 check(fc && fc.name === 'get_weather' && fc.call_id.length > 0, 'function_call item', call.output);
