@@ -67,9 +67,31 @@ void store_response(ServerContext& ctx, const ResponsesRequest& rr,
   ctx.responses.put(response["id"].get<std::string>(), {response, std::move(conversation)});
 }
 
+// Input items {"type": "item_reference", "id"} become the stored output item they name
+// (the AI SDK sends them for earlier turns when responses are stored).
+std::optional<ApiError> resolve_item_references(ServerContext& ctx, json& body) {
+  auto input = body.find("input");
+  if (input == body.end() || !input->is_array()) return std::nullopt;
+  for (size_t i = 0; i < input->size(); ++i) {
+    json& item = (*input)[i];
+    if (!item.is_object() || item.value("type", "") != "item_reference") continue;
+    const std::string field = "input[" + std::to_string(i) + "].id";
+    if (!item.contains("id") || !item["id"].is_string())
+      return invalid_request("'" + field + "' must be a string", field, "invalid_type");
+    json stored = ctx.responses.item(item["id"].get<std::string>());
+    if (stored.is_null())
+      return invalid_request("'" + field + "' names item '" + item["id"].get<std::string>() +
+                                 "', which no stored response holds",
+                             field, "item_not_found");
+    item = std::move(stored);
+  }
+  return std::nullopt;
+}
+
 void handle_create(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
+  if (auto e = resolve_item_references(ctx, body)) return reply_error(res, *e);
   auto rr = std::make_shared<ResponsesRequest>();
   if (auto e = parse_responses_request(body, req.body, *rr)) return reply_error(res, *e);
   // The conversation so far: the previous response's (its inputs and outputs), then ours.

@@ -365,6 +365,28 @@ TEST_F(ResponsesHttpTest, ChainingIsServedWarmAndEqualsCold) {
             wu["input_tokens"].get<int64_t>());
 }
 
+// An item_reference input item stands for the stored output item it names.
+TEST_F(ResponsesHttpTest, ItemReferencesResolveToStoredItems) {
+  server_.control().set_script("Once upon a time.");
+  auto [s1, first] = post({{"input", "Tell me."}});
+  ASSERT_EQ(s1, 200) << first;
+  server_.control().set_script("The end.");
+  auto [s2, chained] = post({{"previous_response_id", first["id"]}, {"input", "More."}});
+  ASSERT_EQ(s2, 200) << chained;
+  const json by_reference = {{{"role", "user"}, {"content", "Tell me."}},
+                             {{"type", "item_reference"}, {"id", first["output"][0]["id"]}},
+                             {{"role", "user"}, {"content", "More."}}};
+  auto [s3, referenced] = post({{"input", by_reference}});
+  ASSERT_EQ(s3, 200) << referenced;
+  EXPECT_EQ(referenced["usage"]["input_tokens"], chained["usage"]["input_tokens"]);
+  EXPECT_EQ(referenced["output_text"], "The end.");
+  expect_refused({{"input", {{{"type", "item_reference"}, {"id", "msg_none"}}}}}, "input[0].id");
+  // A deleted response's items go with it.
+  ASSERT_EQ(client_->Delete(("/v1/responses/" + first["id"].get<std::string>()).c_str())->status,
+            200);
+  expect_refused({{"input", by_reference}}, "input[1].id");
+}
+
 TEST_F(ResponsesHttpTest, StoreGetDelete) {
   server_.control().set_script("ok");
   auto [s1, r] = post({{"input", "hi"}});
@@ -426,7 +448,7 @@ TEST_F(ResponsesHttpTest, RefusedFieldsAreNamed) {
   expect_refused({{"input", {{{"role", "user"}, {"content", {{{"type", "input_image"}}}}}}}},
                  "input[0].content[0].type");
   expect_refused({{"input", {{{"role", "tool"}, {"content", "x"}}}}}, "input[0].role");
-  expect_refused({{"input", {{{"type", "item_reference"}, {"id", "x"}}}}}, "input[0].type");
+  expect_refused({{"input", {{{"type", "computer_call_output"}, {"id", "x"}}}}}, "input[0].type");
   expect_refused({{"input", {{{"type", "function_call_output"}, {"output", "x"}}}}},
                  "input[0].call_id");
 }

@@ -34,6 +34,9 @@ class ResponseStore {
   void put(const std::string& id, StoredResponse response);
   // nullptr when unknown or evicted; a hit becomes the most recently used.
   std::shared_ptr<const StoredResponse> get(const std::string& id);
+  // An output item of a stored response, by its id (msg_..., fc_..., rs_...): what an
+  // input item {"type": "item_reference", "id"} stands for. Null when not stored.
+  nlohmann::json item(const std::string& item_id);
   bool erase(const std::string& id);
   size_t size() const;
   size_t capacity() const { return capacity_; }
@@ -44,6 +47,8 @@ class ResponseStore {
   mutable std::mutex mu_;
   std::list<Entry> lru_;  // guarded by mu_; front = most recently used
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;  // guarded by mu_
+  std::unordered_map<std::string, std::string> item_owner_;  // item id -> response id; mu_
+  void drop(std::list<Entry>::iterator it);                  // mu_ held
 };
 
 }  // namespace hearth::server

@@ -24,6 +24,17 @@ TEST(ResponseStore, EvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(store.get("c")->response["text"], "C");
 }
 
+TEST(ResponseStore, ItemsByIdGoWithTheirResponse) {
+  ResponseStore store(1);
+  StoredResponse r = stored("A");
+  r.response["output"] = {{{"id", "msg_1"}, {"type", "message"}}};
+  store.put("a", r);
+  EXPECT_EQ(store.item("msg_1")["type"], "message");
+  EXPECT_TRUE(store.item("msg_2").is_null());
+  store.put("b", stored("B"));  // evicts a, and its items
+  EXPECT_TRUE(store.item("msg_1").is_null());
+}
+
 TEST(ResponseStore, EraseAndReplace) {
   ResponseStore store(3);
   store.put("a", stored("A"));
