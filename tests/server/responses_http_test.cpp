@@ -101,6 +101,7 @@ class ResponsesHttpTest : public ::testing::Test {
 TEST_F(ResponsesHttpTest, ReplyObject) {
   server_.control().set_script("Paris is sunny.");
   auto [status, r] = post({{"input", "Weather?"},
+                           {"temperature", 0.7},
                            {"instructions", "Be terse."},
                            {"metadata", {{"k", "v"}}},
                            {"user", "u1"}});
@@ -122,6 +123,7 @@ TEST_F(ResponsesHttpTest, ReplyObject) {
   EXPECT_EQ(r["instructions"], "Be terse.");
   EXPECT_EQ(r["metadata"], (json{{"k", "v"}}));
   EXPECT_EQ(r["user"], "u1");
+  EXPECT_EQ(r["temperature"], 0.7);
   const json& u = r["usage"];
   EXPECT_GT(u["input_tokens"].get<int64_t>(), 0);
   EXPECT_GE(u["output_tokens"].get<int64_t>(), 15);  // a token per byte on the stub

@@ -1,5 +1,6 @@
 #include "server/responses/responses_request.h"
 
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -408,8 +409,10 @@ std::optional<ApiError> parse_responses_request(const json& body, const std::str
   echo["reasoning"] = {{"effort", reasoning.value("effort", json(nullptr))},
                        {"summary", reasoning.value("summary", json(nullptr))}};
   echo["store"] = out.store;
-  echo["temperature"] = tr.sampling.temperature;
-  echo["top_p"] = tr.sampling.top_p;
+  // As sent (or the default), not the float the sampler holds (0.7f prints 0.699999988).
+  auto decimal = [](float v) { return std::round(static_cast<double>(v) * 1e6) / 1e6; };
+  echo["temperature"] = decimal(tr.sampling.temperature);
+  echo["top_p"] = decimal(tr.sampling.top_p);
   echo["text"] = present(body, "text") && present(body["text"], "format")
                      ? json{{"format", body["text"]["format"]}}
                      : json{{"format", {{"type", "text"}}}};
