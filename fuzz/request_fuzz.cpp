@@ -1,5 +1,5 @@
 // libFuzzer target: a request body as the HTTP layer receives it, through JSON parsing,
-// the OpenAI/Anthropic request validators and the chat renderer. The first byte picks
+// the OpenAI/Anthropic/Responses request validators and the chat renderer. The first byte picks
 // the endpoint. Any crash, sanitizer report, uncaught exception or an error without a
 // message naming what was wrong is a bug.
 #include <cstddef>
@@ -10,11 +10,12 @@
 #include "common/json_text.h"
 #include "server/chat_template.h"
 #include "server/request_parse.h"
+#include "server/responses/responses_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hearth::server;
   if (size == 0) return 0;
-  const uint8_t which = data[0] % 3;
+  const uint8_t which = data[0] % 4;
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   nlohmann::json j;
   if (auto e = parse_json_object(body, j)) {
@@ -31,9 +32,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 1:
       e = parse_chat_request(j, req);
       break;
-    default:
+    case 2:
       e = parse_messages_request(j, req);
       break;
+    default: {
+      ResponsesRequest rr;
+      e = parse_responses_request(j, body, rr);
+      req = std::move(rr.text);
+      req.messages = std::move(rr.input);
+      break;
+    }
   }
   if (e) {
     if (e->message.empty() || e->http_status < 400) std::abort();

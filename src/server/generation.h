@@ -18,6 +18,7 @@
 #include "server/output/output_parser.h"
 #include "server/output/tool_grammar.h"
 #include "server/request_parse.h"
+#include "server/responses/response_store.h"
 #include "server/service_api.h"
 
 namespace hearth::server {
@@ -36,6 +37,10 @@ struct ServerContext {
   std::atomic<int64_t> shutdown_deadline_ms{0};  // steady-clock ms
   // The connection layer's counters, for /metrics (set by HttpServer; may be null).
   const GuardCounters* guard = nullptr;
+
+  // POST /v1/responses' stored responses (store: true), for previous_response_id and
+  // GET / DELETE /v1/responses/{id}.
+  ResponseStore responses;
 
   std::mutex warned_mu;
   std::set<std::string> warned_template_models;  // fallback warning logged once per model

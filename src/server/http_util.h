@@ -60,6 +60,7 @@ void register_body_catch_all(httplib::Server& http, ServerContext& ctx);
 // Route registration, one file per API family.
 void register_openai_routes(httplib::Server& http, ServerContext& ctx);
 void register_anthropic_routes(httplib::Server& http, ServerContext& ctx);
+void register_responses_routes(httplib::Server& http, ServerContext& ctx);
 void register_admin_routes(httplib::Server& http, ServerContext& ctx);
 
 }  // namespace hearth::server

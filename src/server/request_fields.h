@@ -19,6 +19,7 @@ enum RequestApi : unsigned {
   kChatApi = 2,         // POST /v1/chat/completions
   kMessagesApi = 4,     // POST /v1/messages (and /v1/messages/count_tokens)
   kEmbeddingsApi = 8,   // POST /v1/embeddings
+  kResponsesApi = 16,   // POST /v1/responses
 };
 
 enum class FieldUse {

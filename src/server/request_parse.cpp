@@ -103,8 +103,9 @@ std::optional<ApiError> parse_logit_bias(const json& body,
   return std::nullopt;
 }
 
-// Fields shared by every text-generation endpoint.
-std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool openai) {
+}  // namespace
+
+std::optional<ApiError> parse_common_fields(const json& body, TextRequest& out, bool openai) {
   if (present(body, "model")) {
     if (!body["model"].is_string()) return type_error("model", "a string");
     out.model = body["model"].get<std::string>();
@@ -166,6 +167,8 @@ std::optional<ApiError> parse_common(const json& body, TextRequest& out, bool op
   }
   return parse_cache_fields(body, out);
 }
+
+namespace {
 
 // Message content: a string or an array of {"type":"text","text":...} parts.
 std::optional<ApiError> content_text(const json& content, const std::string& field,
@@ -299,7 +302,7 @@ std::optional<ApiError> parse_completion_request(const json& body, TextRequest& 
   out.is_chat = false;
   out.prompt_field = "prompt";
   if (auto e = check_request_fields(body, kCompletionsApi)) return e;
-  if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  if (auto e = parse_common_fields(body, out, /*openai=*/true)) return e;
   if (auto e = parse_grammar_fields(body, out.sampling)) return e;
   if (present(body, "logprobs")) {
     int64_t lp = 0;
@@ -350,7 +353,7 @@ std::optional<ApiError> parse_chat_request(const json& body, TextRequest& out) {
   out.is_chat = true;
   out.prompt_field = "messages";
   if (auto e = check_request_fields(body, kChatApi)) return e;
-  if (auto e = parse_common(body, out, /*openai=*/true)) return e;
+  if (auto e = parse_common_fields(body, out, /*openai=*/true)) return e;
   if (auto e = parse_grammar_fields(body, out.sampling)) return e;
   bool logprobs = false;
   if (auto e = get_bool(body, "logprobs", logprobs)) return e;
@@ -376,7 +379,7 @@ std::optional<ApiError> parse_messages_request(const json& body, TextRequest& ou
   out.is_chat = true;
   out.prompt_field = "messages";
   if (auto e = check_request_fields(body, kMessagesApi)) return e;
-  if (auto e = parse_common(body, out, /*openai=*/false)) return e;
+  if (auto e = parse_common_fields(body, out, /*openai=*/false)) return e;
   if (!out.max_tokens) {
     return invalid_request("'max_tokens' is required", "max_tokens", "missing_field");
   }

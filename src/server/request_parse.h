@@ -57,6 +57,12 @@ std::optional<ApiError> parse_completion_request(const nlohmann::json& body, Tex
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_messages_request(const nlohmann::json& body, TextRequest& out);
 
+// The fields every text endpoint shares (model, stream, sampling, max_tokens, stop and,
+// for OpenAI, n, logit_bias, stream_options; then the cache fields). The endpoint's
+// field table runs first, so a field it does not know never reaches here.
+std::optional<ApiError> parse_common_fields(const nlohmann::json& body, TextRequest& out,
+                                            bool openai);
+
 // Cache control, on every text endpoint and POST /hearth/prefill: "parent_key" (the
 // finish_key of an earlier reply: 64 hex digits) and "cache_prompt" (a boolean; false = no
 // cache lookup and no save for this request, as llama-server's field).

@@ -107,6 +107,41 @@ TEST(ServeAcceptance, OfficialSdksWork) {
   fs::remove_all(dir);
 }
 
+// The official SDK's Responses API (responses_check.mjs) against a real server whose
+// model renders with a tool-capable template (Qwen 2.5's, from ../shared/templates):
+// create whole and streamed, previous_response_id read from the cache, a function-call
+// round trip, retrieve and delete.
+TEST(ServeAcceptance, OfficialSdkResponsesApi) {
+  const fs::path tmpl =
+      fs::path(HEARTH_SHARED_DIR) / "templates" / "llamacpp-qwen2.5-instruct.jinja";
+  if (!fs::exists(tmpl)) GTEST_SKIP() << "SKIPPED: ../shared/templates is absent";
+  const fs::path node_src = fs::path(__FILE__).parent_path() / "node";
+  const fs::path node_dir = fs::path(HEARTH_CLI_PATH).parent_path() / "node-tests";
+  std::string out;
+  if (run_shell("bash '" + (node_src / "setup.sh").string() + "' '" + node_dir.string() + "'",
+                &out) != 0) {
+    if (skip_node_tests())
+      GTEST_SKIP() << "HEARTH_SKIP_NODE_TESTS=1: the Responses API through the SDK NOT tested";
+    FAIL() << "tests/server/node/setup.sh failed:\n" << out.substr(0, 2000);
+  }
+  const fs::path dir = scratch_dir("sdk-responses");
+  const fs::path real = fs::path(HEARTH_SHARED_DIR) / "models" / "stories260K.gguf";
+  ServeProcess proc;
+  ASSERT_TRUE(
+      proc.start({"--api-key", "resp-key", "--config",
+                  write_config(dir, "id = \"stories\"\npath = \"" + real.string() +
+                                        "\"\nchat_template_file = \"" + tmpl.string() + "\"")}))
+      << proc.log();
+  const int rc =
+      run_shell("cd '" + node_dir.string() + "' && timeout 120 node responses_check.mjs " +
+                    proc.url() + " resp-key stories",
+                &out);
+  EXPECT_EQ(rc, 0) << out << "\nserver log:\n" << proc.log();
+  EXPECT_NE(out.find("ALL OK"), std::string::npos) << out;
+  EXPECT_EQ(proc.stop(), 0) << proc.log();
+  fs::remove_all(dir);
+}
+
 // The acceptance's "and with curl": streaming (SSE `data:` chunks, `data: [DONE]`) and
 // non-streaming chat, a second turn reading the cache, embeddings, the model list.
 TEST(ServeAcceptance, CurlChatEmbeddingsAndModels) {
