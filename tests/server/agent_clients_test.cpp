@@ -86,5 +86,10 @@ TEST_F(AgentClients, LangChainChatOpenAi) {
   run_script("langchain_check.mjs");
 }
 
+TEST_F(AgentClients, VercelAiSdkOpenAiResponses) {
+  HEARTH_REQUIRE_NODE_TESTS("AI SDK Responses test");
+  run_script("ai_sdk_responses_check.mjs");
+}
+
 }  // namespace
 }  // namespace hearth::server
