@@ -33,9 +33,11 @@ struct ServeFlags {
   // Model knobs for the -m models, under their [[models]] key names.
   std::optional<int64_t> threads, batch_size, prefill_chunk;
   std::optional<std::string> batch_strategy, fingerprint_mode;
+  std::optional<std::string> draft_model, speculative;
+  std::optional<int64_t> draft_max, draft_min;
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
-           fingerprint_mode;
+           fingerprint_mode || draft_model || speculative || draft_max || draft_min;
   }
   bool quiet = false;
 };
@@ -61,6 +63,10 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
       {"--prefill-chunk", "prefill_chunk", flags.prefill_chunk},
       {"--batch-strategy", "batch_strategy", flags.batch_strategy},
       {"--fingerprint-mode", "fingerprint_mode", flags.fingerprint_mode},
+      {"--draft-model", "draft_model", flags.draft_model},
+      {"--speculative", "speculative", flags.speculative},
+      {"--draft-max", "draft_max", flags.draft_max},
+      {"--draft-min", "draft_min", flags.draft_min},
   };
   for (const auto& [flag, key, value] : knobs) {
     if (!value) continue;
@@ -112,6 +118,16 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--fingerprint-mode", flags->fingerprint_mode,
                   "How a model file is identified for the cache: gguf_chunked (default), safe "
                   "(SHA-256 of the whole file) or fast_unsafe (needs fingerprint in TOML)");
+  cmd->add_option("--draft-model", flags->draft_model,
+                  "Speculative decoding: a draft GGUF sharing the -m model's vocabulary, loaded "
+                  "beside it (draft_model); its requests then draft with it by default");
+  cmd->add_option("--speculative", flags->speculative,
+                  "Default speculative decoding of the -m model's requests: none, draft (needs "
+                  "--draft-model) or ngram (prompt lookup) (speculative)");
+  cmd->add_option("--draft-max", flags->draft_max,
+                  "Most tokens drafted per forward pass (draft_max; default 16)");
+  cmd->add_option("--draft-min", flags->draft_min,
+                  "Shortest draft worth verifying (draft_min; default 0)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->add_option("--cors-origin", flags->cors_origins,
@@ -136,7 +152,8 @@ Registrar reg("serve", [](CLI::App& root) {
     if (flags->models.empty() && flags->any_model_knob()) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
-                   "--prefill-chunk, --batch-strategy and --fingerprint-mode apply to -m "
+                   "--prefill-chunk, --batch-strategy, --fingerprint-mode and the speculative "
+                   "flags apply to -m "
                    "models; set them in the config's [[models]] tables\n");
       exit_code() = 2;
       return;

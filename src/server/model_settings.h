@@ -32,6 +32,9 @@ runtime::ModelConfig default_model_config();
 // ("decode_first", "prefill_first", "balanced"), "fingerprint_mode" ("safe",
 // "gguf_chunked", "fast_unsafe") and "fingerprint" (64 hex digits) are strings;
 // "policy.<field>" sets a save-policy field (runtime::set_save_policy_field).
+// Speculative decoding: "draft_model" (a GGUF path), "speculative" ("none", "draft",
+// "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256) and
+// "ngram_max" (1..8) are runtime::SpeculativeConfig's fields.
 // InvalidArgument names the key.
 // "chat_template_file" (a path) reads a Jinja chat template that replaces the GGUF's
 // tokenizer.chat_template for this model (ModelConfig::chat_template); a file that cannot

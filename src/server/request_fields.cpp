@@ -54,6 +54,11 @@ constexpr RequestField kFields[] = {
      "the hosted prompt cache's lifetime; hearth's cache follows its own save policy"},
     {"cache_prompt", kText, FieldUse::kHonoured, ""},  // false: no lookup, no save
     {"parent_key", kText, FieldUse::kHonoured, ""},    // a finish_key to restore exactly
+    // Speculative decoding (llama-server's names; "speculative.type" is hearth's)
+    {"speculative.n_max", kText, FieldUse::kHonoured, ""},
+    {"speculative.n_min", kText, FieldUse::kHonoured, ""},
+    {"speculative.p_min", kText, FieldUse::kHonoured, ""},
+    {"speculative.type", kText, FieldUse::kHonoured, ""},
     {"prediction", kChatApi, FieldUse::kNoOp,
      "predicted outputs only speed up the hosted API; they never change what is generated"},
     {"audio", kChatApi, FieldUse::kRejected, "audio output is not supported"},

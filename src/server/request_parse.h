@@ -31,6 +31,9 @@ struct TextRequest {
   // Cache control (parse_cache_fields): parent_key, cache_prompt.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  // Speculative decoding (llama-server's "speculative.n_max" / "n_min" / "p_min", and
+  // "speculative.type"): unset fields take the model's defaults.
+  runtime::RequestParams::Speculative speculative;
   int32_t n = 1;  // OpenAI n: choices
   // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
   // logprobs true + top_logprobs; completions: logprobs N).
