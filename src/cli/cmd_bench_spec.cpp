@@ -27,6 +27,7 @@ struct SpecArgs {
   std::string prompt = "Once upon a time";
   int gen = 128;
   int draft_max = 16;
+  float p_min = -1;  // < 0: the model's default (SpeculativeConfig::draft_p_min)
   int threads = 0;
   int repeat = 1;
   bool json = false;
@@ -42,6 +43,7 @@ Result<nlohmann::json> run_case(Runtime& rt, const std::string& id,
   p.cache_prompt = false;  // every run prefills cold: the decode phase is what is compared
   p.speculative.type = type;
   p.speculative.n_max = a.draft_max;
+  if (a.p_min >= 0) p.speculative.p_min = a.p_min;
   double best_tps = 0;
   RequestStats stats;
   std::vector<TokenId> generated;
@@ -103,9 +105,13 @@ int run_spec_bench(const SpecArgs& a) {
     std::fprintf(stderr, "bench spec: %s\n", prompt.status().to_string().c_str());
     return 1;
   }
-  nlohmann::json out = {
-      {"model", a.model}, {"draft", a.draft},         {"prompt_tokens", prompt->size()},
-      {"gen", a.gen},     {"draft_max", a.draft_max}, {"runs", nlohmann::json::array()}};
+  nlohmann::json out = {{"model", a.model},
+                        {"draft", a.draft},
+                        {"prompt_tokens", prompt->size()},
+                        {"gen", a.gen},
+                        {"draft_max", a.draft_max},
+                        {"p_min", a.p_min},
+                        {"runs", nlohmann::json::array()}};
   std::vector<TokenId> plain;
   std::vector<SpeculativeType> types = {SpeculativeType::kNone, SpeculativeType::kNgram};
   if (!a.draft.empty()) types.push_back(SpeculativeType::kDraft);
@@ -153,6 +159,9 @@ Registrar reg("bench_spec", [](CLI::App& root) {
   cmd->add_option("--prompt", args->prompt, "Prompt text (without --prompt-file)");
   cmd->add_option("--gen", args->gen, "Tokens to generate (default 128)");
   cmd->add_option("--draft-max", args->draft_max, "Most tokens drafted per step (default 16)");
+  cmd->add_option("--p-min", args->p_min,
+                  "Draft model: stop drafting below this probability (default: the model's, "
+                  "0)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = the default)");
   cmd->add_option("--repeat", args->repeat, "Runs per case; the fastest counts (default 1)");
   cmd->add_flag("--json", args->json, "JSON output");

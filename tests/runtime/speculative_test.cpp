@@ -90,6 +90,7 @@ ModelConfig stub_with_draft(bool wrong_draft) {
   BackendFactory inner = stub_factory(o);
   c.speculative.draft_model = "stub-draft.gguf";
   c.speculative.draft_max = 6;
+  c.speculative.draft_p_min = 0;  // draft at every position
   c.draft_factory = [inner, wrong_draft]() -> Result<std::unique_ptr<Backend>> {
     HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, inner());
     if (!wrong_draft) return b;
@@ -326,6 +327,7 @@ TEST_F(SpeculativeEngine, DraftAndLookupEqualPlainGreedyColdAndWarm) {
     ModelConfig c = engine_config("t", target, 1);
     c.speculative.draft_model = draft;
     c.speculative.draft_max = 6;
+    c.speculative.draft_p_min = 0;  // a random model's draft is never confident
     ASSERT_TRUE(rt->load_model(c).ok());
     auto prompt = rt->tokenize("t", "Once upon a time there was a little robot who", true);
     ASSERT_TRUE(prompt.ok());
