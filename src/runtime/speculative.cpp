@@ -97,23 +97,23 @@ Status check_speculative_params(const RequestParams::Speculative& p, bool has_dr
 Status check_draft_vocab(const Backend& target, const Backend& draft) {
   const BackendInfo t = target.info(), d = draft.info();
   if (t.vocab_size != d.vocab_size)
-    return FailedPrecondition("draft_model: tokenizer.ggml.tokens has " +
-                              std::to_string(d.vocab_size) + " entries, the target's " +
-                              std::to_string(t.vocab_size));
+    return InvalidArgument("draft_model: tokenizer.ggml.tokens has " +
+                           std::to_string(d.vocab_size) + " entries, the target's " +
+                           std::to_string(t.vocab_size));
   for (TokenId id = 0; id < t.vocab_size; ++id) {
     auto a = target.token_bytes(id);
     auto b = draft.token_bytes(id);
     if (!a.ok() || !b.ok() || *a != *b)
-      return FailedPrecondition("draft_model: tokenizer.ggml.tokens[" + std::to_string(id) +
-                                "] is " + quoted(b.ok() ? *b : "?") + ", the target's " +
-                                quoted(a.ok() ? *a : "?"));
+      return InvalidArgument("draft_model: tokenizer.ggml.tokens[" + std::to_string(id) + "] is " +
+                             quoted(b.ok() ? *b : "?") + ", the target's " +
+                             quoted(a.ok() ? *a : "?"));
   }
   if (t.eog_tokens != d.eog_tokens || t.eos_text != d.eos_text)
-    return FailedPrecondition(
+    return InvalidArgument(
         "draft_model: tokenizer.ggml.eos_token_id (end-of-generation tokens) differs from the "
         "target's");
   if (t.bos_text != d.bos_text || t.add_bos != d.add_bos)
-    return FailedPrecondition("draft_model: tokenizer.ggml.bos_token_id differs from the target's");
+    return InvalidArgument("draft_model: tokenizer.ggml.bos_token_id differs from the target's");
   return OkStatus();
 }
 

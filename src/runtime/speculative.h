@@ -32,7 +32,7 @@ SpecSettings resolve_speculative(const SpeculativeConfig& model,
 Status check_speculative_config(const SpeculativeConfig& config);
 Status check_speculative_params(const RequestParams::Speculative& params, bool has_draft);
 
-// The draft model must share the target's vocabulary: FailedPrecondition naming the
+// The draft model must share the target's vocabulary: InvalidArgument naming the
 // GGUF key that differs (tokenizer.ggml.tokens, its length, eos / bos).
 Status check_draft_vocab(const Backend& target, const Backend& draft);
 
