@@ -45,6 +45,9 @@ TEST_F(ServeFlags, KnobFlagsNameTheFlagAndTheKey) {
       {"--prefill-chunk -3", "--prefill-chunk: prefill_chunk"},
       {"--batch-strategy fastest", "--batch-strategy: batch_strategy"},
       {"--fingerprint-mode sloppy", "--fingerprint-mode: fingerprint_mode"},
+      {"--draft-max 0", "--draft-max: draft_max"},
+      {"--draft-min 999", "--draft-min: draft_min"},
+      {"--speculative medusa", "--speculative: speculative"},
   };
   for (const auto& [flags, expected] : cases) {
     auto r = run_cli("serve -m " + kModel + " " + flags + " --port 0");
