@@ -63,12 +63,10 @@ TEST_F(SpeculativeServe, DraftAndLookupRepliesEqualPlainRepliesAndAreCounted) {
       << p.log();
   httplib::Client c("127.0.0.1", p.port());
   c.set_read_timeout(120, 0);
-  const json base = {{"model", "t"},
-                     {"prompt", "Once upon a time there was a little robot who"},
-                     {"max_tokens", 40},
-                     {"temperature", 0},
-                     {"logprobs", 2},
-                     {"speculative.p_min", 0}};  // a random model's draft is never confident
+  const json base = {
+      {"model", "t"},     {"prompt", "Once upon a time there was a little robot who"},
+      {"max_tokens", 40}, {"temperature", 0},
+      {"logprobs", 2},    {"speculative.p_min", 0}};  // a random model's draft is never confident
   auto completion = [&](const char* type) {
     json body = base;
     body["speculative.type"] = type;
