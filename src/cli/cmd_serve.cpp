@@ -35,9 +35,12 @@ struct ServeFlags {
   std::optional<std::string> batch_strategy, fingerprint_mode;
   std::optional<int64_t> session_idle_ms;
   bool swa_full = false;
+  std::optional<std::string> draft_model, speculative;
+  std::optional<int64_t> draft_max, draft_min;
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
-           fingerprint_mode || session_idle_ms || swa_full;
+           fingerprint_mode || session_idle_ms || swa_full || draft_model || speculative ||
+           draft_max || draft_min;
   }
   bool quiet = false;
 };
@@ -66,6 +69,10 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
       {"--session-idle-ms", "session_idle_ms", flags.session_idle_ms},
       {"--swa-full", "swa_full",
        flags.swa_full ? std::optional<server::ModelSettingValue>(true) : std::nullopt},
+      {"--draft-model", "draft_model", flags.draft_model},
+      {"--speculative", "speculative", flags.speculative},
+      {"--draft-max", "draft_max", flags.draft_max},
+      {"--draft-min", "draft_min", flags.draft_min},
   };
   for (const auto& [flag, key, value] : knobs) {
     if (!value) continue;
@@ -123,6 +130,16 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_flag("--swa-full", flags->swa_full,
                 "Keep every position in the sliding-window layers of each -m model (gemma2/3) "
                 "instead of a ring of the window (swa_full; more KV memory, same bits)");
+  cmd->add_option("--draft-model", flags->draft_model,
+                  "Speculative decoding: a draft GGUF sharing the -m model's vocabulary, loaded "
+                  "beside it (draft_model); its requests then draft with it by default");
+  cmd->add_option("--speculative", flags->speculative,
+                  "Default speculative decoding of the -m model's requests: none, draft (needs "
+                  "--draft-model) or ngram (prompt lookup) (speculative)");
+  cmd->add_option("--draft-max", flags->draft_max,
+                  "Most tokens drafted per forward pass (draft_max; default 16)");
+  cmd->add_option("--draft-min", flags->draft_min,
+                  "Shortest draft worth verifying (draft_min; default 0)");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->add_option("--cors-origin", flags->cors_origins,
@@ -147,9 +164,9 @@ Registrar reg("serve", [](CLI::App& root) {
     if (flags->models.empty() && flags->any_model_knob()) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
-                   "--prefill-chunk, --batch-strategy, --fingerprint-mode, --session-idle-ms "
-                   "and --swa-full apply to -m models; set them in the config's [[models]] "
-                   "tables\n");
+                   "--prefill-chunk, --batch-strategy, --fingerprint-mode, --session-idle-ms, "
+                   "--swa-full and the speculative flags apply to -m models; set them in the "
+                   "config's [[models]] tables\n");
       exit_code() = 2;
       return;
     }

@@ -108,10 +108,12 @@ Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
 Status EngineBackend::step(std::span<const StepRow> rows,
                            std::vector<std::vector<float>>* logits_out) {
   batch_.clear();
-  for (const StepRow& r : rows)
+  for (const StepRow& r : rows) {
+    const size_t first_logits = r.tokens.size() - r.n_logits();
     for (size_t i = 0; i < r.tokens.size(); ++i)
-      batch_.push_back(BatchToken{r.tokens[i], r.pos + static_cast<int32_t>(i), r.seq,
-                                  r.want_logits && i + 1 == r.tokens.size()});
+      batch_.push_back(
+          BatchToken{r.tokens[i], r.pos + static_cast<int32_t>(i), r.seq, i >= first_logits});
+  }
   HEARTH_RETURN_IF_ERROR(engine_->forward(batch_, logits_));
   const size_t n_vocab = static_cast<size_t>(info_.vocab_size);
   for (size_t off = 0; off + n_vocab <= logits_.size(); off += n_vocab)

@@ -51,7 +51,8 @@ bool call_sink(const F& fn, Args&&... args) {
 }  // namespace
 
 ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
-                         std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister)
+                         std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister,
+                         std::unique_ptr<Backend> draft)
     : config_(std::move(config)),
       ns_(ns),
       store_(std::move(store)),
@@ -63,6 +64,8 @@ ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, R
       backend_(std::move(backend)) {
   slots_.resize(static_cast<size_t>(config_.n_seq_max));
   for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<int32_t>(i);
+  if (draft)
+    draft_ = std::make_unique<DraftModel>(std::move(draft), config_.n_seq_max, config_.n_ctx);
   thread_ = std::thread([this] { thread_main(); });
 }
 
@@ -117,6 +120,102 @@ Status ModelWorker::shutdown_save() {
     }
     return OkStatus();
   });
+}
+
+Result<VerifyResult> ModelWorker::verify(std::span<const TokenId> prefix,
+                                         std::span<const TokenId> draft) {
+  Result<VerifyResult> out = Internal("verify did not run");
+  const Status st = run_job([&](Backend& backend) -> Status {
+    {
+      std::lock_guard lock(mu_);
+      // The spec: verify mutates the context, so it runs only while the model is idle.
+      if (active_ > 0 || !queue_.empty())
+        return FailedPrecondition("busy: model '" + config_.id +
+                                  "' has requests in flight; verify runs only while it is idle");
+    }
+    out = verify_now(backend, prefix, draft);
+    return OkStatus();
+  });
+  if (!st.ok()) return st;
+  return out;
+}
+
+Result<VerifyResult> ModelWorker::verify_now(Backend& backend, std::span<const TokenId> prefix,
+                                             std::span<const TokenId> draft) {
+  // The sequence whose resident cells share the longest prefix (or the cache's longest
+  // cached prefix, when longer) supplies the prefix; at least its last token is fed again,
+  // with the draft, for the logits at each draft position.
+  std::vector<const std::vector<TokenId>*> residents;
+  for (const Slot& s : slots_) residents.push_back(&s.resident);
+  const SlotChoice choice = choose_slot(residents, prefix, config_.slot_affinity);
+  Slot& s = slots_[choice.slot];
+  const size_t last = prefix.size() - 1;
+  size_t keep = std::min(choice.resident_lcp, last);
+  RowHit hit = store_->lookup_longest_prefix(
+      ns_, prefix, 1, static_cast<size_t>(std::max(1, config_.policy.boundary_align_tokens)));
+  if (hit && hit.row->tokens.size() <= static_cast<size_t>(config_.n_ctx) &&
+      std::min(hit.n_tokens, last) > keep && restore_row(s.seq, *hit.row).ok()) {
+    s.resident = hit.row->tokens;
+    keep = std::min(hit.n_tokens, last);
+  }
+  hit.row.reset();
+  auto fail = [&](const Status& error) -> Status {
+    (void)backend.seq_truncate(s.seq, 0);
+    s.resident.clear();
+    s.last_logits.clear();
+    return error;
+  };
+  if (keep < s.resident.size()) {
+    if (!backend.seq_truncate(s.seq, static_cast<int32_t>(keep)).ok()) {
+      keep = 0;  // a sliding window no longer holds `keep`
+      if (Status st = backend.seq_truncate(s.seq, 0); !st.ok()) return fail(st);
+    }
+    s.resident.resize(keep);
+  }
+  s.last_logits.clear();
+  s.uncached_cells = false;
+  for (size_t at = keep; at < last;) {  // the prefix without its last token, n_batch at a time
+    const size_t n = std::min(last - at, static_cast<size_t>(config_.n_batch));
+    StepRow row{s.seq, static_cast<int32_t>(at), prefix.subspan(at, n), false, 0};
+    std::vector<std::vector<float>> none;
+    if (Status st = backend.step(std::span<const StepRow>(&row, 1), &none); !st.ok())
+      return fail(st);
+    s.resident.insert(s.resident.end(), row.tokens.begin(), row.tokens.end());
+    at += n;
+  }
+  std::vector<TokenId> tail{prefix[last]};
+  tail.insert(tail.end(), draft.begin(), draft.end());
+  StepRow row{s.seq, static_cast<int32_t>(last), tail, false, static_cast<int32_t>(tail.size())};
+  std::vector<std::vector<float>> logits;
+  if (Status st = backend.step(std::span<const StepRow>(&row, 1), &logits); !st.ok())
+    return fail(st);
+  steps_.fetch_add(1);
+  if (logits.size() != tail.size())
+    return fail(Internal("verify: step returned wrong logits count"));
+  // Greedy as the runtime's greedy requests pick (argmax, lowest id on ties).
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  auto sampler = backend.make_sampler(greedy, {});
+  if (!sampler.ok()) return fail(sampler.status());
+  VerifyResult v;
+  for (;; ++v.accepted) {
+    v.next = (*sampler)->sample(logits[static_cast<size_t>(v.accepted)]);
+    if (static_cast<size_t>(v.accepted) == draft.size() ||
+        v.next != draft[static_cast<size_t>(v.accepted)])
+      break;
+  }
+  const auto& eog = backend_info_.eog_tokens;
+  v.eos = std::find(eog.begin(), eog.end(), v.next) != eog.end();
+  // Keep prefix + accepted draft tokens (exact cells of those tokens), drop the rest.
+  const size_t n_keep = prefix.size() + static_cast<size_t>(v.accepted);
+  s.resident.assign(prefix.begin(), prefix.end());
+  s.resident.insert(s.resident.end(), draft.begin(), draft.begin() + v.accepted);
+  if (n_keep < tail.size() + last) {
+    if (Status st = backend.seq_truncate(s.seq, static_cast<int32_t>(n_keep)); !st.ok())
+      return fail(st);
+  }
+  s.last_logits = std::move(logits[static_cast<size_t>(v.accepted)]);
+  return v;
 }
 
 Status ModelWorker::evict() {
@@ -539,6 +638,7 @@ void ModelWorker::admit(RequestPtr r, Restore restore, const std::vector<Slot*>&
   s.sampler = std::move(sampler).value();
   s.text = backend.text_stream();
   s.stop = StopMatcher(r->params.stop_sequences);
+  s.spec = resolve_speculative(config_.speculative, r->params.speculative);
 
   // Cold save boundary: trimmed, aligned prefix of the prompt (policy cold_save_split).
   s.cold_boundary = cold_save_length(config_.policy, n, s.resident.size());
@@ -566,6 +666,7 @@ void ModelWorker::admit_forks(Slot& parent, const std::vector<Slot*>& candidates
     c.sampler = std::move(sampler).value();
     c.text = backend_->text_stream();
     c.stop = StopMatcher(f->params.stop_sequences);
+    c.spec = resolve_speculative(config_.speculative, f->params.speculative);
   }
 }
 
@@ -649,6 +750,26 @@ void ModelWorker::tick() {
     }
     rows.push_back(row);
   }
+  // Speculative decoding: decode rows whose request drafts carry [pending, draft...] with
+  // logits at every position, in the batch budget the plan left.
+  int32_t budget = config_.n_batch;
+  for (const StepRow& row : rows) budget -= static_cast<int32_t>(row.tokens.size());
+  for (size_t i = 0; i < plan.size() && budget > 0; ++i) {
+    Slot& s = slots_[static_cast<size_t>(plan[i].slot)];
+    if (!plan[i].decode || !s.spec.enabled()) continue;
+    const int32_t left =
+        s.request->params.response_tokens - static_cast<int32_t>(s.generated.size());
+    const int32_t room = config_.n_ctx - static_cast<int32_t>(s.resident.size()) - 1;
+    const int32_t limit = std::min({left - 1, room, budget});
+    std::vector<TokenId> draft =
+        propose_draft(s.spec, draft_.get(), s.seq, s.resident, s.pending, limit);
+    if (draft.empty()) continue;
+    budget -= static_cast<int32_t>(draft.size());
+    s.spec_row.assign(1, s.pending);
+    s.spec_row.insert(s.spec_row.end(), draft.begin(), draft.end());
+    rows[i].tokens = s.spec_row;
+    rows[i].logits_last_n = static_cast<int32_t>(s.spec_row.size());
+  }
   std::vector<std::vector<float>> logits;
   const auto step_start = Clock::now();
   check(backend_->step(rows, &logits), "step");
@@ -662,13 +783,19 @@ void ModelWorker::tick() {
     record_step(prefill, total, ms_between(step_start, Clock::now()) / 1000.0);
   }
   size_t wanted = 0;
-  for (const StepRow& row : rows) wanted += row.want_logits ? 1 : 0;
+  for (const StepRow& row : rows) wanted += row.n_logits();
   if (logits.size() != wanted) throw WorkerFault("invariant: step returned wrong logits count");
 
   size_t li = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
     Slot& s = slots_[static_cast<size_t>(plan[i].slot)];
     const StepRow& row = rows[i];
+    if (plan[i].decode && row.tokens.size() > 1) {
+      accept_speculative(s, row.pos, row.tokens,
+                         std::span<std::vector<float>>(logits).subspan(li, row.tokens.size()));
+      li += row.tokens.size();
+      continue;
+    }
     s.resident.insert(s.resident.end(), row.tokens.begin(), row.tokens.end());
     s.delta.created += static_cast<int64_t>(row.tokens.size());
     if (plan[i].decode) {
@@ -786,6 +913,31 @@ void ModelWorker::sample_next(Slot& s, std::span<const float> logits) {
     fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kContinued, false, nullptr);
     s.last_continued_at = s.generated.size();
   }
+}
+
+void ModelWorker::accept_speculative(Slot& s, int32_t row_pos, std::span<const TokenId> tokens,
+                                     std::span<std::vector<float>> logits) {
+  // logits[j] are the target's logits after tokens[0..j]: the row a plain decode of
+  // tokens[j] would have produced (batch invariance). tokens[j + 1] was drafted: its cells
+  // are usable only when the request's sampler, run on logits[j], picks that very token.
+  s.has_pending = false;
+  const size_t n_draft = tokens.size() - 1;
+  s.draft_tokens += static_cast<int64_t>(n_draft);
+  for (size_t j = 0;; ++j) {
+    s.resident.push_back(tokens[j]);
+    s.delta.created += 1;
+    s.last_logits = std::move(logits[j]);
+    sample_next(s, s.last_logits);
+    if (j == n_draft || s.finishing || !s.has_pending || s.pending != tokens[j + 1] ||
+        s.request->cancelled.load())
+      break;
+    s.has_pending = false;  // the drafted token's cells are already computed
+    s.draft_accepted += 1;
+  }
+  const int32_t computed = row_pos + static_cast<int32_t>(tokens.size());
+  if (static_cast<int32_t>(s.resident.size()) < computed)
+    check(backend_->seq_truncate(s.seq, static_cast<int32_t>(s.resident.size())),
+          "seq_truncate (rejected draft)");
 }
 
 void ModelWorker::record_step(int64_t prefill_tokens, int64_t total_tokens, double seconds) {
@@ -923,6 +1075,8 @@ void ModelWorker::finish(Slot& s) {
   st.committed_tokens = res.committed_tokens;
   st.cache_delta = s.delta;
   st.stop_sequence = res.stop_sequence;
+  st.draft_tokens = s.draft_tokens;
+  st.draft_accepted = s.draft_accepted;
 
   s.release();
   if (r->params.session_id) sessions_.end(*r->params.session_id, res.context_tokens);
@@ -1008,6 +1162,7 @@ void ModelWorker::handle_failure(const std::string& what) {
                                    std::to_string(failures) + " consecutive worker failures"));
     return;
   }
+  if (draft_) draft_->reset();  // its cells mirrored sequences that are gone
   // Back off (interruptible by stop), then rebuild the backend from scratch: its KV cells
   // may be half-written.
   const int64_t backoff =

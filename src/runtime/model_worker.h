@@ -32,8 +32,10 @@ namespace hearth::runtime {
 class ModelWorker {
  public:
   // `unregister` is called with a request id when it finishes (the runtime's cancel map).
+  // `draft`: the speculative draft model's backend (null: none).
   ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
-              std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister);
+              std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister,
+              std::unique_ptr<Backend> draft = nullptr);
   ~ModelWorker();  // stop() + join
 
   // Queues a request (FIFO). ResourceExhausted when the queue is full, Unavailable when
@@ -43,6 +45,9 @@ class ModelWorker {
   void wake();
   // Runs `job` on the worker thread between ticks and waits for it.
   Status run_job(std::function<Status(Backend&)> job);
+  // Runtime::verify on the worker thread between ticks (FailedPrecondition while busy).
+  Result<VerifyResult> verify(std::span<const TokenId> prefix, std::span<const TokenId> draft);
+  bool has_draft_model() const { return draft_ != nullptr; }
   // Synchronous evict saves of every sequence's KV.
   Status evict();
   // Synchronous shutdown saves of every sequence's KV; the model keeps serving.
@@ -110,6 +115,14 @@ class ModelWorker {
   // Prefill done (or forked): ends a prefill-only request, or samples the first token.
   void start_generating(Slot& slot, const std::vector<float>& logits);
   void sample_next(Slot& slot, std::span<const float> logits);
+  // A decode row that carried a draft ([pending, draft...], one logits row each): samples
+  // position by position while the sampled token is the drafted one, then drops the
+  // cells of the rejected draft tokens.
+  void accept_speculative(Slot& slot, int32_t row_pos, std::span<const TokenId> tokens,
+                          std::span<std::vector<float>> logits);
+  // Verify's body (worker thread; the model is idle).
+  Result<VerifyResult> verify_now(Backend& backend, std::span<const TokenId> prefix,
+                                  std::span<const TokenId> draft);
   // Advances the slot's thinking-budget state after a generated token; queues the
   // closing tokens once the budget is spent.
   static void track_thinking(Slot& slot, const ThinkingBudget& budget);
@@ -161,6 +174,7 @@ class ModelWorker {
   SessionTable sessions_;
 
   // Worker-thread state.
+  std::unique_ptr<DraftModel> draft_;  // speculative draft model, or null
   std::vector<Slot> slots_;
   uint64_t admit_counter_ = 0;
   std::thread thread_;

@@ -10,6 +10,7 @@
 #include "runtime/backend_factories.h"
 #include "runtime/model_identity.h"
 #include "runtime/model_worker.h"
+#include "runtime/speculative.h"
 
 namespace hearth::runtime {
 
@@ -102,6 +103,7 @@ class Runtime::Impl {
     HEARTH_ASSIGN_OR_RETURN(auto worker, find(model_id));
     HEARTH_RETURN_IF_ERROR(validate_prompt(*worker, prompt));
     HEARTH_RETURN_IF_ERROR(check_sampling(params.sampling));
+    HEARTH_RETURN_IF_ERROR(check_speculative_params(params.speculative, worker->has_draft_model()));
     const int32_t vocab = worker->backend()->info().vocab_size;
     for (const auto& [id, bias] : params.sampling.logit_bias)
       if (id >= vocab)
@@ -187,6 +189,9 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
         "kv_budget_bytes is honoured by the engine backend only, not by a "
         "custom BackendFactory");
   if (!config.id.empty()) HEARTH_RETURN_IF_ERROR(check_model_id(config.id));
+  HEARTH_RETURN_IF_ERROR(check_speculative_config(config.speculative));
+  if (config.draft_factory && config.speculative.draft_model.empty())
+    return InvalidArgument("draft_factory is set but speculative.draft_model is empty");
   {
     std::lock_guard lock(im.mu_);
     if (im.shut_down_) return Unavailable("runtime is shut down");
@@ -232,8 +237,35 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
                              " is not enabled in the cache (set its directory in CacheOptions)");
     HEARTH_ASSIGN_OR_RETURN(RowNamespace ns, compute_namespace(config, backend->kv_identity(),
                                                                backend->adapters_digest()));
-    return std::make_shared<ModelWorker>(config, std::move(backend), ns, im.store_,
-                                         [&im](RequestId id) { im.unregister(id); });
+    std::unique_ptr<Backend> draft;
+    if (!config.speculative.draft_model.empty()) {
+      // The draft model: the target's context, sequences and threads, its own KV.
+      if (!config.draft_factory) {
+        ModelConfig dc;
+        dc.model_path = config.speculative.draft_model;
+        dc.n_ctx = config.n_ctx;
+        dc.n_seq_max = config.n_seq_max;
+        dc.n_batch = config.n_batch;
+        dc.n_threads = config.n_threads;
+        dc.kv_type = config.kv_type;
+        dc.swa_full = config.swa_full;
+        HEARTH_ASSIGN_OR_RETURN(config.draft_factory, default_backend_factory(dc));
+      }
+      auto built_draft = config.draft_factory();
+      if (!built_draft.ok())
+        return Status(built_draft.status().code(), "draft_model '" +
+                                                       config.speculative.draft_model +
+                                                       "': " + built_draft.status().message());
+      draft = std::move(built_draft).value();
+      HEARTH_RETURN_IF_ERROR(check_draft_vocab(*backend, *draft));
+      if (draft->info().n_seq_max < config.n_seq_max)
+        return InvalidArgument("draft_model holds " + std::to_string(draft->info().n_seq_max) +
+                               " sequences, the target needs n_seq_max " +
+                               std::to_string(config.n_seq_max));
+    }
+    return std::make_shared<ModelWorker>(
+        config, std::move(backend), ns, im.store_, [&im](RequestId id) { im.unregister(id); },
+        std::move(draft));
   }();
   if (!built.ok()) {
     release();
@@ -423,6 +455,24 @@ Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view mod
     return OkStatus();
   }));
   return out;
+}
+
+Result<VerifyResult> Runtime::verify(std::string_view model_id, std::span<const TokenId> prefix,
+                                     std::span<const TokenId> draft, int32_t k) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  if (k < 1) return InvalidArgument("verify: k must be >= 1, got " + std::to_string(k));
+  HEARTH_RETURN_IF_ERROR(impl_->validate_prompt(*worker, prefix));
+  draft = draft.first(std::min(draft.size(), static_cast<size_t>(k)));
+  const int32_t vocab = worker->backend()->info().vocab_size;
+  for (TokenId t : draft)
+    if (t < 0 || t >= vocab)
+      return InvalidArgument("draft token id " + std::to_string(t) +
+                             " is outside the vocabulary of " + std::to_string(vocab) + " tokens");
+  if (static_cast<int64_t>(prefix.size() + draft.size()) > worker->config().n_ctx)
+    return OutOfRange("prefix (" + std::to_string(prefix.size()) + ") + draft (" +
+                      std::to_string(draft.size()) + " tokens) does not fit the context of " +
+                      std::to_string(worker->config().n_ctx) + " positions");
+  return worker->verify(prefix, draft);
 }
 
 Status Runtime::evict(std::string_view model_id) {

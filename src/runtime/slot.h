@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/request.h"
+#include "runtime/speculative.h"
 #include "runtime/stop_matcher.h"
 
 namespace hearth::runtime {
@@ -56,6 +57,12 @@ struct Slot {
   Think think = Think::kBefore;
   int32_t think_tokens = 0;
   std::vector<TokenId> forced;
+  // Speculative decoding (runtime/speculative.h): the request's settings, this tick's
+  // verify row ([pending, draft...]), and the tokens drafted / accepted so far.
+  SpecSettings spec;
+  std::vector<TokenId> spec_row;
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted = 0;
 
   bool busy() const { return request != nullptr; }
 

@@ -113,6 +113,18 @@ void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     return reply_error(res, e);
   }
   m.model_path = resolved.value();
+  if (!m.speculative.draft_model.empty()) {  // the draft model obeys --models-dir too
+    auto draft = resolve_model_path(ctx.config.models_dir, m.speculative.draft_model);
+    if (!draft.ok()) {
+      ApiError e = from_status(draft.status(), "draft_model");
+      if (draft.status().code() == ErrorCode::kUnsupported) {
+        e.http_status = 403;
+        e.type = "permission_error";
+      }
+      return reply_error(res, e);
+    }
+    m.speculative.draft_model = draft.value();
+  }
   if (Status s = finish_model_config(m); !s.ok()) return reply_error(res, from_status(s));
   auto loaded = ctx.service.load_model(std::move(m));
   if (!loaded.ok()) return reply_error(res, from_status(loaded.status()));

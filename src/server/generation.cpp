@@ -305,6 +305,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.parent_key = req.parent_key;
   plan.request.cache_prompt = req.cache_prompt;
   plan.request.session_id = req.session_id;
+  plan.request.speculative = req.speculative;
   plan.request.n = req.n;
   plan.request.logprobs = req.logprobs;
   for (const auto& [id, bias] : req.sampling.logit_bias) {
@@ -378,6 +379,8 @@ GenerationOutcome run_generation_pieces(ServerContext& ctx, const GenerationPlan
   sample.prompt_tokens = out.stats.prompt_tokens;
   sample.cached_tokens = out.stats.cached_tokens;
   sample.completion_tokens = out.stats.completion_tokens;
+  sample.draft_tokens = out.stats.draft_tokens;
+  sample.draft_accepted = out.stats.draft_accepted;
   sample.decode_seconds = decode_s;
   sample.inter_token_seconds = out.inter_token_seconds;
   ctx.metrics.record_generation(sample);

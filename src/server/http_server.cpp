@@ -241,6 +241,7 @@ void HttpServer::install_routes() {
   register_anthropic_routes(http, ctx_);
   register_responses_routes(http, ctx_);
   register_admin_routes(http, ctx_);
+  register_verify_route(http, ctx_);
   register_web_routes(http, ctx_);
   // Last, so they match only what no route did: a body sent to an unknown path is
   // refused unread (httplib would otherwise buffer it whole, chunked or not).

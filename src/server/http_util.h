@@ -62,6 +62,8 @@ void register_openai_routes(httplib::Server& http, ServerContext& ctx);
 void register_anthropic_routes(httplib::Server& http, ServerContext& ctx);
 void register_responses_routes(httplib::Server& http, ServerContext& ctx);
 void register_admin_routes(httplib::Server& http, ServerContext& ctx);
+// POST /hearth/verify (server/verify_route.cpp).
+void register_verify_route(httplib::Server& http, ServerContext& ctx);
 
 }  // namespace hearth::server
 

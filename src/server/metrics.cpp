@@ -118,6 +118,8 @@ void Metrics::record_generation(const GenerationSample& g) {
   m.prompt_tokens += static_cast<uint64_t>(g.prompt_tokens);
   m.cached_tokens += static_cast<uint64_t>(g.cached_tokens);
   m.completion_tokens += static_cast<uint64_t>(g.completion_tokens);
+  m.draft_tokens += static_cast<uint64_t>(g.draft_tokens);
+  m.draft_accepted += static_cast<uint64_t>(g.draft_accepted);
   if (g.decode_seconds > 0 && g.completion_tokens > 0) {
     m.decode_seconds += g.decode_seconds;
     m.last_tokens_per_second = static_cast<double>(g.completion_tokens) / g.decode_seconds;
@@ -205,6 +207,14 @@ void Metrics::render_locked(std::string& out) const {
                   &ModelSeries::cached_tokens},
            Tokens{"hearth_completion_tokens_total", "Tokens generated.",
                   &ModelSeries::completion_tokens},
+           Tokens{"hearth_draft_tokens_total",
+                  "Speculative decoding: tokens drafted (draft model or prompt lookup) and "
+                  "verified by the target.",
+                  &ModelSeries::draft_tokens},
+           Tokens{"hearth_draft_accepted_tokens_total",
+                  "Speculative decoding: drafted tokens the target agreed with (each saved a "
+                  "forward pass).",
+                  &ModelSeries::draft_accepted},
        }) {
     metric_family(out, t.name, "counter", t.help);
     for (const auto& [model, m] : models_)

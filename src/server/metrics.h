@@ -64,6 +64,8 @@ struct GenerationSample {
   int64_t completion_tokens = 0;
   double decode_seconds = 0;  // first token to the end
   std::vector<double> inter_token_seconds;
+  int64_t draft_tokens = 0;  // speculative decoding: drafted, and accepted by the target
+  int64_t draft_accepted = 0;
 };
 
 class Metrics {
@@ -88,6 +90,7 @@ class Metrics {
     ModelSeries();
     Histogram ttft, inter_token, queue_wait, tokens_per_second;
     uint64_t prompt_tokens = 0, cached_tokens = 0, completion_tokens = 0;
+    uint64_t draft_tokens = 0, draft_accepted = 0;
     double decode_seconds = 0;  // first token to last, summed over generations
     double last_tokens_per_second = 0;
   };

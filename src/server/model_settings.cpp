@@ -180,6 +180,36 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.batch_planner = runtime::builtin_batch_planner(*s);
     return OkStatus();
   }
+  // Speculative decoding (docs/api.md "Speculative decoding").
+  if (key == "draft_model") {
+    if (!text) return type_error(key, "a string (a GGUF path)");
+    config.speculative.draft_model = *text;
+    return OkStatus();
+  }
+  if (key == "speculative") {
+    if (!text) return type_error(key, "a string");
+    const auto t = runtime::speculative_type_from_name(*text);
+    if (!t)
+      return InvalidArgument("speculative: expected \"none\", \"draft\" or \"ngram\", got \"" +
+                             *text + "\"");
+    config.speculative.type = *t;
+    return OkStatus();
+  }
+  static constexpr struct {
+    std::string_view key;
+    int32_t runtime::SpeculativeConfig::*field;
+    int64_t min, max;
+  } kSpecInts[] = {
+      {"draft_max", &runtime::SpeculativeConfig::draft_max, 1, 256},
+      {"draft_min", &runtime::SpeculativeConfig::draft_min, 0, 256},
+      {"ngram_max", &runtime::SpeculativeConfig::ngram_max, 1, 8},
+  };
+  for (const auto& k : kSpecInts) {
+    if (key != k.key) continue;
+    if (!number) return type_error(key, "an integer");
+    HEARTH_ASSIGN_OR_RETURN(config.speculative.*k.field, int32_in(key, *number, k.min, k.max));
+    return OkStatus();
+  }
   if (key == "fingerprint_mode") {
     if (!text) return type_error(key, "a string");
     for (auto m : {runtime::FingerprintMode::kSafe, runtime::FingerprintMode::kGgufChunked,

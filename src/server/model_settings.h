@@ -34,6 +34,9 @@ runtime::ModelConfig default_model_config();
 // "policy.<field>" sets a save-policy field (runtime::set_save_policy_field);
 // "swa_full" (a boolean) keeps every position in sliding-window layers instead of a ring
 // (ModelConfig::swa_full).
+// Speculative decoding: "draft_model" (a GGUF path), "speculative" ("none", "draft",
+// "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256) and
+// "ngram_max" (1..8) are runtime::SpeculativeConfig's fields.
 // InvalidArgument names the key.
 // "chat_template_file" (a path) reads a Jinja chat template that replaces the GGUF's
 // tokenizer.chat_template for this model (ModelConfig::chat_template); a file that cannot

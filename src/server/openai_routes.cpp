@@ -18,14 +18,21 @@ namespace {
 using nlohmann::json;
 
 json usage_json(const GenerateStats& s) {
-  return {{"prompt_tokens", s.prompt_tokens},
-          {"completion_tokens", s.completion_tokens},
-          {"total_tokens", s.prompt_tokens + s.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}},
-          // hearth's extension: how the prompt met the KV cache ("cold", "exact",
-          // "resume", "partial", "sticky", "continuation"); clients that do not know it
-          // ignore it.
-          {"hearth", {{"cache_hit", s.cache_hit_kind}}}};
+  json u = {{"prompt_tokens", s.prompt_tokens},
+            {"completion_tokens", s.completion_tokens},
+            {"total_tokens", s.prompt_tokens + s.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}},
+            // hearth's extension: how the prompt met the KV cache ("cold", "exact",
+            // "resume", "partial", "sticky", "continuation"); clients that do not know it
+            // ignore it.
+            {"hearth", {{"cache_hit", s.cache_hit_kind}}}};
+  // Speculative decoding's counts (llama-server's timings.draft_n / draft_n_accepted),
+  // when the request drafted anything.
+  if (s.draft_tokens > 0) {
+    u["hearth"]["draft_n"] = s.draft_tokens;
+    u["hearth"]["draft_n_accepted"] = s.draft_accepted;
+  }
+  return u;
 }
 
 json model_json(const ModelDescription& m) {

@@ -56,6 +56,11 @@ constexpr RequestField kFields[] = {
     {"cache_prompt", kText | kResp, FieldUse::kHonoured, ""},  // false: no lookup, no save
     {"parent_key", kText | kResp, FieldUse::kHonoured, ""},    // a finish_key to restore exactly
     {"session_id", kText, FieldUse::kHonoured, ""},            // a sticky session (X-Session-Id)
+    // Speculative decoding (llama-server's names; "speculative.type" is hearth's)
+    {"speculative.n_max", kText, FieldUse::kHonoured, ""},
+    {"speculative.n_min", kText, FieldUse::kHonoured, ""},
+    {"speculative.p_min", kText, FieldUse::kHonoured, ""},
+    {"speculative.type", kText, FieldUse::kHonoured, ""},
     {"prediction", kChatApi, FieldUse::kNoOp,
      "predicted outputs only speed up the hosted API; they never change what is generated"},
     {"audio", kChatApi, FieldUse::kRejected, "audio output is not supported"},

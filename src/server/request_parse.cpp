@@ -255,7 +255,36 @@ std::optional<ApiError> parse_messages_array(const json& body, bool openai,
 
 }  // namespace
 
+std::optional<ApiError> parse_speculative_fields(const json& body,
+                                                 runtime::RequestParams::Speculative& out) {
+  int64_t n = 0;
+  if (present(body, "speculative.n_max")) {
+    if (auto e = get_int(body, "speculative.n_max", n, 0)) return e;
+    if (n > 256) return value_error("speculative.n_max", "must be <= 256");
+    out.n_max = static_cast<int32_t>(n);
+  }
+  if (present(body, "speculative.n_min")) {
+    if (auto e = get_int(body, "speculative.n_min", n, 0)) return e;
+    if (n > 256) return value_error("speculative.n_min", "must be <= 256");
+    out.n_min = static_cast<int32_t>(n);
+  }
+  if (present(body, "speculative.p_min")) {
+    double p = 0;
+    if (auto e = get_number(body, "speculative.p_min", p, 0.0, 1.0)) return e;
+    out.p_min = static_cast<float>(p);
+  }
+  if (present(body, "speculative.type")) {
+    const json& v = body["speculative.type"];
+    const auto t =
+        v.is_string() ? runtime::speculative_type_from_name(v.get<std::string>()) : std::nullopt;
+    if (!t) return value_error("speculative.type", "must be \"none\", \"draft\" or \"ngram\"");
+    out.type = *t;
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> parse_cache_fields(const json& body, TextRequest& out) {
+  if (auto e = parse_speculative_fields(body, out.speculative)) return e;
   if (present(body, "parent_key")) {
     const json& v = body["parent_key"];
     if (!v.is_string()) return type_error("parent_key", "a string (a finish_key)");

@@ -33,6 +33,9 @@ struct TextRequest {
   bool cache_prompt = true;
   // Sticky session (parse_cache_fields, then the X-Session-Id header: session_header).
   std::optional<std::string> session_id;
+  // Speculative decoding (llama-server's "speculative.n_max" / "n_min" / "p_min", and
+  // "speculative.type"): unset fields take the model's defaults.
+  runtime::RequestParams::Speculative speculative;
   int32_t n = 1;  // OpenAI n: choices
   // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
   // logprobs true + top_logprobs; completions: logprobs N).

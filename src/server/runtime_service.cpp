@@ -145,6 +145,8 @@ class RuntimeGeneration final : public Generation {
           cancelled || st.cancelled ? "cancelled" : rt::finish_reason_name(st.finish_reason);
       if (st.stop_sequence) end.matched_stop = *st.stop_sequence;
       out.completion_tokens += st.completion_tokens;
+      out.draft_tokens += st.draft_tokens;
+      out.draft_accepted += st.draft_accepted;
       out.choices.push_back(std::move(end));
     }
     out.finish_reason = out.choices.front().finish_reason;
@@ -215,6 +217,7 @@ class RuntimeService : public ServiceApi {
     params.logprobs = request.logprobs;
     if (request.n < 1) return InvalidArgument("n must be >= 1, got " + std::to_string(request.n));
     params.thinking = request.thinking;
+    params.speculative = request.speculative;
 
     const auto n = static_cast<size_t>(request.n);
     auto channel = std::make_shared<Channel>(n);
@@ -301,6 +304,10 @@ class RuntimeService : public ServiceApi {
     out.cached_tokens = r.cache_delta.read;
     out.committed_tokens = r.committed_tokens;
     return out;
+  }
+  Result<rt::VerifyResult> verify(const GenerateRequest& request, const std::vector<TokenId>& draft,
+                                  int32_t k) override {
+    return runtime_->verify(request.model, request.prompt, draft, k);
   }
   Status evict_model(const std::string& id) override { return runtime_->evict(id); }
   Status shutdown_model(const std::string& id) override { return runtime_->shutdown(id); }

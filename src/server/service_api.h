@@ -50,7 +50,8 @@ struct GenerateRequest {
   int32_t n = 1;
   // -1: none; 0..20: each token's logprob and that many top alternatives.
   int32_t logprobs = -1;
-  runtime::ThinkingBudget thinking;  // off unless the request set a thinking budget
+  runtime::ThinkingBudget thinking;                 // off unless the request set a thinking budget
+  runtime::RequestParams::Speculative speculative;  // unset fields: the model's defaults
 };
 
 // What POST /hearth/prefill reports: the prompt is in the cache under finish_key.
@@ -88,6 +89,9 @@ struct GenerateStats {
   double queue_seconds = 0;     // waiting in the model's queue for a sequence
   double restore_seconds = -1;  // restoring the prompt from a cache row; -1 = none
   std::string restore_tier;     // the row's tier ("ram", "ram_file", "disk") when restored
+  // Speculative decoding, summed over the choices: tokens drafted, and accepted.
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted = 0;
   // One per choice (GenerateRequest::n), in index order. The fields above are the
   // request's: prompt counted once, completion_tokens summed over the choices,
   // finish_reason / matched_stop those of choice 0.
@@ -179,6 +183,13 @@ class ServiceApi {
   virtual Result<PrefillOutcome> prefill(const GenerateRequest& request) {
     (void)request;
     return Unsupported("prefill is not supported by this service");
+  }
+  // The spec's verify (Runtime::verify): request.prompt is the prefix. Unsupported by
+  // default.
+  virtual Result<runtime::VerifyResult> verify(const GenerateRequest& request,
+                                               const std::vector<TokenId>& draft, int32_t k) {
+    (void)request, (void)draft, (void)k;
+    return Unsupported("verify is not supported by this service");
   }
   virtual Status evict_model(const std::string& id) {
     (void)id;

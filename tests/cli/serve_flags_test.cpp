@@ -46,6 +46,9 @@ TEST_F(ServeFlags, KnobFlagsNameTheFlagAndTheKey) {
       {"--batch-strategy fastest", "--batch-strategy: batch_strategy"},
       {"--fingerprint-mode sloppy", "--fingerprint-mode: fingerprint_mode"},
       {"--session-idle-ms -5", "--session-idle-ms: session_idle_ms"},
+      {"--draft-max 0", "--draft-max: draft_max"},
+      {"--draft-min 999", "--draft-min: draft_min"},
+      {"--speculative medusa", "--speculative: speculative"},
   };
   for (const auto& [flags, expected] : cases) {
     auto r = run_cli("serve -m " + kModel + " " + flags + " --port 0");

@@ -41,6 +41,7 @@ inline std::vector<Route> protected_routes() {
       {"POST", "/hearth/cache/evict", "{}"},
       {"POST", "/hearth/cache/gc", "{}"},
       {"POST", "/hearth/prefill", "{}"},
+      {"POST", "/hearth/verify", "{}"},
       {"POST", "/hearth/models/no-such-model/evict", ""},
       {"POST", "/hearth/models/no-such-model/shutdown", ""},
       {"GET", "/hearth/cache/pressure", ""},

@@ -187,14 +187,20 @@ Status StubBackend::step(std::span<const StepRow> rows,
       cells.push_back(next_cell(prev, t, static_cast<int32_t>(cells.size())));
       tokens.push_back(t);
     }
-    if (r.want_logits) {
+    // Logits of the row's last n_logits() positions, each read as if that position
+    // ended the sequence (a speculative row's verify logits).
+    const size_t n_logits = r.n_logits();
+    for (size_t j = n_logits; j-- > 0;) {
+      const size_t end = cells.size() - j;  // cells [0, end) are visible at this position
       // Like attention, the logits read every cell, so a restore that got any position
       // wrong shows up.
       uint64_t acc = 0;
-      for (uint64_t c : cells) acc = splitmix(acc ^ c);
+      for (size_t c = 0; c < end; ++c) acc = splitmix(acc ^ cells[c]);
       logits_out->push_back(logits_for_cell(acc, options_.eos_bias));
       if (auto script = ctl.script(); script && !script->empty()) {
-        logits_out->back()[static_cast<size_t>(scripted_next(tokens, *script))] = 100.0f;
+        const std::vector<TokenId> seen(tokens.begin(),
+                                        tokens.end() - static_cast<std::ptrdiff_t>(j));
+        logits_out->back()[static_cast<size_t>(scripted_next(seen, *script))] = 100.0f;
       }
     }
   }

@@ -10,6 +10,7 @@
 // reaches the runtime the way any custom backend does, through ModelConfig::factory.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -124,12 +125,19 @@ struct AdapterSpec {
 
 // One row of a forward pass: `tokens` at positions pos, pos+1, ... of sequence `seq`.
 // A prefill slice has many tokens, a decode row has one. want_logits asks for the logits
-// of the row's last token.
+// of the row's last token; logits_last_n > 0 for those of its last logits_last_n tokens
+// (a speculative row: the pending token and the drafted ones), one row each, in order.
 struct StepRow {
   int32_t seq = 0;
   int32_t pos = 0;
   std::span<const TokenId> tokens;
   bool want_logits = false;
+  int32_t logits_last_n = 0;
+  // How many logits rows this row yields.
+  size_t n_logits() const {
+    const size_t n = logits_last_n > 0 ? static_cast<size_t>(logits_last_n) : want_logits ? 1 : 0;
+    return std::min(n, tokens.size());
+  }
 };
 
 class Backend {
@@ -159,8 +167,8 @@ class Backend {
       const SamplingOptions& options, std::span<const TokenId> history) const = 0;
 
   // ---- worker thread only ----
-  // One forward pass over all rows (several sequences). logits_out receives one
-  // vocab_size row per StepRow with want_logits, in row order. On error the KV cells
+  // One forward pass over all rows (several sequences). logits_out receives
+  // StepRow::n_logits() vocab_size rows per StepRow, in row order. On error the KV cells
   // written by this call are unspecified: the runtime truncates or restarts.
   virtual Status step(std::span<const StepRow> rows,
                       std::vector<std::vector<float>>* logits_out) = 0;

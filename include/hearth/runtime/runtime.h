@@ -123,6 +123,38 @@ std::shared_ptr<const BatchPlanner> builtin_batch_planner(BatchStrategy strategy
 // loaded models (at least 1), so several models do not each take every core.
 int32_t default_thread_count(int32_t n_models);
 
+// ---------------------------------------------------------------- speculative decoding
+
+// How a request's tokens are drafted before the target verifies them in one forward pass
+// (docs/runtime.md, "Speculative decoding"). The output is the same tokens as without
+// speculation, bit for bit, for every sampler: each token is still drawn by the request's
+// own sampler from the target's logits, in order; a draft only decides how many positions
+// of one forward pass are usable.
+enum class SpeculativeType {
+  kNone,   // one token per forward pass
+  kDraft,  // a smaller draft model beside the target (SpeculativeConfig::draft_model)
+  kNgram,  // prompt lookup: the tokens that followed the context's last n-gram earlier on
+};
+const char* speculative_type_name(SpeculativeType type);  // "none", "draft", "ngram"
+std::optional<SpeculativeType> speculative_type_from_name(std::string_view name);
+
+// Per model: the draft model and the defaults of the per-request SpeculativeParams.
+struct SpeculativeConfig {
+  // Default type of the model's requests; unset: kDraft when draft_model is set, else kNone.
+  std::optional<SpeculativeType> type;
+  // GGUF of the draft model, loaded beside the target with the target's n_ctx, n_seq_max
+  // and threads. Its vocabulary must be the target's (the load fails naming the key).
+  std::string draft_model;
+  int32_t draft_max = 16;  // most tokens drafted per forward pass of the target (1..256)
+  int32_t draft_min = 0;   // a draft shorter than this is not verified (0..draft_max)
+  // Draft model: drafting stops at a token whose draft probability is below this (0..1).
+  float draft_p_min = 0.0f;
+  int32_t ngram_max = 3;  // prompt lookup tries the last ngram_max..1 tokens (1..8)
+  SpeculativeType resolved_type() const {
+    return type ? *type : draft_model.empty() ? SpeculativeType::kNone : SpeculativeType::kDraft;
+  }
+};
+
 struct ModelConfig {
   std::string id;          // empty: generated ("model_1", "model_2", ...)
   std::string model_path;  // GGUF file (the engine backend's; fingerprinted either way)
@@ -186,6 +218,11 @@ struct ModelConfig {
   // for longer than this is released: its cells are saved to the cache (reason evict)
   // and freed. 0 = never expire on idleness (still released when its sequence is needed).
   int32_t session_idle_ms = 300000;
+  // Speculative decoding: the draft model and the requests' defaults.
+  SpeculativeConfig speculative;
+  // Builds the draft backend; unset = an engine backend over speculative.draft_model.
+  // Tests inject a stub here.
+  BackendFactory draft_factory;
 };
 
 struct CacheOptions {
@@ -358,6 +395,14 @@ struct RequestParams {
   // runtime_session_fallbacks). A request of a session that is already in flight fails
   // with sticky_busy. Not with cache_prompt = false nor with several choices.
   std::optional<std::string> session_id;
+  // Speculative decoding for this request (llama-server's speculative.n_max / n_min /
+  // p_min); each unset field takes the model's SpeculativeConfig value.
+  struct Speculative {
+    std::optional<SpeculativeType> type;
+    std::optional<int32_t> n_max;  // 0 = off
+    std::optional<int32_t> n_min;
+    std::optional<float> p_min;
+  } speculative;
 };
 
 struct RequestStats {
@@ -381,6 +426,10 @@ struct RequestStats {
   // and before the sequence was freed. The scheduler checks cancel flags at the top of
   // every tick, so this is 0 or 1 (the step already running). -1 when not cancelled.
   int64_t steps_after_cancel = -1;
+  // Speculative decoding: tokens drafted and verified, and how many of them the target
+  // agreed with (each accepted one saved a forward pass).
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted = 0;
 };
 
 struct CompletionResult {
@@ -398,6 +447,13 @@ struct CompletionResult {
   std::optional<std::string> stop_sequence;
   std::vector<std::vector<float>> token_logits;  // per generated token, if capture_logits
   std::vector<TokenLogprobs> logprobs;           // per generated token, if params.logprobs >= 0
+};
+
+// Runtime::verify's answer (the spec's {ok, AcceptedCount, NextToken | eos}).
+struct VerifyResult {
+  int32_t accepted = 0;  // leading draft tokens the model's greedy choice agrees with
+  TokenId next = 0;      // the model's greedy token after prefix + accepted draft tokens
+  bool eos = false;      // next is an end-of-generation token
 };
 
 struct PrefillResult {
@@ -497,6 +553,15 @@ class Runtime {
   // Prefills `prompt` into KV and fires a finish save; returns its key.
   Result<PrefillResult> prefill_only(std::string_view model_id, std::span<const TokenId> prompt,
                                      const RequestParams& params = {});
+
+  // The spec's verify(model, Prefix, Draft, K): scores the first min(K, draft.size())
+  // draft tokens after `prefix` in one forward pass and returns how many of them agree
+  // with the model's greedy choice, and its own next token. The prefix comes from a
+  // sequence's resident cells or the cache as a request's would; the draft's cells are
+  // dropped again (the sequence keeps prefix + accepted). Runs only while the model is
+  // idle: FailedPrecondition "busy" while requests are in flight or queued.
+  Result<VerifyResult> verify(std::string_view model_id, std::span<const TokenId> prefix,
+                              std::span<const TokenId> draft, int32_t k);
 
   // ---- model utilities (safe while the model generates) ----
   // parse_special: the text of control tokens ("<|im_start|>", "</s>") becomes their ids;
