@@ -145,10 +145,19 @@ Result<VerifyResult> ModelWorker::verify_now(Backend& backend, std::span<const T
   // The sequence whose resident cells share the longest prefix (or the cache's longest
   // cached prefix, when longer) supplies the prefix; at least its last token is fed again,
   // with the draft, for the logits at each draft position.
+  // A sequence pinned by a sticky session keeps its cells for the session's next turn.
+  const std::map<int32_t, std::string> pins = sessions_.pins();
+  std::vector<size_t> unpinned;
   std::vector<const std::vector<TokenId>*> residents;
-  for (const Slot& s : slots_) residents.push_back(&s.resident);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (pins.count(slots_[i].seq)) continue;
+    unpinned.push_back(i);
+    residents.push_back(&slots_[i].resident);
+  }
+  if (unpinned.empty())
+    return FailedPrecondition("busy: every sequence is pinned by a sticky session");
   const SlotChoice choice = choose_slot(residents, prefix, config_.slot_affinity);
-  Slot& s = slots_[choice.slot];
+  Slot& s = slots_[unpinned[choice.slot]];
   const size_t last = prefix.size() - 1;
   size_t keep = std::min(choice.resident_lcp, last);
   RowHit hit = store_->lookup_longest_prefix(
