@@ -4,7 +4,9 @@
 // chunks (chunk i = [n*i/size, n*(i+1)/size)), runs chunk 0 on the calling thread
 // and the others on the workers, and returns when all are done. A dispatch
 // allocates nothing: the callable is passed by address through a plain function
-// pointer trampoline. Workers spin briefly for the next job, then block.
+// pointer trampoline. Workers spin briefly for the next job, then block; while the
+// machine's CPUs are contended (other processes waiting to run) they block at once,
+// see spin_iterations_for.
 //
 // The chunking is a pure function of (n, size()), which callers may rely on; the
 // matmul invariance argument does not need it (work is split by output rows).
@@ -21,6 +23,14 @@
 #include <vector>
 
 namespace hearth::engine {
+
+// Polling iterations before a waiting thread blocks, given the CPU pressure: the share
+// (0-100) of the last 10 s during which some runnable task waited for a CPU (Linux PSI
+// `some avg10`), or a negative value when unknown. On a contended machine a spinning
+// thread burns the time slice that the thread it waits for needs, and a fork-join step
+// then costs a scheduler tick (on two cores shared with busy builds: 40-240x slower
+// decode of a small model); a blocked thread is woken promptly instead.
+int spin_iterations_for(double cpu_pressure_pct);
 
 class ThreadPool {
  public:
