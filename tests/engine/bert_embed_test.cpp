@@ -238,6 +238,43 @@ TEST_F(BertEmbedTest, ErrorsNameTheInput) {
   EXPECT_NE(r.status().message().find("vocabulary"), std::string::npos);
 }
 
+// Decoder embeddings (llama): packed into several private sequences per pass, an input's
+// mean and last-token vectors are the bits it gets alone; a causal input longer than
+// n_batch is split into chunks and still works.
+TEST(DecoderEmbedBatch, PackingDoesNotChangeTheBits) {
+  std::string why;
+  const std::string path = testing::generated_model("tiny", "f32", &why, "llama");
+  if (path.empty()) GTEST_SKIP() << "SKIPPED: " << why;
+  EngineOptions o;
+  o.n_threads = 2;
+  o.n_batch = 32;
+  o.n_embed_seq = 4;
+  auto e = Engine::load(path, o);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_TRUE((*e)->info().causal);
+  EXPECT_EQ((*e)->info().n_embed_seq, 4);
+  Inputs ins;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> t;
+    for (int k = 0; k < 3 + 5 * i; ++k) t.push_back(10 + (k * 7 + i) % 300);
+    ins.push_back(t);
+  }
+  for (Pooling p : {Pooling::kMean, Pooling::kLast}) {
+    auto together = (*e)->embed_batch(ins, p);
+    ASSERT_TRUE(together.ok()) << together.status().to_string();
+    for (size_t i = 0; i < ins.size(); ++i) {
+      auto alone = (*e)->embed_batch(one(ins[i]), p);
+      ASSERT_TRUE(alone.ok());
+      EXPECT_EQ((*alone)[0], (*together)[i]) << pooling_name(p) << " input " << i;
+    }
+  }
+  auto last = (*e)->embed_batch(ins, Pooling::kLast);
+  auto mean = (*e)->embed_batch(ins, Pooling::kMean);
+  EXPECT_NE((*last)[1], (*mean)[1]);
+  const Inputs longer = {std::vector<int32_t>(40, 11)};  // > n_batch: chunks, causal
+  EXPECT_TRUE((*e)->embed_batch(longer, Pooling::kMean).ok());
+}
+
 TEST(EmbeddingNormalize, MatchesLlamaServersNorms) {
   const std::vector<float> v = {3.0f, -4.0f, 0.0f, 12.0f};
   auto norm_of = [&](int32_t p) {

@@ -71,7 +71,7 @@ class EmbeddingsHttpTest : public ::testing::Test {
   }
 
   ServerConfig config_;
-  std::unique_ptr<RuntimeService> service_;
+  std::unique_ptr<ServiceApi> service_;
   std::unique_ptr<HttpServer> server_;
   std::thread thread_;
   std::unique_ptr<httplib::Client> client_;

@@ -401,6 +401,11 @@ std::string Engine::numerics_id() const {
 
 Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {
   if (tokens.empty()) return InvalidArgument("embed: no tokens");
+  if (!impl_->hp.causal && tokens.size() > static_cast<size_t>(impl_->opts.n_batch)) {
+    return OutOfRange("embed: " + std::to_string(tokens.size()) + " tokens exceed n_batch " +
+                      std::to_string(impl_->opts.n_batch) +
+                      " (non-causal attention evaluates a whole input in one pass)");
+  }
   const int32_t seq = impl_->embed_seq();
   impl_->kv->set_len(seq, 0);
   std::vector<BatchToken> batch(tokens.size());
