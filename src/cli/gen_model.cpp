@@ -196,6 +196,25 @@ Status generate_model(const GenModelOptions& opts) {
     for (const auto& [key, value] : src.metadata()) {
       if (key.rfind("tokenizer.", 0) == 0) tokenizer_kv.emplace_back(key, value);
     }
+  } else if (std::string_view(p->arch) == "bert") {
+    // A WordPiece vocabulary: the built-in pieces ("▁"-marked word starts, bare
+    // continuations, as llama.cpp's converter writes bert vocabularies) with bert's
+    // specials in front.
+    BuiltinVocab v = builtin_vocab(n_vocab);
+    const char* specials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    for (int32_t i = 0; i < 5; ++i) {
+      v.tokens[static_cast<size_t>(i)] = specials[i];
+      v.token_types[static_cast<size_t>(i)] = 3;
+    }
+    tokenizer_kv.emplace_back("tokenizer.ggml.model", gguf::Value::str("bert"));
+    tokenizer_kv.emplace_back("tokenizer.ggml.tokens", gguf::Value::string_array(v.tokens));
+    tokenizer_kv.emplace_back("tokenizer.ggml.token_type", gguf::Value::i32_array(v.token_types));
+    tokenizer_kv.emplace_back("tokenizer.ggml.token_type_count", gguf::Value::u32(2));
+    tokenizer_kv.emplace_back("tokenizer.ggml.padding_token_id", gguf::Value::u32(0));
+    tokenizer_kv.emplace_back("tokenizer.ggml.unknown_token_id", gguf::Value::u32(1));
+    tokenizer_kv.emplace_back("tokenizer.ggml.cls_token_id", gguf::Value::u32(2));
+    tokenizer_kv.emplace_back("tokenizer.ggml.seperator_token_id", gguf::Value::u32(3));
+    tokenizer_kv.emplace_back("tokenizer.ggml.mask_token_id", gguf::Value::u32(4));
   } else {
     BuiltinVocab v = builtin_vocab(n_vocab);
     tokenizer_kv.emplace_back("tokenizer.ggml.model", gguf::Value::str("llama"));
@@ -212,7 +231,8 @@ Status generate_model(const GenModelOptions& opts) {
   write_hparams(writer, *p, n_vocab, opts.ctx.value_or(p->n_ctx));
   for (auto& [key, value] : tokenizer_kv) writer.set(key, std::move(value));
 
-  const std::vector<PlannedTensor> plan = plan_tensors(*p, n_vocab, *w);
+  const std::vector<PlannedTensor> plan =
+      plan_tensors(*p, n_vocab, *w, opts.ctx.value_or(p->n_ctx));
   for (const auto& t : plan) {
     HEARTH_RETURN_IF_ERROR(writer.add_tensor_spec(t.name, t.dims, t.type));
   }

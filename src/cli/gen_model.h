@@ -1,5 +1,5 @@
 // `hearth gen-model`: writes a GGUF of one of the engine's architecture families
-// (llama, qwen3, qwen3moe, gemma2, gemma3, phi3, mixtral) with seeded random weights.
+// (llama, qwen3, qwen3moe, gemma2, gemma3, phi3, mixtral, bert) with seeded random weights.
 // The same options always produce the same bytes.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace hearth::cli {
 // A model shape. The family decides the tensors and metadata keys (gen_model_plan.cpp);
 // "mixtral" is written as general.architecture "llama" with expert tensors.
 struct ModelPreset {
-  const char* arch;  // llama, qwen3, qwen3moe, gemma2, gemma3, phi3, mixtral
+  const char* arch;  // llama, qwen3, qwen3moe, gemma2, gemma3, phi3, mixtral, bert
   const char* name;  // unique within its family ("tiny" exists in every family)
   uint32_t n_vocab;  // used with the built-in vocabulary
   uint32_t n_embd;
@@ -30,7 +30,7 @@ struct ModelPreset {
   uint32_t n_expert_used;
   uint32_t n_ctx;
   float rope_base;
-  float rms_eps;
+  float rms_eps;   // bert: the LayerNorm epsilon
   uint32_t n_swa;  // gemma2/3: attention.sliding_window
 
   uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
@@ -84,8 +84,10 @@ struct PlannedTensor {
 
 // The tensor list (names, shapes, per-tensor types) for a preset and weight type,
 // with llama.cpp's Q4_K_M mix and its fallbacks for rows that do not fit a block.
-std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab,
-                                        const WeightType& w);
+// n_ctx: the context_length written (bert's position_embd has that many rows); 0: the
+// preset's.
+std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab, const WeightType& w,
+                                        uint32_t n_ctx = 0);
 
 // The <arch>.* hyperparameter keys of a preset (n_ctx: its context_length).
 void write_hparams(gguf::GgufWriter& writer, const ModelPreset& p, uint32_t n_vocab,

@@ -55,11 +55,52 @@ TensorType weight_type_for(const WeightType& w, std::string_view role, uint32_t 
   return w.base;
 }
 
+// bert, as llama.cpp's converter names its tensors: embeddings (token, type, position)
+// and their LayerNorm; per layer Q, K, V, output and the FFN's up and down, each with a
+// bias, and the two LayerNorms (weight 1, random bias).
+std::vector<PlannedTensor> plan_bert(const ModelPreset& p, uint32_t n_vocab, const WeightType& w,
+                                     uint32_t n_ctx) {
+  const uint64_t embd = p.n_embd, ff = p.n_ff;
+  std::vector<PlannedTensor> out;
+  auto weight = [&](std::string name, std::string_view role, uint32_t layer,
+                    std::vector<uint64_t> dims) {
+    const TensorType t = fit_row(weight_type_for(w, role, layer, p.n_layer), dims[0]);
+    out.push_back({std::move(name), std::move(dims), t, false});
+  };
+  auto vec = [&](std::string name, uint64_t n, bool one) {
+    out.push_back({std::move(name), {n}, TensorType::kF32, one});
+  };
+  weight("token_embd.weight", "token_embd", 0, {embd, n_vocab});
+  out.push_back({"token_types.weight", {embd, 2}, TensorType::kF32, false});
+  out.push_back({"position_embd.weight", {embd, n_ctx}, TensorType::kF32, false});
+  vec("token_embd_norm.weight", embd, true);
+  vec("token_embd_norm.bias", embd, false);
+  for (uint32_t i = 0; i < p.n_layer; ++i) {
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    for (const char* m : {"attn_q", "attn_k", "attn_v"}) {
+      weight(blk + m + ".weight", m, i, {embd, embd});
+      vec(blk + m + ".bias", embd, false);
+    }
+    weight(blk + "attn_output.weight", "attn_output", i, {embd, embd});
+    vec(blk + "attn_output.bias", embd, false);
+    vec(blk + "attn_output_norm.weight", embd, true);
+    vec(blk + "attn_output_norm.bias", embd, false);
+    weight(blk + "ffn_up.weight", "ffn_up", i, {embd, ff});
+    vec(blk + "ffn_up.bias", ff, false);
+    weight(blk + "ffn_down.weight", "ffn_down", i, {ff, embd});
+    vec(blk + "ffn_down.bias", embd, false);
+    vec(blk + "layer_output_norm.weight", embd, true);
+    vec(blk + "layer_output_norm.bias", embd, false);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab,
-                                        const WeightType& w) {
+std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, uint32_t n_vocab, const WeightType& w,
+                                        uint32_t n_ctx) {
   const std::string_view arch = p.arch;
+  if (arch == "bert") return plan_bert(p, n_vocab, w, n_ctx > 0 ? n_ctx : p.n_ctx);
   const bool gemma = arch == "gemma2" || arch == "gemma3";
   const bool qk_norm = arch == "qwen3" || arch == "qwen3moe" || arch == "gemma3";
   const uint64_t embd = p.n_embd, hd = p.head_size();
@@ -119,6 +160,18 @@ void write_hparams(gguf::GgufWriter& writer, const ModelPreset& p, uint32_t n_vo
                    uint32_t n_ctx) {
   const std::string_view family = p.arch;
   const std::string a = std::string(p.gguf_arch()) + ".";
+  if (family == "bert") {
+    writer.set_u32(a + "context_length", n_ctx);
+    writer.set_u32(a + "embedding_length", p.n_embd);
+    writer.set_u32(a + "block_count", p.n_layer);
+    writer.set_u32(a + "feed_forward_length", p.n_ff);
+    writer.set_u32(a + "attention.head_count", p.n_head);
+    writer.set_f32(a + "attention.layer_norm_epsilon", p.rms_eps);
+    writer.set(a + "attention.causal", gguf::Value::boolean(false));
+    // bge's pooling ([CLS]); requests and the model settings may choose another.
+    writer.set_u32(a + "pooling_type", 2);
+    return;
+  }
   writer.set_u32(a + "vocab_size", n_vocab);
   writer.set_u32(a + "context_length", n_ctx);
   writer.set_u32(a + "embedding_length", p.n_embd);

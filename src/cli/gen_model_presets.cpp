@@ -36,10 +36,14 @@ constexpr ModelPreset kPresets[] = {
     // Mixtral: a llama with expert FFNs; Mixtral-8x7B's layout scaled down to 1.5 B.
     {"mixtral", "tiny", 512, 64, 2, 4, 2, 0, 128, 4, 2, 512, 1000000.0f, 1e-5f, 0},
     {"mixtral", "mixtral-1.5b", 32000, 1024, 16, 16, 4, 0, 3584, 8, 2, 32768, 1000000.0f, 1e-5f, 0},
+    // bert: an encoder for embeddings (learned positions, LayerNorm, GELU, non-causal);
+    // bge-small-en-v1.5's shape (use --vocab-from ggml-vocab-bert-bge.gguf for its vocabulary).
+    {"bert", "tiny", 512, 64, 2, 4, 4, 0, 128, 0, 0, 128, 10000.0f, 1e-12f, 0},
+    {"bert", "bge-small", 30522, 384, 12, 12, 12, 0, 1536, 0, 0, 512, 10000.0f, 1e-12f, 0},
 };
 
 constexpr std::string_view kArchs[] = {"llama",  "qwen3", "qwen3moe", "gemma2",
-                                       "gemma3", "phi3",  "mixtral"};
+                                       "gemma3", "phi3",  "mixtral",  "bert"};
 
 }  // namespace
 

@@ -70,6 +70,8 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
   if (tokenizer_->bos_id() >= 0) info_.bos_text = tokenizer_->token_text(tokenizer_->bos_id());
   if (tokenizer_->eos_id() >= 0) info_.eos_text = tokenizer_->token_text(tokenizer_->eos_id());
   info_.add_bos = tokenizer_->add_bos();
+  info_.pooling = m.pooling;
+  info_.embedding_only = m.encoder;
   identity_.model_path = m.path;
   identity_.quant_byte = quant_byte_for(m.quant_name);
   // Everything that shapes the KV bytes beyond the file itself (the KV type is in
@@ -153,6 +155,11 @@ Status EngineBackend::seq_truncate(int32_t seq, int32_t n_pos) {
 
 Result<std::vector<float>> EngineBackend::embed(std::span<const TokenId> tokens) {
   return engine_->embed(tokens);
+}
+
+Result<std::vector<std::vector<float>>> EngineBackend::embed_batch(
+    std::span<const std::vector<TokenId>> inputs, Pooling pooling) {
+  return engine_->embed_batch(inputs, pooling);
 }
 
 BackendFactory engine_factory(const ModelConfig& config) {

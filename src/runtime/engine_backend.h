@@ -36,6 +36,8 @@ class EngineBackend : public Backend {
   Status kv_import_commit(int32_t seq, int32_t n_pos) override;
   Status seq_truncate(int32_t seq, int32_t n_pos) override;
   Result<std::vector<float>> embed(std::span<const TokenId> tokens) override;
+  Result<std::vector<std::vector<float>>> embed_batch(std::span<const std::vector<TokenId>> inputs,
+                                                      Pooling pooling) override;
 
  private:
   std::unique_ptr<Engine> engine_;

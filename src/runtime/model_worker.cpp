@@ -82,6 +82,10 @@ Status ModelWorker::submit(RequestPtr request) {
   std::lock_guard lock(mu_);
   if (stopping_) return Unavailable("model '" + config_.id + "' is unloading");
   if (failed_) return Unavailable("model '" + config_.id + "' failed and is not serving");
+  if (backend_info_.embedding_only) {
+    return InvalidArgument("model '" + config_.id + "' (" + backend_info_.architecture +
+                           ") is an embedding model: it serves embeddings, not generation");
+  }
   const size_t free_slots = static_cast<size_t>(config_.n_seq_max - active_);
   // The bound counts sequences: a request with n choices waits as n of them.
   size_t queued = 0;
@@ -347,6 +351,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.n_seq_max = config_.n_seq_max;
   i.n_vocab = backend_info_.vocab_size;
   i.embedding_dim = backend_info_.n_embd;
+  i.pooling = config_.pooling.value_or(backend_info_.pooling);
+  i.embedding_only = backend_info_.embedding_only;
   i.quant_type = backend_info_.quant_type;
   i.quant_bits = backend_info_.quant_bits;
   i.tier = *config_.tier;  // Runtime::load_model resolved it

@@ -438,23 +438,59 @@ Result<std::vector<std::string>> Runtime::token_bytes(std::string_view model_id,
 
 Result<std::vector<std::vector<float>>> Runtime::embeddings(std::string_view model_id,
                                                             std::span<const std::string> inputs) {
+  std::vector<EmbeddingInput> in;
+  for (const std::string& text : inputs) in.push_back({text, std::nullopt});
+  HEARTH_ASSIGN_OR_RETURN(EmbeddingResult r, embeddings(model_id, in, EmbeddingOptions{}));
+  return std::move(r.vectors);
+}
+
+Result<EmbeddingResult> Runtime::embeddings(std::string_view model_id,
+                                            std::span<const EmbeddingInput> inputs,
+                                            const EmbeddingOptions& options) {
   HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  const LoadedModelInfo info = worker->info();
+  EmbeddingResult result;
+  result.pooling = options.pooling.value_or(info.pooling);
+  result.width = info.embedding_dim;
+  if (options.dimensions < 0 || options.dimensions > info.embedding_dim) {
+    return InvalidArgument("dimensions " + std::to_string(options.dimensions) + " is outside [1, " +
+                           std::to_string(info.embedding_dim) +
+                           "], the embedding width of model '" + info.id + "'");
+  }
+  if (options.dimensions > 0) result.width = options.dimensions;
+  std::vector<float> probe(1, 1.0f);  // checks `normalize` before any work
+  HEARTH_RETURN_IF_ERROR(normalize_embedding(probe, options.normalize));
   std::vector<std::vector<TokenId>> tokenized;
-  for (const std::string& in : inputs) {
-    // Inputs are user text: control-token text in them stays text, as the server counts it.
-    HEARTH_ASSIGN_OR_RETURN(auto t, worker->backend()->tokenize(in, true, {}));
-    if (t.empty()) return InvalidArgument("embedding input tokenizes to nothing");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<TokenId> t;
+    if (inputs[i].tokens) {
+      t = *inputs[i].tokens;
+    } else {
+      // Inputs are user text: control-token text in them stays text, as the server counts it.
+      HEARTH_ASSIGN_OR_RETURN(t, worker->backend()->tokenize(inputs[i].text, true, {}));
+    }
+    if (t.empty()) return InvalidArgument("input " + std::to_string(i) + " has no tokens");
+    result.n_tokens.push_back(static_cast<int32_t>(t.size()));
     tokenized.push_back(std::move(t));
   }
-  std::vector<std::vector<float>> out;
   HEARTH_RETURN_IF_ERROR(worker->run_job([&](Backend& backend) -> Status {
-    for (const auto& t : tokenized) {
-      HEARTH_ASSIGN_OR_RETURN(auto v, backend.embed(t));
-      out.push_back(std::move(v));
-    }
+    HEARTH_ASSIGN_OR_RETURN(result.vectors, backend.embed_batch(tokenized, result.pooling));
     return OkStatus();
   }));
-  return out;
+  // Each vector (each token's, without pooling): shortened, then normalised.
+  const size_t e = static_cast<size_t>(info.embedding_dim), w = static_cast<size_t>(result.width);
+  for (std::vector<float>& v : result.vectors) {
+    std::vector<float> out;
+    out.reserve(v.size() / e * w);
+    for (size_t row = 0; row + e <= v.size(); row += e) {
+      const size_t at = out.size();
+      out.insert(out.end(), v.begin() + static_cast<std::ptrdiff_t>(row),
+                 v.begin() + static_cast<std::ptrdiff_t>(row + w));
+      HEARTH_RETURN_IF_ERROR(normalize_embedding(std::span(out).subspan(at, w), options.normalize));
+    }
+    v = std::move(out);
+  }
+  return result;
 }
 
 Result<VerifyResult> Runtime::verify(std::string_view model_id, std::span<const TokenId> prefix,

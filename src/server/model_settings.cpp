@@ -109,6 +109,15 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.swa_full = *flag;
     return OkStatus();
   }
+  if (key == "pooling") {
+    if (!text) return type_error(key, "a string");
+    const std::optional<Pooling> p = pooling_from_name(*text);
+    if (!p)
+      return InvalidArgument("pooling: expected \"mean\", \"cls\", \"last\" or \"none\", got \"" +
+                             *text + "\"");
+    config.pooling = *p;
+    return OkStatus();
+  }
   if (key == "chat_template_file") {
     if (!text) return type_error(key, "a string");
     auto tmpl = read_chat_template_file(*text);

@@ -248,6 +248,11 @@ std::string base64_floats(const std::vector<float>& v) {
   return out;
 }
 
+// Inputs one /v1/embeddings request may carry (OpenAI's limit is 2048; the inputs of a
+// request are evaluated together on the model's worker, so the bound keeps one request
+// from holding the worker for long).
+constexpr size_t kMaxEmbeddingInputs = 256;
+
 void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
@@ -271,48 +276,65 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
     return reply_error(res, invalid_request("'input' is required", "input", "missing_field"));
   ModelDescription model;
   if (auto e = resolve_model(ctx, model_id, model)) return reply_error(res, *e);
-  // dimensions: the model's own width is honoured as is; truncating a vector is only
-  // meaningful for models trained for it, which hearth cannot tell, so others are refused.
+  runtime::EmbeddingOptions opts;
+  // dimensions: the first N values of each vector, then normalised (Matryoshka
+  // shortening, as OpenAI's text-embedding-3; meaningful for models trained for it).
   if (body.contains("dimensions") && !body["dimensions"].is_null()) {
     const json& d = body["dimensions"];
     if (!d.is_number_integer())
       return reply_error(
           res, invalid_request("'dimensions' must be an integer", "dimensions", "invalid_type"));
-    if (d.get<int64_t>() != model.embedding_dim)
+    if (d.get<int64_t>() < 1 || d.get<int64_t>() > model.embedding_dim)
       return reply_error(
-          res, invalid_request("'dimensions' must be " + std::to_string(model.embedding_dim) +
-                                   ", the embedding width of model '" + model.id +
-                                   "' (shortened embeddings are not supported)",
-                               "dimensions", "invalid_value"));
+          res,
+          invalid_request("'dimensions' must be in [1, " + std::to_string(model.embedding_dim) +
+                              "], the embedding width of model '" + model.id + "'",
+                          "dimensions", "invalid_value"));
+    opts.dimensions = static_cast<int32_t>(d.get<int64_t>());
+  }
+  if (body.contains("pooling") && !body["pooling"].is_null()) {
+    const json& p = body["pooling"];
+    const auto pooling = p.is_string() ? pooling_from_name(p.get<std::string>()) : std::nullopt;
+    if (!pooling)
+      return reply_error(res, invalid_request("'pooling' must be \"mean\", \"cls\", \"last\" or "
+                                              "\"none\"",
+                                              "pooling", "invalid_value"));
+    opts.pooling = *pooling;
+  }
+  if (body.contains("embd_normalize") && !body["embd_normalize"].is_null()) {
+    const json& n = body["embd_normalize"];
+    if (!n.is_number_integer() || n.get<int64_t>() < -1 || n.get<int64_t>() > 1000)
+      return reply_error(res, invalid_request("'embd_normalize' must be an integer in [-1, 1000] "
+                                              "(-1 none, 0 max-abs, 1 taxicab, 2 euclidean, p)",
+                                              "embd_normalize", "invalid_value"));
+    opts.normalize = static_cast<int32_t>(n.get<int64_t>());
   }
 
-  // Normalise input into texts (token arrays are detokenized), counting tokens for
-  // usage and the context check.
+  // Inputs: texts (tokenized with the model's specials) or token arrays (used as given).
   const json& input = body["input"];
-  std::vector<std::string> texts;
+  std::vector<runtime::EmbeddingInput> inputs;
   auto add_tokens = [&](const json& arr) -> std::optional<ApiError> {
     std::vector<TokenId> t;
     for (const auto& x : arr) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
-        return invalid_request("'input' token arrays must hold non-negative integers", "input",
-                               "invalid_type");
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= model.n_vocab) {
+        return invalid_request("'input' token arrays must hold token ids in [0, " +
+                                   std::to_string(model.n_vocab) + ")",
+                               "input", "invalid_value");
       }
       t.push_back(static_cast<TokenId>(x.get<int64_t>()));
     }
-    auto text = ctx.service.detokenize(model.id, t);
-    if (!text.ok()) return from_status(text.status(), "input");
-    texts.push_back(std::move(text).value());
+    inputs.push_back({std::string(), std::move(t)});
     return std::nullopt;
   };
   std::optional<ApiError> err;
   if (input.is_string()) {
-    texts.push_back(input.get<std::string>());
+    inputs.push_back({input.get<std::string>(), std::nullopt});
   } else if (input.is_array() && !input.empty() && input[0].is_number_integer()) {
     err = add_tokens(input);
   } else if (input.is_array() && !input.empty()) {
     for (const auto& x : input) {
       if (x.is_string())
-        texts.push_back(x.get<std::string>());
+        inputs.push_back({x.get<std::string>(), std::nullopt});
       else if (x.is_array())
         err = add_tokens(x);
       else
@@ -324,15 +346,22 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
     err = invalid_request("'input' must be a non-empty string or array", "input", "invalid_type");
   }
   if (err) return reply_error(res, *err);
-  if (texts.size() > 256)
-    return reply_error(
-        res, invalid_request("'input' may hold at most 256 items", "input", "invalid_value"));
-
-  int64_t prompt_tokens = 0;
-  for (size_t i = 0; i < texts.size(); ++i) {
-    auto tok = ctx.service.tokenize(model.id, texts[i], /*add_special=*/true, {});
-    if (!tok.ok()) return reply_error(res, from_status(tok.status(), "input"));
-    const auto n = static_cast<int64_t>(tok.value().size());
+  if (inputs.size() > kMaxEmbeddingInputs)
+    return reply_error(res, invalid_request("'input' may hold at most " +
+                                                std::to_string(kMaxEmbeddingInputs) + " items",
+                                            "input", "invalid_value"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int64_t n = 0;
+    if (inputs[i].tokens) {
+      n = static_cast<int64_t>(inputs[i].tokens->size());
+    } else {
+      auto tok = ctx.service.tokenize(model.id, inputs[i].text, /*add_special=*/true, {});
+      if (!tok.ok()) return reply_error(res, from_status(tok.status(), "input"));
+      n = static_cast<int64_t>(tok.value().size());
+    }
+    if (n == 0)
+      return reply_error(res, invalid_request("'input' item " + std::to_string(i) + " is empty",
+                                              "input", "invalid_value"));
     if (model.context_size > 0 && n > model.context_size) {
       return reply_error(
           res,
@@ -340,17 +369,30 @@ void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib:
                               " tokens, above the context of " + std::to_string(model.context_size),
                           "input", "context_length_exceeded"));
     }
-    prompt_tokens += n;
   }
-  auto embeddings = ctx.service.embed(model.id, texts);
-  if (!embeddings.ok()) return reply_error(res, from_status(embeddings.status(), "input"));
+  auto result = ctx.service.embed(model.id, inputs, opts);
+  if (!result.ok()) return reply_error(res, from_status(result.status(), "input"));
+  const runtime::EmbeddingResult& r = result.value();
+  // Pooling "none": `embedding` is an array of per-token vectors (base64: one string each).
+  auto vector_json = [&](const float* v, size_t n) -> json {
+    if (base64) return base64_floats(std::vector<float>(v, v + n));
+    return std::vector<float>(v, v + n);
+  };
+  const size_t w = static_cast<size_t>(r.width);
   json data = json::array();
-  for (size_t i = 0; i < embeddings.value().size(); ++i) {
+  int64_t prompt_tokens = 0;
+  for (size_t i = 0; i < r.vectors.size(); ++i) {
+    prompt_tokens += r.n_tokens[i];
     json e = {{"object", "embedding"}, {"index", i}};
-    if (base64)
-      e["embedding"] = base64_floats(embeddings.value()[i]);
-    else
-      e["embedding"] = embeddings.value()[i];
+    const std::vector<float>& v = r.vectors[i];
+    if (r.pooling == Pooling::kNone) {
+      json rows = json::array();
+      for (size_t at = 0; at + w <= v.size(); at += w)
+        rows.push_back(vector_json(v.data() + at, w));
+      e["embedding"] = std::move(rows);
+    } else {
+      e["embedding"] = vector_json(v.data(), v.size());
+    }
     data.push_back(std::move(e));
   }
   reply_json(res, {{"object", "list"},

@@ -113,7 +113,9 @@ constexpr RequestField kFields[] = {
     // ---- embeddings and responses
     {"input", kEmbeddingsApi | kResp, FieldUse::kHonoured, ""},
     {"encoding_format", kEmbeddingsApi, FieldUse::kHonoured, ""},
-    {"dimensions", kEmbeddingsApi, FieldUse::kHonoured, ""},  // the model's width only
+    {"dimensions", kEmbeddingsApi, FieldUse::kHonoured, ""},      // truncate, then normalise
+    {"pooling", kEmbeddingsApi, FieldUse::kHonoured, ""},         // mean, cls, last, none
+    {"embd_normalize", kEmbeddingsApi, FieldUse::kHonoured, ""},  // llama-server's
 };
 
 const RequestField* find_field(std::string_view name, RequestApi api) {

@@ -236,9 +236,10 @@ class RuntimeService : public ServiceApi {
         std::make_unique<RuntimeGeneration>(*runtime_, std::move(ids), std::move(channel)));
   }
 
-  Result<std::vector<std::vector<float>>> embed(const std::string& model,
-                                                const std::vector<std::string>& inputs) override {
-    return runtime_->embeddings(model, inputs);
+  Result<runtime::EmbeddingResult> embed(const std::string& model,
+                                         const std::vector<runtime::EmbeddingInput>& inputs,
+                                         const runtime::EmbeddingOptions& options) override {
+    return runtime_->embeddings(model, inputs, options);
   }
 
   std::map<std::string, int64_t> cache_counters() override {

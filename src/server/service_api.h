@@ -162,9 +162,11 @@ class ServiceApi {
   // the field; the model's queue full: ResourceExhausted; shutting down: Unavailable).
   virtual Result<std::unique_ptr<Generation>> start_generation(const GenerateRequest& request) = 0;
 
-  // One L2-normalised embedding per input text.
-  virtual Result<std::vector<std::vector<float>>> embed(const std::string& model,
-                                                        const std::vector<std::string>& inputs) = 0;
+  // Embeddings of texts or token arrays, pooled and normalised as `options` say
+  // (Runtime::embeddings).
+  virtual Result<runtime::EmbeddingResult> embed(const std::string& model,
+                                                 const std::vector<runtime::EmbeddingInput>& inputs,
+                                                 const runtime::EmbeddingOptions& options) = 0;
 
   // Cache administration. Counters are name -> monotonic value.
   virtual std::map<std::string, int64_t> cache_counters() = 0;

@@ -68,12 +68,18 @@ TEST_F(TokenizeCli, NoBosAndParseSpecial) {
   EXPECT_EQ(tokens.back(), 2);  // </s> recognised
 }
 
-TEST_F(TokenizeCli, UnsupportedVocabularyFailsCleanly) {
+// A bert (WordPiece) vocabulary tokenizes: [CLS], the lowercased words, [SEP] (the ids
+// of llama.cpp's vector for "Hello world" in between).
+TEST_F(TokenizeCli, BertVocabularyTokenizes) {
   const std::string bert = testing::shared_path("models/vocab/ggml-vocab-bert-bge.gguf");
   if (!testing::file_exists(bert)) GTEST_SKIP() << "SKIPPED: " << bert << " not present";
   int rc = 0;
-  run(std::string(HEARTH_CLI_PATH) + " tokenize -m " + bert + " x 2>/dev/null", &rc);
-  EXPECT_EQ(rc, 1);
+  const std::string out =
+      run(std::string(HEARTH_CLI_PATH) + " tokenize -m " + bert + " 'Hello world' --json", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << out;
+  EXPECT_EQ(j["tokens"], nlohmann::json::array({101, 7592, 2088, 102})) << out;
 }
 
 }  // namespace

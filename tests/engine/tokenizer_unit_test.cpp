@@ -45,10 +45,18 @@ int32_t id_of(const Tokenizer& t, const std::string& text) {
 
 TEST(TokenizerCreate, RejectsBadVocabularies) {
   Vocab v = tiny_spm({"a"});
-  v.model = "bert";
+  v.model = "t5";
   auto r = Tokenizer::create(v);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kUnsupported);
+
+  // WordPiece writes [UNK] for a word it cannot cut: a bert vocabulary needs one.
+  v = tiny_spm({"a"});
+  v.model = "bert";
+  v.unk_id = -1;
+  r = Tokenizer::create(v);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown_token_id"), std::string::npos);
 
   v = tiny_spm({"a"});
   v.scores.pop_back();

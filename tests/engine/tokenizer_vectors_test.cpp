@@ -72,7 +72,8 @@ std::vector<std::string> vocab_files_with_vectors() {
 
 class GgufVocabVectors : public ::testing::TestWithParam<std::string> {};
 
-// SPM ("llama") and byte-level BPE ("gpt2") vocabularies reproduce all 46 lines; other
+// SPM ("llama"), byte-level BPE ("gpt2") and WordPiece ("bert") vocabularies reproduce
+// all 46 lines; other
 // tokenizer models must be refused as unsupported (never tokenized wrongly).
 TEST_P(GgufVocabVectors, AllLinesMatch) {
   if (GetParam().empty()) GTEST_SKIP() << "SKIPPED: no vocab files under models/vocab";
@@ -82,7 +83,7 @@ TEST_P(GgufVocabVectors, AllLinesMatch) {
   auto model = file->get_string("tokenizer.ggml.model");
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   auto tok = testing::tokenizer_from_gguf(base);
-  if (*model != "llama" && *model != "gpt2") {
+  if (*model != "llama" && *model != "gpt2" && *model != "bert") {
     ASSERT_FALSE(tok.ok()) << base << ": tokenizer model " << *model << " should be refused";
     EXPECT_EQ(tok.status().code(), ErrorCode::kUnsupported) << tok.status().to_string();
     return;
@@ -113,13 +114,29 @@ TEST(TokenizerVectors, GlobFindsTheKnownVocabularies) {
   }
 }
 
-TEST(TokenizerVectors, BertWordPieceIsUnsupported) {
+// WordPiece adds [CLS] before and [SEP] after the text with add_special, as llama.cpp
+// does; the ids come from the file's keys, not from constants in the tokenizer.
+TEST(TokenizerVectors, BertWordPieceAddsClsAndSep) {
   const std::string path = shared_path("models/vocab/ggml-vocab-bert-bge.gguf");
   if (!file_exists(path)) GTEST_SKIP() << "SKIPPED: " << path << " not present";
   auto tok = testing::tokenizer_from_gguf(path);
-  ASSERT_FALSE(tok.ok());
-  EXPECT_EQ(tok.status().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(tok.status().message().find("bert"), std::string::npos) << tok.status().message();
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_EQ(tok->token_text(tok->bos_id()), "[CLS]");
+  EXPECT_EQ(tok->token_text(tok->sep_id()), "[SEP]");
+  auto plain = tok->encode("Hello world", false, false);
+  auto full = tok->encode("Hello world", true, false);
+  ASSERT_TRUE(plain.ok() && full.ok());
+  ASSERT_EQ(full->size(), plain->size() + 2);
+  EXPECT_EQ(full->front(), tok->bos_id());
+  EXPECT_EQ(full->back(), tok->sep_id());
+  EXPECT_TRUE(std::equal(plain->begin(), plain->end(), full->begin() + 1));
+  // A word with a part no token matches is one [UNK], whatever its length.
+  auto unk = tok->encode("\xE2\x9C\x80\xE2\x9C\x80x", false, false);
+  ASSERT_TRUE(unk.ok());
+  EXPECT_EQ(*unk, std::vector<int32_t>{tok->unk_id()});
+  auto text = tok->decode(*plain);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "hello world");
 }
 
 TEST(TokenizerVectors, Llama3BpeFromGpt2Files) {

@@ -337,7 +337,9 @@ TEST_F(LogprobsApiTest, EveryFieldIsHonouredOrRefusedByName) {
   const size_t width = post("/v1/embeddings", emb)["data"][0]["embedding"].size();
   emb["dimensions"] = width;
   EXPECT_EQ(post("/v1/embeddings", emb)["data"][0]["embedding"].size(), width);
-  emb["dimensions"] = width / 2;
+  emb["dimensions"] = width / 2;  // shortened (then renormalised)
+  EXPECT_EQ(post("/v1/embeddings", emb)["data"][0]["embedding"].size(), width / 2);
+  emb["dimensions"] = width + 1;
   expect_rejected("/v1/embeddings", emb, "dimensions");
 }
 

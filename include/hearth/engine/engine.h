@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "hearth/engine/embedding.h"
 #include "hearth/engine/kv_type.h"
 #include "hearth/progress.h"
 #include "hearth/status.h"
@@ -57,6 +58,10 @@ struct EngineOptions {
   // that hold every position (numerics_id() ends ":full" instead of ":window"). Like
   // llama.cpp's --swa-full. The bits of logits and KV are the same either way.
   bool swa_full = false;
+  // Private sequences embed_batch() packs inputs into, one input each per forward (their
+  // KV is committed at load like the others'): 0 = 8 for an encoder (bert: short
+  // contexts), 1 for a decoder (its context may be long).
+  int32_t n_embed_seq = 0;
 };
 
 struct ModelInfo {
@@ -98,6 +103,12 @@ struct ModelInfo {
   // place: EngineOptions::weights_in_place, or the copy could not be allocated).
   std::string weights_placement;
   std::string chat_template;  // tokenizer.chat_template (Jinja text), empty when absent
+  // Embeddings: the file's <arch>.pooling_type, else mean; whether attention is causal
+  // (bert: false); the private sequences embed_batch packs into.
+  Pooling pooling = Pooling::kMean;
+  bool causal = true;
+  bool encoder = false;  // bert: no logits (forward with logits fails), embeddings only
+  int32_t n_embed_seq = 1;
 };
 
 // One token of a batch. pos must equal the sequence's current length when the token is
@@ -175,6 +186,16 @@ class Engine {
   // L2-normalised (n_embd floats). Uses a private scratch sequence; no user sequence is
   // touched.
   Result<std::vector<float>> embed(std::span<const int32_t> tokens);
+
+  // Embeddings of several token sequences, unnormalised: per input, its pooled n_embd
+  // vector, or with Pooling::kNone its n_tokens * n_embd token vectors. Inputs are
+  // packed into forward passes (each its own private sequence, up to n_embed_seq of
+  // them and n_batch tokens per pass), so an input's vector has the same bits whichever
+  // inputs share its pass. The hidden state pooled is the final-normed one (decoders) or
+  // the last layer's (bert); mean sums in double. Errors name the input: empty, a token
+  // outside the vocabulary, longer than n_ctx, or (non-causal attention) than n_batch.
+  Result<std::vector<std::vector<float>>> embed_batch(std::span<const std::vector<int32_t>> inputs,
+                                                      Pooling pooling);
 
   // MoE routing diagnostics, for agreement checks against another engine (an expert
   // choice is discrete: where two experts nearly tie, rounding-level differences pick

@@ -38,8 +38,8 @@ enum class TokenType : int32_t {
 
 // Plain vocabulary data, as read from tokenizer.ggml.* or built by hand in tests.
 struct Vocab {
-  // tokenizer.ggml.model: "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE).
-  // Anything else ("bert", "t5", ...) is rejected by Tokenizer::create as unsupported.
+  // tokenizer.ggml.model: "llama" (SentencePiece BPE), "gpt2" (byte-level BPE) or
+  // "bert" (WordPiece). Anything else ("t5", ...) is rejected by Tokenizer::create.
   std::string model;
   // tokenizer.ggml.pre: the byte-level BPE pre-tokenizer ("default" when absent).
   std::string pre = "default";
@@ -55,17 +55,21 @@ struct Vocab {
   int32_t unk_id = -1;
   int32_t pad_id = -1;
   int32_t eot_id = -1;
+  int32_t sep_id = -1;   // bert: [SEP], appended after the text when add_sep
   bool add_bos = false;  // encode(add_special=true) prepends bos_id
   bool add_eos = false;  // encode(add_special=true) appends eos_id
+  bool add_sep = false;  // encode(add_special=true) appends sep_id (bert: [CLS] text [SEP])
   // SPM only: prepend "▁" to text that starts the input or follows a special token.
   bool add_space_prefix = true;
 };
 
 // Reads tokenizer.ggml.{model,pre,tokens,scores,token_type,merges,bos_token_id,
-// eos_token_id,unknown_token_id,padding_token_id,eot_token_id,add_bos_token,
-// add_eos_token,add_space_prefix}. Absent optional keys get llama.cpp's defaults
-// (SPM: bos 1, eos 2, unk 0, add_bos true, add_space_prefix true; BPE: no specials,
-// add_bos true only for the llama3 pre-tokenizer, add_space_prefix false). A special
+// eos_token_id,unknown_token_id,padding_token_id,eot_token_id,seperator_token_id,
+// cls_token_id,add_bos_token,add_eos_token,add_sep_token,add_space_prefix}. Absent
+// optional keys get llama.cpp's defaults (SPM: bos 1, eos 2, unk 0, add_bos true,
+// add_space_prefix true; BPE: no specials, add_bos true only for the llama3
+// pre-tokenizer, add_space_prefix false; bert: bos = cls_token_id or 101, unk 100,
+// sep 102, add_bos and add_sep true). A special
 // id outside the vocabulary is dropped (-1), as llama.cpp does (logged as a warning
 // unless it is -1 or 0xFFFFFFFF, the usual spellings of "none").
 // Errors name the key that was missing or malformed.
@@ -113,6 +117,7 @@ class Tokenizer {
   int32_t eot_id() const;
   int32_t unk_id() const;
   int32_t pad_id() const;
+  int32_t sep_id() const;
   bool add_bos() const;
   bool add_eos() const;
   const std::string& model() const;  // "llama" or "gpt2"

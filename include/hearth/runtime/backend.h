@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "hearth/engine/embedding.h"
 #include "hearth/status.h"
 #include "hearth/text_range.h"
 
@@ -50,6 +51,10 @@ struct BackendInfo {
   // Bytes of the longest token text (0 = unknown): no token stands for more bytes of
   // input, which bounds a prompt's token count before it is tokenized.
   int32_t max_token_bytes = 0;
+  // Embeddings: the model's own pooling (GGUF <arch>.pooling_type, else mean), and
+  // whether it can only embed (bert: no vocabulary head; generation is refused).
+  Pooling pooling = Pooling::kMean;
+  bool embedding_only = false;
 };
 
 // Everything that decides which cache namespace this model's KV bytes belong to. The
@@ -200,6 +205,23 @@ class Backend {
   virtual Status seq_truncate(int32_t seq, int32_t n_pos) = 0;
   // Mean-pooled, L2-normalised embedding of `tokens` (uses no sequence slot).
   virtual Result<std::vector<float>> embed(std::span<const TokenId> tokens) = 0;
+  // Unnormalised embeddings of several inputs, pooled as asked (Pooling::kNone: every
+  // token's vector, n_tokens * n_embd floats), in one or a few forward passes; an
+  // input's vector must not depend on the others. The default serves mean pooling
+  // through embed() (already L2-normalised) and refuses the others.
+  virtual Result<std::vector<std::vector<float>>> embed_batch(
+      std::span<const std::vector<TokenId>> inputs, Pooling pooling) {
+    if (pooling != Pooling::kMean) {
+      return Unsupported("pooling '" + std::string(pooling_name(pooling)) +
+                         "' is not supported by this backend (mean only)");
+    }
+    std::vector<std::vector<float>> out;
+    for (const auto& in : inputs) {
+      HEARTH_ASSIGN_OR_RETURN(auto v, embed(in));
+      out.push_back(std::move(v));
+    }
+    return out;
+  }
   virtual Status set_adapters(std::span<const AdapterSpec> adapters) {
     if (adapters.empty()) return OkStatus();
     return Unsupported("this backend does not support LoRA adapters");

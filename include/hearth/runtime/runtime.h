@@ -186,6 +186,9 @@ struct ModelConfig {
   // instead of a ring of window + n_batch: more KV memory, but sticky and restored
   // prefixes can be cut anywhere instead of falling back to a cold prefill.
   bool swa_full = false;
+  // Embeddings' pooling when a request names none; unset: the model's own (GGUF
+  // <arch>.pooling_type, else mean).
+  std::optional<Pooling> pooling;
   // Prefer the free sequence whose resident KV cells share the longest prefix with a new
   // prompt (reused in place: cache_hit_kind sticky) over restoring from the cache.
   bool slot_affinity = true;
@@ -279,6 +282,28 @@ inline constexpr std::string_view kNoSession = "no_session";
 inline constexpr std::string_view kStickyBusy = "sticky_busy";
 // The session code of an error ("no_session", "sticky_busy"), empty for any other error.
 std::string_view session_error_code(const Status& status);
+// One input of Runtime::embeddings: text, or token ids used as they are.
+struct EmbeddingInput {
+  std::string text;
+  std::optional<std::vector<TokenId>> tokens;
+};
+
+struct EmbeddingOptions {
+  std::optional<Pooling> pooling;  // unset: the model's (LoadedModelInfo::pooling)
+  int32_t normalize = 2;           // embd_normalize: -1 none, 0 max-abs, 1 taxicab, 2 L2, p
+  // > 0: keep the first `dimensions` values of each vector, then normalise (Matryoshka
+  // shortening; meaningful for models trained for it). 0: the model's width.
+  int32_t dimensions = 0;
+};
+
+struct EmbeddingResult {
+  // Per input: one vector of `width` floats, or with Pooling::kNone n_tokens[i] of them
+  // back to back.
+  std::vector<std::vector<float>> vectors;
+  std::vector<int32_t> n_tokens;  // tokens each input was evaluated as
+  Pooling pooling = Pooling::kMean;
+  int32_t width = 0;
+};
 
 struct LoadedModelInfo {
   std::string id;
@@ -288,8 +313,10 @@ struct LoadedModelInfo {
   std::string architecture;
   int32_t context_size = 0;
   int32_t n_seq_max = 1;
-  int32_t n_vocab = 0;        // valid token ids are [0, n_vocab)
-  int32_t embedding_dim = 0;  // width of embeddings() vectors
+  int32_t n_vocab = 0;               // valid token ids are [0, n_vocab)
+  int32_t embedding_dim = 0;         // width of embeddings() vectors
+  Pooling pooling = Pooling::kMean;  // embeddings' default: ModelConfig::pooling, else the model's
+  bool embedding_only = false;       // bert: embeddings only, generation is refused
   std::string quant_type;
   int32_t quant_bits = 0;
   Tier tier = Tier::kRam;
@@ -579,9 +606,18 @@ class Runtime {
   // logprobs report per token.
   Result<std::vector<std::string>> token_bytes(std::string_view model_id,
                                                std::span<const TokenId> tokens) const;
-  // One embedding per input, run on the model's worker between ticks.
+  // One embedding per input (the model's pooling, L2-normalised), run on the model's
+  // worker between ticks.
   Result<std::vector<std::vector<float>>> embeddings(std::string_view model_id,
                                                      std::span<const std::string> inputs);
+  // The general form: text inputs (tokenized with the model's specials: [CLS] .. [SEP]
+  // for bert, BOS for llama) or token arrays (used as given), run together on the
+  // worker (Backend::embed_batch packs them into few forward passes), then each vector
+  // truncated to `dimensions` and normalised (llama-server's embd_normalize; with
+  // Pooling::kNone each token's vector is).
+  Result<EmbeddingResult> embeddings(std::string_view model_id,
+                                     std::span<const EmbeddingInput> inputs,
+                                     const EmbeddingOptions& options);
 
   // ---- cache ----
   // Synchronous evict save of every sequence of the model holding KV (in flight or idle);

@@ -29,6 +29,12 @@ const std::vector<uint16_t>& gelu_table() {
   return table;
 }
 
+float gelu(float x, const uint16_t* table) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return fp16_to_fp32(table[fp32_to_fp16(x)]);
+}
+
 }  // namespace
 
 void silu_mul(float* gate, const float* up, int64_t n) {
@@ -43,18 +49,12 @@ void silu_mul(float* gate, const float* up, int64_t n) {
 
 void gelu_mul(float* gate, const float* up, int64_t n) {
   const uint16_t* table = gelu_table().data();
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = gate[i];
-    float g;
-    if (x <= -10.0f) {
-      g = 0.0f;
-    } else if (x >= 10.0f) {
-      g = x;
-    } else {
-      g = fp16_to_fp32(table[fp32_to_fp16(x)]);
-    }
-    gate[i] = g * up[i];
-  }
+  for (int64_t i = 0; i < n; ++i) gate[i] = gelu(gate[i], table) * up[i];
+}
+
+void gelu_inplace(float* x, int64_t n) {
+  const uint16_t* table = gelu_table().data();
+  for (int64_t i = 0; i < n; ++i) x[i] = gelu(x[i], table);
 }
 
 }  // namespace hearth::engine

@@ -14,4 +14,7 @@ void silu_mul(float* gate, const float* up, int64_t n);
 // all 65536 F16 inputs, built once); x <= -10 gives 0 and x >= 10 gives x.
 void gelu_mul(float* gate, const float* up, int64_t n);
 
+// x[i] = GELU(x[i]), the same GELU (bert's FFN, which has no gate).
+void gelu_inplace(float* x, int64_t n);
+
 }  // namespace hearth::engine

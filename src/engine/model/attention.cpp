@@ -172,7 +172,7 @@ void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_hea
                    std::span<const TokenQueries> tokens, int32_t head_dim, float scale,
                    float* scratch, AttendMask mask) {
   if (tokens.empty()) return;
-  for (size_t i = 1; i < tokens.size(); ++i) assert(tokens[i - 1].pos < tokens[i].pos);
+  for (size_t i = 1; i < tokens.size(); ++i) assert(tokens[i - 1].pos <= tokens[i].pos);
   // The active table's widest tiling for head_dim (HEARTH_KERNELS=avx2 on an AVX-512
   // machine thus measures 8 lanes, the yardstick's; scalar takes the loop below).
   // Same bits either way.

@@ -128,14 +128,23 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
                            "; this model's is " + std::to_string(hp.head_dim) +
                            " (use kv_type f16)");
   }
-  // KV of every sequence the store holds: n_seq_max and embed()'s private one.
-  const int32_t n_kv_seq = options.n_seq_max + 1;
+  if (options.n_embed_seq < 0 || options.n_embed_seq > 64) {
+    return InvalidArgument("EngineOptions.n_embed_seq must be in [0, 64], got " +
+                           std::to_string(options.n_embed_seq));
+  }
+  impl->opts.n_embed_seq = options.n_embed_seq > 0 ? options.n_embed_seq : (hp.encoder ? 8 : 1);
+  // KV of every sequence the store holds: n_seq_max and the private embedding ones.
+  const int32_t n_kv_seq = options.n_seq_max + impl->opts.n_embed_seq;
   HEARTH_ASSIGN_OR_RETURN(const ContextChoice ctx,
                           choose_context(kv_request(hp, options, n_kv_seq)));
   impl->opts.n_ctx = ctx.n_ctx;
   impl->n_threads = options.n_threads;
   impl->info = make_info(hp, impl->w, path, impl->opts.n_ctx, options.n_seq_max);
   impl->info.kv_bytes = ctx.kv_bytes;
+  impl->info.n_embed_seq = impl->opts.n_embed_seq;
+  impl->info.causal = hp.causal;
+  impl->info.encoder = hp.encoder;
+  if (hp.pooling_type >= 0) impl->info.pooling = *pooling_from_gguf(hp.pooling_type);
   impl->info.kv_budget_bytes = ctx.budget_bytes;
   std::string why = "the model's own";
   if (options.n_ctx > 0) why = "as configured";
@@ -178,8 +187,8 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   impl->info.kv_type = options.kv_type;
   HEARTH_ASSIGN_OR_RETURN(
       engine::KvStore kv,
-      engine::KvStore::create(options.n_seq_max + 1, hp.n_layer, impl->opts.n_ctx, hp.kv_dim(),
-                              options.kv_type, kv_ring(hp, options)));
+      engine::KvStore::create(n_kv_seq, hp.n_layer, impl->opts.n_ctx, hp.kv_dim(), options.kv_type,
+                              kv_ring(hp, options)));
   impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
   ForwardScratch& s = impl->s;
   const size_t B = static_cast<size_t>(impl->opts.n_batch);
@@ -230,6 +239,10 @@ const Tokenizer& Engine::tokenizer() const {
 }
 
 Status Engine::forward(std::span<const BatchToken> batch, std::vector<float>& logits_out) {
+  if (impl_->hp.encoder) {
+    return Unsupported("forward: " + impl_->hp.arch +
+                       " is an embedding model (no vocabulary head): use embed_batch");
+  }
   HEARTH_RETURN_IF_ERROR(impl_->validate(batch, /*allow_private=*/false));
   impl_->run(batch, &logits_out, nullptr);
   return OkStatus();
@@ -388,6 +401,11 @@ std::string Engine::numerics_id() const {
 
 Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {
   if (tokens.empty()) return InvalidArgument("embed: no tokens");
+  if (!impl_->hp.causal && tokens.size() > static_cast<size_t>(impl_->opts.n_batch)) {
+    return OutOfRange("embed: " + std::to_string(tokens.size()) + " tokens exceed n_batch " +
+                      std::to_string(impl_->opts.n_batch) +
+                      " (non-causal attention evaluates a whole input in one pass)");
+  }
   const int32_t seq = impl_->embed_seq();
   impl_->kv->set_len(seq, 0);
   std::vector<BatchToken> batch(tokens.size());

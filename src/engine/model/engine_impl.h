@@ -35,6 +35,9 @@ struct ForwardScratch {
   std::vector<float> scores;        // n_threads * attend_tokens_scratch_floats(...)
   std::vector<int32_t> attn_order;  // attention(): the chunk's token indices by sequence
   std::vector<std::pair<int32_t, int32_t>> attn_blocks;  // [begin, end) into attn_order
+  // Non-causal attention: per token of the chunk, the last position of its sequence in
+  // the chunk (what the token attends up to).
+  std::vector<int32_t> attn_last;
   std::vector<int32_t> next_pos;  // validate(): expected position per sequence
   std::vector<float> out_x;       // gathered rows for the output head
   // MoE (moe.cpp): per token, the router's probabilities, the chosen experts and their
@@ -91,7 +94,8 @@ struct Engine::Impl {
     for (const kb::MatmulPart& p : parts) macs += p.w->rows * p.w->cols * n_tokens;
     kb::matmul_many(std::span(parts.begin(), parts.size()), x, n_tokens, pool_for(macs), s.mm);
   }
-  std::unique_ptr<engine::KvStore> kv;  // n_seq_max user sequences + 1 private (embed)
+  std::unique_ptr<engine::KvStore>
+      kv;  // n_seq_max user sequences + n_embed_seq private (embeddings)
   ForwardScratch s;
 
   int32_t embed_seq() const { return opts.n_seq_max; }
@@ -106,6 +110,8 @@ struct Engine::Impl {
 
  private:
   void run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden);
+  // bert (bert.cpp): the hidden state of every token, no logits.
+  void run_chunk_encoder(std::span<const BatchToken> chunk, float* hidden);
   // Q, K and V of every token of the chunk on one layer: biases, Q/K norms, RoPE; K and
   // V stored, Q rounded to F16 into s.q16.
   void qkv(std::span<const BatchToken> chunk, int32_t layer);

@@ -72,7 +72,11 @@ void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* lo
                     : nullptr;
     float* hd = hidden != nullptr ? hidden->data() + b * static_cast<size_t>(hp.n_embd) : nullptr;
     s.last_chunk = b + chunk.size() == batch.size();
-    run_chunk(chunk, lg, hd);
+    if (hp.encoder) {
+      run_chunk_encoder(chunk, hd);
+    } else {
+      run_chunk(chunk, lg, hd);
+    }
     for (const BatchToken& t : chunk) out_done += t.logits ? 1 : 0;
   }
 }
@@ -91,6 +95,12 @@ void Engine::Impl::plan_attention_blocks(std::span<const BatchToken> chunk) {
     for (size_t j = i; j < chunk.size(); ++j)
       if (chunk[j].seq == chunk[i].seq) s.attn_order.push_back(static_cast<int32_t>(j));
     const int32_t end = static_cast<int32_t>(s.attn_order.size());
+    if (!hp.causal) {  // every token of the sequence attends up to its last position
+      s.attn_last.resize(chunk.size());
+      const int32_t last = chunk[static_cast<size_t>(s.attn_order[end - 1])].pos;
+      for (int32_t k = begin; k < end; ++k)
+        s.attn_last[static_cast<size_t>(s.attn_order[k])] = last;
+    }
     for (int32_t b = begin; b < end; b += kAttentionBlockTokens)
       s.attn_blocks.push_back({b, std::min(end, b + kAttentionBlockTokens)});
   }
@@ -104,6 +114,7 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   const engine::AttendMask mask{hp.attn_softcap, hp.layer_slides(layer) ? hp.n_swa : 0};
   int64_t macs = 0;
   for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
+  if (!hp.causal) macs *= 2;  // about twice the positions each
   kb::ThreadPool& tp = pool_for(macs);
   // Items are (block, KV head). One slot per thread, each with its own scratch; which
   // thread runs a slot does not matter, every output is computed by one sequential loop.
@@ -123,8 +134,9 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
         for (int32_t i = b0; i < b1; ++i) {
           const int64_t t = s.attn_order[static_cast<size_t>(i)];
           const int64_t first = t * hp.q_dim() + static_cast<int64_t>(g) * group * hd;
-          tq[i - b0] = {chunk[static_cast<size_t>(t)].pos, s.q16.data() + first,
-                        s.att.data() + first};
+          const int32_t upto =
+              hp.causal ? chunk[static_cast<size_t>(t)].pos : s.attn_last[static_cast<size_t>(t)];
+          tq[i - b0] = {upto, s.q16.data() + first, s.att.data() + first};
         }
         engine::attend_tokens(
             *kv, chunk[static_cast<size_t>(s.attn_order[static_cast<size_t>(b0)])].seq, layer, g,
@@ -158,9 +170,11 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
       for (int32_t h = 0; h < hp.n_head_kv; ++h)
         engine::rms_norm(k + h * hd, L.k_norm.data, hd, hp.rms_eps, k + h * hd);
     }
-    const float* cs = angles + t * hp.n_rot;
-    engine::rope_apply(q, hp.n_head, hd, hp.n_rot, cs, hp.rope_neox);
-    engine::rope_apply(k, hp.n_head_kv, hd, hp.n_rot, cs, hp.rope_neox);
+    if (!hp.encoder) {  // bert's positions are learned embeddings, not rotations
+      const float* cs = angles + t * hp.n_rot;
+      engine::rope_apply(q, hp.n_head, hd, hp.n_rot, cs, hp.rope_neox);
+      engine::rope_apply(k, hp.n_head_kv, hd, hp.n_rot, cs, hp.rope_neox);
+    }
     // K and V go to the sequence's store in the KV type before any token attends
     // (quantized rows by the reference quantizers: per token, whatever the batch).
     if (kv->type() == KvType::kF16) {

@@ -69,11 +69,11 @@ Result<Hparams> read_hparams(const gguf::GgufFile& f) {
   Hparams hp;
   hp.arch = f.architecture();
   if (hp.arch.empty()) return InvalidArgument("model metadata has no general.architecture");
-  static constexpr std::string_view kArchs[] = {"llama", "qwen2",  "qwen3", "qwen3moe",
-                                                "phi3",  "gemma2", "gemma3"};
+  static constexpr std::string_view kArchs[] = {"llama", "qwen2",  "qwen3",  "qwen3moe",
+                                                "phi3",  "gemma2", "gemma3", "bert"};
   if (std::find(std::begin(kArchs), std::end(kArchs), hp.arch) == std::end(kArchs)) {
     return Unsupported("unsupported architecture '" + hp.arch +
-                       "' (supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3)");
+                       "' (supported: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, bert)");
   }
   const std::string a = hp.arch + ".";
   hp.rope_neox = hp.arch != "llama";

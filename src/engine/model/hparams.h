@@ -11,7 +11,7 @@
 namespace hearth::engine {
 
 struct Hparams {
-  // "llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2" or "gemma3"
+  // "llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3" or "bert"
   std::string arch;
   std::string name;
   int32_t n_vocab = 0;  // rows of token_embd
@@ -57,6 +57,16 @@ struct Hparams {
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
   int32_t n_ff_exp = 0;
+  // bert (bert.cpp): an encoder: learned position embeddings (position_embd), LayerNorm
+  // with bias (eps attention.layer_norm_epsilon) after the embeddings and after each
+  // residual add, biases on every matrix, a GELU FFN without gate, no output head.
+  bool encoder = false;
+  float ln_eps = 1e-12f;
+  // attention.causal: false (bert's default) lets every token of a sequence attend to
+  // the whole sequence; the sequence must then be evaluated in one forward chunk.
+  bool causal = true;
+  // <arch>.pooling_type (llama_pooling_type 0..3), -1 when the file does not say.
+  int32_t pooling_type = -1;
 
   int32_t kv_dim() const { return n_head_kv * head_dim; }
   int32_t q_dim() const { return n_head * head_dim; }

@@ -139,6 +139,43 @@ Status read_gemma(const gguf::GgufFile& f, Hparams& hp) {
   return OkStatus();
 }
 
+// pooling_type (any architecture), and bert's encoder keys.
+Status read_embedding_keys(const gguf::GgufFile& f, Hparams& hp) {
+  const std::string a = hp.arch + ".";
+  if (f.has(a + "pooling_type")) {
+    HEARTH_ASSIGN_OR_RETURN(const uint64_t p, f.get_u64(a + "pooling_type"));
+    if (p > 3) {
+      return refuse(a + "pooling_type", "pooling type " + std::to_string(p) +
+                                            " (implemented: 0 none, 1 mean, 2 cls, 3 last)");
+    }
+    hp.pooling_type = static_cast<int32_t>(p);
+  }
+  if (hp.arch != "bert") {
+    HEARTH_ASSIGN_OR_RETURN(const bool causal, f.get_bool_or(a + "attention.causal", true));
+    if (!causal) return refuse(a + "attention.causal", "non-causal attention is bert's only");
+    return OkStatus();
+  }
+  hp.encoder = true;
+  hp.has_qkv_bias = true;
+  HEARTH_ASSIGN_OR_RETURN(hp.causal, f.get_bool_or(a + "attention.causal", false));
+  if (!f.has(a + "attention.layer_norm_epsilon")) {
+    return InvalidArgument("model metadata is missing required key " + a +
+                           "attention.layer_norm_epsilon");
+  }
+  HEARTH_ASSIGN_OR_RETURN(hp.ln_eps, f.get_f32(a + "attention.layer_norm_epsilon"));
+  if (!(hp.ln_eps > 0)) return InvalidArgument(a + "attention.layer_norm_epsilon must be positive");
+  if (hp.n_head_kv != hp.n_head) {
+    return refuse(a + "attention.head_count_kv", "bert's heads all have their own K and V");
+  }
+  for (const char* t : {"cls.weight", "cls.output.weight"}) {
+    if (f.tensor(t) != nullptr) {
+      return Unsupported(std::string("tensor ") + t +
+                         " (a classifier head, rank pooling) is not supported");
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status read_arch_features(const gguf::GgufFile& f, Hparams& hp) {
@@ -154,6 +191,7 @@ Status read_arch_features(const gguf::GgufFile& f, Hparams& hp) {
     hp.q_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
   }
   if (is(hp, {"gemma2", "gemma3"})) HEARTH_RETURN_IF_ERROR(read_gemma(f, hp));
+  HEARTH_RETURN_IF_ERROR(read_embedding_keys(f, hp));
   return OkStatus();
 }
 

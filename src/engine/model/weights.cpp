@@ -94,6 +94,12 @@ class Binder {
     return OkStatus();
   }
 
+  // An optional vector: absent leaves out.data null.
+  Status optional_vector(const std::string& name, int64_t n, VectorWeight& out) {
+    if (f_.tensor(name) == nullptr) return OkStatus();
+    return vector(name, n, out);
+  }
+
   void finish() {
     uint64_t best = 0;
     for (const auto& [type, n] : per_type_) {
@@ -116,11 +122,77 @@ class Binder {
   std::map<gguf::TensorType, uint64_t> per_type_;
 };
 
+// bert's tensors, as llama.cpp names them (fused attn_qkv or separate Q/K/V, each
+// with its bias).
+Status bind_bert(const gguf::GgufFile& f, const Hparams& hp, Binder& b, ModelWeights& w) {
+  const int64_t e = hp.n_embd, kv = hp.kv_dim(), ff = hp.n_ff;
+  HEARTH_RETURN_IF_ERROR(b.matrix("position_embd.weight", e, hp.n_ctx_train, w.position_embd));
+  if (const gguf::TensorInfo* t = f.tensor("token_types.weight"); t != nullptr) {
+    if (t->dims.size() != 2 || t->dims[0] != static_cast<uint64_t>(e) || t->dims[1] < 1) {
+      return InvalidArgument("tensor token_types.weight must have shape [" + std::to_string(e) +
+                             ", n_token_types >= 1]");
+    }
+    kb::WeightView types;
+    HEARTH_RETURN_IF_ERROR(
+        b.matrix("token_types.weight", e, static_cast<int64_t>(t->dims[1]), types));
+    w.type_row0.owned.resize(static_cast<size_t>(e));
+    kb::dequantize_row(types.type, types.data, w.type_row0.owned.data(), e);
+    w.type_row0.data = w.type_row0.owned.data();
+  }
+  HEARTH_RETURN_IF_ERROR(b.vector("token_embd_norm.weight", e, w.tok_norm));
+  HEARTH_RETURN_IF_ERROR(b.vector("token_embd_norm.bias", e, w.tok_norm_b));
+  w.layers.resize(static_cast<size_t>(hp.n_layer));
+  for (int32_t i = 0; i < hp.n_layer; ++i) {
+    LayerWeights& l = w.layers[static_cast<size_t>(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    if (f.tensor(p + "attn_qkv.weight") != nullptr) {
+      const std::string n = p + "attn_qkv.weight";
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, e + 2 * kv, 0, e, false, l.wq));
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, e + 2 * kv, e, kv, true, l.wk));
+      HEARTH_RETURN_IF_ERROR(b.rows_of(n, e, e + 2 * kv, e + kv, kv, true, l.wv));
+      VectorWeight bqkv;
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_qkv.bias", e + 2 * kv, bqkv));
+      const float* src = bqkv.data;
+      l.bq.owned.assign(src, src + e);
+      l.bk.owned.assign(src + e, src + e + kv);
+      l.bv.owned.assign(src + e + kv, src + e + 2 * kv);
+      l.bq.data = l.bq.owned.data();
+      l.bk.data = l.bk.owned.data();
+      l.bv.data = l.bv.owned.data();
+    } else {
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", e, e, l.wq));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", e, kv, l.wk));
+      HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", e, kv, l.wv));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_q.bias", e, l.bq));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", kv, l.bk));
+      HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", kv, l.bv));
+    }
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", e, e, l.wo));
+    HEARTH_RETURN_IF_ERROR(b.optional_vector(p + "attn_output.bias", e, l.bo));
+    HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_output_norm.weight", e, l.attn_out_norm));
+    HEARTH_RETURN_IF_ERROR(b.vector(p + "attn_output_norm.bias", e, l.attn_out_norm_b));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", e, ff, l.w_up));
+    HEARTH_RETURN_IF_ERROR(b.optional_vector(p + "ffn_up.bias", ff, l.ffn_up_b));
+    HEARTH_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", ff, e, l.w_down));
+    HEARTH_RETURN_IF_ERROR(b.optional_vector(p + "ffn_down.bias", e, l.ffn_down_b));
+    HEARTH_RETURN_IF_ERROR(b.vector(p + "layer_output_norm.weight", e, l.layer_out_norm));
+    HEARTH_RETURN_IF_ERROR(b.vector(p + "layer_output_norm.bias", e, l.layer_out_norm_b));
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<ModelWeights> bind_weights(const gguf::GgufFile& f, const Hparams& hp) {
   ModelWeights w;
   Binder b(f, w);
+  if (hp.encoder) {
+    HEARTH_RETURN_IF_ERROR(b.matrix("token_embd.weight", hp.n_embd, hp.n_vocab, w.token_embd));
+    w.token_embd_row_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(hp.n_embd));
+    HEARTH_RETURN_IF_ERROR(bind_bert(f, hp, b, w));
+    b.finish();
+    return w;
+  }
   const int64_t e = hp.n_embd, q = hp.q_dim(), kv = hp.kv_dim(), ff = hp.n_ff, hd = hp.head_dim;
   HEARTH_RETURN_IF_ERROR(b.matrix("token_embd.weight", e, hp.n_vocab, w.token_embd));
   w.token_embd_row_bytes = gguf::row_bytes(w.token_embd.type, static_cast<uint64_t>(e));

@@ -34,6 +34,11 @@ struct LayerWeights {
   // 3-D ffn_{gate,up,down}_exps tensors (expert e is the e-th slice).
   kb::WeightView gate_inp;
   std::vector<kb::WeightView> gate_exps, up_exps, down_exps;
+  // bert: the attention output's bias, the LayerNorms after the attention and after the
+  // FFN (weight and bias), the FFN's biases (w_up / w_down; no gate). A bias whose
+  // tensor the file leaves out has data == nullptr.
+  VectorWeight bo, attn_out_norm, attn_out_norm_b, ffn_up_b, ffn_down_b;
+  VectorWeight layer_out_norm, layer_out_norm_b;
 };
 
 struct ModelWeights {
@@ -46,6 +51,12 @@ struct ModelWeights {
   // null when the file has no rope_freqs.weight.
   VectorWeight rope_freqs;
   std::vector<LayerWeights> layers;
+  // bert: learned position embeddings (n_ctx_train rows), row 0 of token_types (every
+  // token is "sentence A", as llama.cpp; data == nullptr without the tensor), and the
+  // LayerNorm of the embeddings.
+  kb::WeightView position_embd;
+  VectorWeight type_row0;
+  VectorWeight tok_norm, tok_norm_b;
   uint64_t n_params = 0;
   uint64_t n_bytes = 0;
   gguf::TensorType dominant_type = gguf::TensorType::kF32;

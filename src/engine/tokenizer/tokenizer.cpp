@@ -90,9 +90,11 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
     impl->kind = ModelKind::kSpm;
   } else if (vocab.model == "gpt2") {
     impl->kind = ModelKind::kBpe;
+  } else if (vocab.model == "bert") {
+    impl->kind = ModelKind::kWpm;
   } else {
     return Unsupported("tokenizer model '" + vocab.model +
-                       "' is not supported (hearth handles 'llama' and 'gpt2')");
+                       "' is not supported (hearth handles 'llama', 'gpt2' and 'bert')");
   }
   const size_t n = vocab.tokens.size();
   if (n == 0) return InvalidArgument("tokenizer: the vocabulary has no tokens");
@@ -110,6 +112,15 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
   HEARTH_RETURN_IF_ERROR(check_special_id("unk_id", vocab.unk_id, n));
   HEARTH_RETURN_IF_ERROR(check_special_id("pad_id", vocab.pad_id, n));
   HEARTH_RETURN_IF_ERROR(check_special_id("eot_id", vocab.eot_id, n));
+  HEARTH_RETURN_IF_ERROR(check_special_id("sep_id", vocab.sep_id, n));
+  if (impl->kind == ModelKind::kWpm) {
+    // WordPiece writes the unknown token for a word it cannot cut.
+    if (vocab.unk_id < 0) {
+      return InvalidArgument("tokenizer: a bert (WordPiece) vocabulary needs unknown_token_id");
+    }
+    for (const std::string& t : vocab.tokens)
+      impl->max_token_len = std::max(impl->max_token_len, t.size());
+  }
   if (impl->kind == ModelKind::kBpe) {
     HEARTH_ASSIGN_OR_RETURN(impl->pre, tokenizer::pre_tokenizer_from_name(vocab.pre));
     impl->ignore_merges = impl->pre == tokenizer::PreTokenizer::kLlama3;
@@ -125,7 +136,7 @@ Result<Tokenizer> Tokenizer::create(Vocab vocab) {
       }
     }
     if (vocab.unk_id >= 0) impl->types[vocab.unk_id] = TokenType::kUnknown;
-    for (int32_t id : {vocab.bos_id, vocab.eos_id, vocab.eot_id}) {
+    for (int32_t id : {vocab.bos_id, vocab.eos_id, vocab.eot_id, vocab.sep_id}) {
       if (id >= 0) impl->types[id] = TokenType::kControl;
     }
   }
@@ -221,12 +232,15 @@ Result<std::vector<int32_t>> Tokenizer::encode_with_special_ranges(
     for (const tokenizer::Fragment& f : fragments) {
       if (f.token >= 0) {
         out.push_back(f.token);
+      } else if (impl.kind == ModelKind::kWpm) {
+        tokenizer::wpm_tokenize(impl, f.text, out);
       } else {
         tokenizer::bpe_tokenize(impl, f.text, out);
       }
     }
   }
   if (add_special && v.add_eos && v.eos_id >= 0) out.push_back(v.eos_id);
+  if (add_special && v.add_sep && v.sep_id >= 0) out.push_back(v.sep_id);
   return out;
 }
 
@@ -251,7 +265,7 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     case TokenType::kUndefined:
       break;
   }
-  if (impl.kind == ModelKind::kSpm) return unescape_spaces(text);
+  if (impl.kind != ModelKind::kBpe) return unescape_spaces(text);  // SPM, WordPiece
   // Byte-level BPE: each character stands for one byte. Characters outside the
   // byte-level alphabet (rare hand-added tokens) are kept as UTF-8.
   std::string out;
@@ -272,7 +286,9 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
 
 Result<std::string> Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
   std::string out;
-  bool strip_space = impl_->kind == ModelKind::kSpm && impl_->vocab.add_space_prefix;
+  // SPM's dummy prefix, WordPiece's word-start mark on the first word.
+  bool strip_space = (impl_->kind == ModelKind::kSpm && impl_->vocab.add_space_prefix) ||
+                     impl_->kind == ModelKind::kWpm;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!is_valid(ids[i])) {
       return OutOfRange("decode: token " + std::to_string(ids[i]) + " at position " +
@@ -304,6 +320,9 @@ int32_t Tokenizer::unk_id() const {
 }
 int32_t Tokenizer::pad_id() const {
   return impl_->vocab.pad_id;
+}
+int32_t Tokenizer::sep_id() const {
+  return impl_->vocab.sep_id;
 }
 bool Tokenizer::add_bos() const {
   return impl_->vocab.add_bos && impl_->vocab.bos_id >= 0;

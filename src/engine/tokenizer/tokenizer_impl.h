@@ -24,7 +24,7 @@ struct StringHash {
 };
 using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
 
-enum class ModelKind { kSpm, kBpe };
+enum class ModelKind { kSpm, kBpe, kWpm };
 
 // A piece of input after special-token partitioning: raw text, or one special token.
 struct Fragment {
@@ -44,7 +44,9 @@ struct Tokenizer::Impl {
   std::array<int32_t, 256> byte_token{};
   // BPE merge priorities keyed by "left right"; empty -> tiktoken ranks (token ids).
   tokenizer::TokenMap merge_rank;
-  bool ignore_merges = false;  // llama3: a word that is a whole token skips merging
+  bool ignore_merges = false;
+  size_t max_token_len = 0;  // WordPiece: the longest token text, in bytes  // llama3: a word that
+                             // is a whole token skips merging
   // Control / user-defined / unknown tokens, longest text first (for partitioning).
   std::vector<int32_t> special_tokens;
   std::vector<bool> eog;  // one per token
@@ -77,6 +79,9 @@ void spm_tokenize(const Tokenizer::Impl& impl, std::string_view text, std::vecto
 
 // Byte-level BPE: pre-tokenize, byte-encode, merge. Appends ids.
 void bpe_tokenize(const Tokenizer::Impl& impl, std::string_view text, std::vector<int32_t>& out);
+
+// WordPiece (bert, wpm.cpp): normalize, split into words, longest-match each. Appends ids.
+void wpm_tokenize(const Tokenizer::Impl& impl, std::string_view text, std::vector<int32_t>& out);
 
 }  // namespace tokenizer
 }  // namespace hearth

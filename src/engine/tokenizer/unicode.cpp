@@ -10,6 +10,10 @@ struct CodepointRange {
   uint32_t lo;
   uint32_t hi;
 };
+struct CodepointMap {
+  uint32_t from;
+  uint32_t to;
+};
 
 #include "engine/tokenizer/unicode_tables.inc"
 
@@ -21,6 +25,14 @@ bool in_ranges(const CodepointRange (&ranges)[N], uint32_t cp) {
   if (it == ranges) return false;
   --it;
   return cp <= it->hi;
+}
+
+template <size_t N>
+uint32_t mapped(const CodepointMap (&map)[N], uint32_t cp) {
+  const CodepointMap* end = map + N;
+  const CodepointMap* it =
+      std::lower_bound(map, end, cp, [](const CodepointMap& m, uint32_t v) { return m.from < v; });
+  return it != end && it->from == cp ? it->to : cp;
 }
 
 // GPT-2 keeps the printable Latin-1 bytes as themselves and moves the others
@@ -145,6 +157,24 @@ bool is_number(uint32_t cp) {
 
 bool is_punctuation(uint32_t cp) {
   return in_ranges(kPunctuationRanges, cp);
+}
+
+bool is_control(uint32_t cp) {
+  return in_ranges(kControlRanges, cp);
+}
+
+bool is_symbol(uint32_t cp) {
+  return in_ranges(kSymbolRanges, cp);
+}
+
+uint32_t to_lower(uint32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 0x20 : cp;
+  return mapped(kLowercaseMap, cp);
+}
+
+uint32_t nfd_first(uint32_t cp) {
+  if (cp < 0x80) return cp;
+  return mapped(kNfdFirstMap, cp);
 }
 
 bool is_whitespace(uint32_t cp) {

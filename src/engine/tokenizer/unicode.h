@@ -32,6 +32,14 @@ std::string codepoint_to_utf8(uint32_t cp);
 bool is_letter(uint32_t cp);       // \p{L}
 bool is_number(uint32_t cp);       // \p{N}
 bool is_punctuation(uint32_t cp);  // \p{P}
+bool is_control(uint32_t cp);      // Cc, Cf, Co, Cs (not unassigned Cn)
+bool is_symbol(uint32_t cp);       // \p{S}
+// Simple case mapping: the first codepoint of the character's lowercase form.
+uint32_t to_lower(uint32_t cp);
+// The first codepoint of the character's NFD decomposition (a precomposed letter ->
+// its base letter; the combining marks are dropped), as llama.cpp's WordPiece
+// normalizes.
+uint32_t nfd_first(uint32_t cp);
 // The Unicode White_Space property (what llama.cpp's \s means after its rewriting).
 bool is_whitespace(uint32_t cp);
 

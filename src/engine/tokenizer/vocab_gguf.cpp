@@ -1,9 +1,9 @@
 // Vocab from a GGUF file's tokenizer.ggml.* metadata.
 #include <string>
 
+#include "hearth/engine/tokenizer.h"
 #include "hearth/gguf/gguf.h"
 #include "hearth/log.h"
-#include "hearth/engine/tokenizer.h"
 
 namespace hearth {
 namespace {
@@ -67,19 +67,28 @@ Result<Vocab> vocab_from_gguf(const gguf::GgufFile& file) {
   }
 
   const bool spm = v.model == "llama";
-  HEARTH_ASSIGN_OR_RETURN(v.bos_id,
-                          read_id(file, "tokenizer.ggml.bos_token_id", spm && n > 1 ? 1 : -1, n));
+  const bool wpm = v.model == "bert";  // llama.cpp's defaults: [CLS] 101, [UNK] 100, [SEP] 102
+  int32_t bos_default = spm && n > 1 ? 1 : -1;
+  if (wpm) {
+    HEARTH_ASSIGN_OR_RETURN(bos_default,
+                            read_id(file, "tokenizer.ggml.cls_token_id", n > 101 ? 101 : -1, n));
+  }
+  HEARTH_ASSIGN_OR_RETURN(v.bos_id, read_id(file, "tokenizer.ggml.bos_token_id", bos_default, n));
   HEARTH_ASSIGN_OR_RETURN(v.eos_id,
                           read_id(file, "tokenizer.ggml.eos_token_id", spm && n > 2 ? 2 : -1, n));
+  HEARTH_ASSIGN_OR_RETURN(v.unk_id, read_id(file, "tokenizer.ggml.unknown_token_id",
+                                            spm && n > 0 ? 0 : (wpm && n > 100 ? 100 : -1), n));
+  // llama.cpp's key spelling ("seperator").
   HEARTH_ASSIGN_OR_RETURN(
-      v.unk_id, read_id(file, "tokenizer.ggml.unknown_token_id", spm && n > 0 ? 0 : -1, n));
+      v.sep_id, read_id(file, "tokenizer.ggml.seperator_token_id", wpm && n > 102 ? 102 : -1, n));
   HEARTH_ASSIGN_OR_RETURN(v.pad_id, read_id(file, "tokenizer.ggml.padding_token_id", -1, n));
   HEARTH_ASSIGN_OR_RETURN(v.eot_id, read_id(file, "tokenizer.ggml.eot_token_id", -1, n));
 
   const bool llama3 = v.pre == "llama3" || v.pre == "llama-v3" || v.pre == "llama-bpe";
   HEARTH_ASSIGN_OR_RETURN(v.add_bos,
-                          file.get_bool_or("tokenizer.ggml.add_bos_token", spm || llama3));
+                          file.get_bool_or("tokenizer.ggml.add_bos_token", spm || llama3 || wpm));
   HEARTH_ASSIGN_OR_RETURN(v.add_eos, file.get_bool_or("tokenizer.ggml.add_eos_token", false));
+  HEARTH_ASSIGN_OR_RETURN(v.add_sep, file.get_bool_or("tokenizer.ggml.add_sep_token", wpm));
   HEARTH_ASSIGN_OR_RETURN(v.add_space_prefix,
                           file.get_bool_or("tokenizer.ggml.add_space_prefix", spm));
   return v;
