@@ -33,9 +33,10 @@ struct ServeFlags {
   // Model knobs for the -m models, under their [[models]] key names.
   std::optional<int64_t> threads, batch_size, prefill_chunk;
   std::optional<std::string> batch_strategy, fingerprint_mode;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE], for the one -m model
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
-           fingerprint_mode;
+           fingerprint_mode || !lora.empty();
   }
   bool quiet = false;
 };
@@ -66,6 +67,11 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
     if (!value) continue;
     if (Status s = server::apply_model_setting(m, key, *value); !s.ok())
       return InvalidArgument(std::string(flag) + ": " + s.message());
+  }
+  for (const std::string& arg : flags.lora) {
+    auto spec = server::parse_adapter_arg(arg);
+    if (!spec.ok()) return InvalidArgument("--lora: " + spec.status().message());
+    m.adapters.push_back(std::move(spec).value());
   }
   if (m.n_batch < m.n_seq_max)
     return InvalidArgument("--batch-size: must be >= --parallel (" + std::to_string(m.n_seq_max) +
@@ -112,6 +118,9 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--fingerprint-mode", flags->fingerprint_mode,
                   "How a model file is identified for the cache: gguf_chunked (default), safe "
                   "(SHA-256 of the whole file) or fast_unsafe (needs fingerprint in TOML)");
+  cmd->add_option("--lora", flags->lora,
+                  "LoRA adapter FILE[:SCALE] for the -m model (llama.cpp's GGUF adapter format; "
+                  "repeatable; ids 0, 1, ... in order; several models: lora in [[models]])");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->add_option("--cors-origin", flags->cors_origins,
@@ -136,8 +145,15 @@ Registrar reg("serve", [](CLI::App& root) {
     if (flags->models.empty() && flags->any_model_knob()) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
-                   "--prefill-chunk, --batch-strategy and --fingerprint-mode apply to -m "
+                   "--prefill-chunk, --batch-strategy, --fingerprint-mode and --lora apply to -m "
                    "models; set them in the config's [[models]] tables\n");
+      exit_code() = 2;
+      return;
+    }
+    if (!flags->lora.empty() && flags->models.size() > 1) {
+      std::fprintf(stderr,
+                   "hearth serve: --lora applies to one -m model (an adapter fits one base); "
+                   "with several models set lora = [{path, scale}] in their [[models]] tables\n");
       exit_code() = 2;
       return;
     }

@@ -304,6 +304,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.stop = req.stop;
   plan.request.parent_key = req.parent_key;
   plan.request.cache_prompt = req.cache_prompt;
+  plan.request.lora = req.lora;
   plan.request.n = req.n;
   plan.request.logprobs = req.logprobs;
   for (const auto& [id, bias] : req.sampling.logit_bias) {

@@ -54,6 +54,7 @@ constexpr RequestField kFields[] = {
      "the hosted prompt cache's lifetime; hearth's cache follows its own save policy"},
     {"cache_prompt", kText, FieldUse::kHonoured, ""},  // false: no lookup, no save
     {"parent_key", kText, FieldUse::kHonoured, ""},    // a finish_key to restore exactly
+    {"lora", kText, FieldUse::kHonoured, ""},          // [{id, scale}] (llama-server)
     {"prediction", kChatApi, FieldUse::kNoOp,
      "predicted outputs only speed up the hosted API; they never change what is generated"},
     {"audio", kChatApi, FieldUse::kRejected, "audio output is not supported"},

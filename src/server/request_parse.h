@@ -31,6 +31,9 @@ struct TextRequest {
   // Cache control (parse_cache_fields): parent_key, cache_prompt.
   std::optional<std::string> parent_key;
   bool cache_prompt = true;
+  // llama-server's `lora`: [{id, scale}] for this request (unlisted adapters: scale 0);
+  // unset: the model's current scales (parse_lora_field).
+  std::optional<std::vector<runtime::AdapterScale>> lora;
   int32_t n = 1;  // OpenAI n: choices
   // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
   // logprobs true + top_logprobs; completions: logprobs N).
@@ -59,6 +62,9 @@ std::optional<ApiError> parse_messages_request(const nlohmann::json& body, TextR
 // finish_key of an earlier reply: 64 hex digits) and "cache_prompt" (a boolean; false = no
 // cache lookup and no save for this request, as llama-server's field).
 std::optional<ApiError> parse_cache_fields(const nlohmann::json& body, TextRequest& out);
+// "lora": an array of {"id": integer, "scale": number} (llama-server's request field);
+// errors name lora[i].id / lora[i].scale.
+std::optional<ApiError> parse_lora_field(const nlohmann::json& body, TextRequest& out);
 
 // The body must be a JSON object; returns the error for anything else.
 std::optional<ApiError> parse_json_object(const std::string& body, nlohmann::json& out);

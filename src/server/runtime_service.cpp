@@ -211,6 +211,7 @@ class RuntimeService : public ServiceApi {
     params.stop_sequences = request.stop;
     params.parent_key = request.parent_key;
     params.cache_prompt = request.cache_prompt;
+    params.lora = request.lora;
     params.logprobs = request.logprobs;
     if (request.n < 1) return InvalidArgument("n must be >= 1, got " + std::to_string(request.n));
     params.thinking = request.thinking;
@@ -291,6 +292,7 @@ class RuntimeService : public ServiceApi {
   Result<PrefillOutcome> prefill(const GenerateRequest& request) override {
     rt::RequestParams params;
     params.parent_key = request.parent_key;
+    params.lora = request.lora;
     HEARTH_ASSIGN_OR_RETURN(rt::PrefillResult r,
                             runtime_->prefill_only(request.model, request.prompt, params));
     PrefillOutcome out;
@@ -302,6 +304,20 @@ class RuntimeService : public ServiceApi {
     return out;
   }
   Status evict_model(const std::string& id) override { return runtime_->evict(id); }
+  Result<std::vector<rt::AdapterInfo>> list_adapters(const std::string& model) override {
+    return runtime_->list_adapters(model);
+  }
+  Result<rt::AdapterInfo> load_adapter(const std::string& model,
+                                       const rt::AdapterSpec& spec) override {
+    return runtime_->load_adapter(model, spec);
+  }
+  Status unload_adapter(const std::string& model, int32_t id) override {
+    return runtime_->unload_adapter(model, id);
+  }
+  Status set_adapter_scales(const std::string& model,
+                            std::span<const rt::AdapterScale> scales) override {
+    return runtime_->set_adapter_scales(model, scales);
+  }
   Status shutdown_model(const std::string& id) override { return runtime_->shutdown(id); }
   Result<cache::SchedulerStatus> pressure_status() override { return runtime_->pressure_status(); }
   Status pressure_enable(bool on) override {

@@ -116,10 +116,19 @@ class TextStream {
   virtual std::string flush() = 0;              // whatever is still held back
 };
 
-// A LoRA adapter to attach. Backends without adapter support return Unsupported.
+// A LoRA adapter (llama.cpp's GGUF adapter format) to load into a model, with its
+// default scale (ModelConfig::adapters, Runtime::load_adapter).
 struct AdapterSpec {
   std::string path;
   float scale = 1.0f;
+};
+
+// One adapter applied to a forward row: its id in the model's adapter list and the
+// user's scale (never 0: a zero-scale adapter is left out, which is the base model).
+struct AdapterUse {
+  int32_t id = 0;
+  float scale = 1.0f;
+  bool operator==(const AdapterUse&) const = default;
 };
 
 // One row of a forward pass: `tokens` at positions pos, pos+1, ... of sequence `seq`.
@@ -130,6 +139,9 @@ struct StepRow {
   int32_t pos = 0;
   std::span<const TokenId> tokens;
   bool want_logits = false;
+  // LoRA adapters applied to this row's tokens, in this order (ids given to
+  // load_adapter); empty: the base model. A sequence keeps one set while it holds KV.
+  std::span<const AdapterUse> adapters;
 };
 
 class Backend {
@@ -192,12 +204,15 @@ class Backend {
   virtual Status seq_truncate(int32_t seq, int32_t n_pos) = 0;
   // Mean-pooled, L2-normalised embedding of `tokens` (uses no sequence slot).
   virtual Result<std::vector<float>> embed(std::span<const TokenId> tokens) = 0;
-  virtual Status set_adapters(std::span<const AdapterSpec> adapters) {
-    if (adapters.empty()) return OkStatus();
-    return Unsupported("this backend does not support LoRA adapters");
+  // LoRA: makes adapter `id` usable in StepRow::adapters (errors name the file's bad
+  // key or tensor), and forgets it. Backends without adapter support: Unsupported.
+  virtual Status load_adapter(int32_t id, const std::string& path) {
+    (void)id;
+    return Unsupported("this backend does not support LoRA adapters (" + path + ")");
   }
-  // SHA-256 of the attached adapters' files (folded into the fingerprint); empty if none.
-  virtual std::string adapters_digest() const { return {}; }
+  virtual Status unload_adapter(int32_t id) {
+    return NotFound("no LoRA adapter " + std::to_string(id) + " is loaded");
+  }
 };
 
 // Builds a backend for a model; called at load and again when the worker restarts.
