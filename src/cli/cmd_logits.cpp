@@ -127,7 +127,7 @@ Status apply_lora(Engine& engine, const std::vector<std::string>& args, int32_t 
 }
 
 int generate(const std::string& model, const std::string& prompt, int n, int threads,
-             KvType kv_type, const std::vector<std::string>& lora) {
+             KvType kv_type, const std::vector<std::string>& lora, const std::string& out) {
   EngineOptions opts;
   opts.n_threads = threads;
   opts.kv_type = kv_type;
@@ -176,6 +176,14 @@ int generate(const std::string& model, const std::string& prompt, int n, int thr
     }
   }
 
+  if (!out.empty()) {  // every step's logits: raw float32 LE, one row of n_vocab per step
+    FILE* f = std::fopen(out.c_str(), "wb");
+    bool ok = f != nullptr;
+    for (const auto& row : step_logits)
+      ok = ok && std::fwrite(row.data(), sizeof(float), row.size(), f) == row.size();
+    if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+    if (!ok) return fail(IoError("--out " + out + ": cannot write"));
+  }
   std::printf("model %s arch %s n_vocab %zu add_bos %d\n",
               std::filesystem::path(model).filename().c_str(), info.arch.c_str(), V,
               tok.add_bos() ? 1 : 0);
@@ -240,6 +248,7 @@ Registrar reg("logits", [](CLI::App& root) {
     int threads = 2;
     std::string kv_type = "f16";
     std::vector<std::string> lora;
+    std::string out;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = root.add_subcommand(
@@ -254,6 +263,8 @@ Registrar reg("logits", [](CLI::App& root) {
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
   cmd->add_option("--lora", args->lora,
                   "LoRA adapter FILE[:SCALE] (llama.cpp's GGUF adapter format; repeatable)");
+  cmd->add_option("--out", args->out,
+                  "write every step's logits (float32 LE, n_vocab per step) to this file");
   cmd->callback([args] {
     const KvType kv_type = *kv_type_from_name(args->kv_type);
     if (!args->reference.empty()) {
@@ -262,8 +273,8 @@ Registrar reg("logits", [](CLI::App& root) {
     } else if (args->model.empty()) {
       exit_code() = fail(InvalidArgument("-m MODEL is required (or --reference CASE)"));
     } else {
-      exit_code() =
-          generate(args->model, args->prompt, args->n, args->threads, kv_type, args->lora);
+      exit_code() = generate(args->model, args->prompt, args->n, args->threads, kv_type, args->lora,
+                             args->out);
     }
   });
 });

@@ -30,17 +30,23 @@ std::vector<AdapterInfo> ModelWorker::list_adapters() const {
 Result<AdapterInfo> ModelWorker::load_adapter(const AdapterSpec& spec) {
   if (!std::isfinite(spec.scale)) return InvalidArgument("scale: must be a finite number");
   HEARTH_ASSIGN_OR_RETURN(Digest256 sha, sha256_file(spec.path));
-  int32_t id;
-  {
+  // On the worker thread, as every adapter change: ids are taken in order and only by
+  // adapters that loaded.
+  AdapterInfo info;
+  HEARTH_RETURN_IF_ERROR(run_job([&](Backend& backend) -> Status {
+    int32_t id;
+    {
+      std::lock_guard lock(mu_);
+      id = next_adapter_id_;
+    }
+    HEARTH_RETURN_IF_ERROR(backend.load_adapter(id, spec.path));
+    info = AdapterInfo{id, spec.path, spec.scale, to_hex(sha)};
     std::lock_guard lock(mu_);
-    id = next_adapter_id_++;
-  }
-  HEARTH_RETURN_IF_ERROR(
-      run_job([&](Backend& backend) { return backend.load_adapter(id, spec.path); }));
-  LoadedAdapter a{AdapterInfo{id, spec.path, spec.scale, to_hex(sha)}, sha};
-  std::lock_guard lock(mu_);
-  adapters_.push_back(a);
-  return a.info;
+    next_adapter_id_ = id + 1;
+    adapters_.push_back(LoadedAdapter{info, sha});
+    return OkStatus();
+  }));
+  return info;
 }
 
 Status ModelWorker::unload_adapter(int32_t id) {

@@ -70,26 +70,28 @@ std::optional<ApiError> model_param(ServerContext& ctx, const httplib::Request& 
 
 std::optional<ApiError> adapter_from_json(ServerContext& ctx, const json& value,
                                           const std::string& field, runtime::AdapterSpec& out) {
+  const std::string pre = field.empty() ? "" : field + ".";
   if (!value.is_object())
-    return invalid_request("'" + field + "' must be {\"path\", \"scale\"}", field, "invalid_type");
+    return invalid_request(
+        "'" + (field.empty() ? "body" : field) + "' must be {\"path\", \"scale\"}", field,
+        "invalid_type");
   for (const auto& [key, v] : value.items()) {
     if (key != "path" && key != "scale")
-      return invalid_request("unknown field '" + field + "." + key + "' (path, scale)",
-                             field + "." + key, "unknown_field");
+      return invalid_request("unknown field '" + pre + key + "' (path, scale)", pre + key,
+                             "unknown_field");
   }
   if (!value.contains("path") || !value["path"].is_string())
-    return invalid_request("'" + field + ".path' must be a string", field + ".path",
-                           "invalid_type");
+    return invalid_request("'" + pre + "path' must be a string", pre + "path", "invalid_type");
   out.scale = 1.0f;
   if (value.contains("scale")) {
     if (!value["scale"].is_number() || !std::isfinite(value["scale"].get<double>()))
-      return invalid_request("'" + field + ".scale' must be a finite number", field + ".scale",
+      return invalid_request("'" + pre + "scale' must be a finite number", pre + "scale",
                              "invalid_type");
     out.scale = static_cast<float>(value["scale"].get<double>());
   }
   auto resolved = resolve_model_path(ctx.config.models_dir, value["path"].get<std::string>());
   if (!resolved.ok()) {
-    ApiError e = from_status(resolved.status(), field + ".path");
+    ApiError e = from_status(resolved.status(), pre + "path");
     if (resolved.status().code() == ErrorCode::kUnsupported) {
       e.http_status = 403;
       e.type = "permission_error";
@@ -124,7 +126,7 @@ void register_lora_routes(httplib::Server& http, ServerContext& ctx) {
               json body;
               if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
               runtime::AdapterSpec spec;
-              if (auto e = adapter_from_json(ctx, body, "body", spec)) return reply_error(res, *e);
+              if (auto e = adapter_from_json(ctx, body, "", spec)) return reply_error(res, *e);
               auto loaded = ctx.service.load_adapter(req.matches[1].str(), spec);
               if (!loaded.ok()) return reply_error(res, lora_error(loaded.status(), "path"));
               reply_json(res, adapter_json(loaded.value()), 201);
