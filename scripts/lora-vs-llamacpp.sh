@@ -13,6 +13,7 @@ HEARTH=${2:-build/hearth}
 W=${3:-$(mktemp -d)}
 PROMPT="Once upon a time there was a little robot who wanted to learn to paint"
 mkdir -p "$W"
+rm -f "$W/base.bin"
 "$HEARTH" gen-model --preset small --type f32 --seed 1 --out "$W/base.gguf" -q
 "$HEARTH" gen-model --lora-for "$W/base.gguf" --rank 8 --alpha 16 --seed 2 --out "$W/lora.gguf"
 "$HEARTH" gen-model --lora-for "$W/base.gguf" --rank 8 --alpha 16 --seed 2 --type f16 \
@@ -23,16 +24,21 @@ compare() {  # name, hearth --lora args, lc-logits --lora args
   toks=$("$HEARTH" logits -m "$W/base.gguf" -p "$PROMPT" -n 1 $hl --out "$W/h.bin" 2>/dev/null |
     awk '/^prompt_tokens/ {for (i = 3; i <= NF; i++) printf "%s%s", (i > 3 ? "," : ""), $i}')
   "$LC" -m "$W/base.gguf" --tokens "$toks" --out "$W/l.bin" $ll > /dev/null
-  python3 - "$name" "$W/h.bin" "$W/l.bin" <<'PY'
+  [ -f "$W/base.bin" ] || cp "$W/h.bin" "$W/base.bin"
+  python3 - "$name" "$W/h.bin" "$W/l.bin" "$W/base.bin" <<'PY'
 import struct, sys
-name, h, l = sys.argv[1:4]
-a = open(h, "rb").read(); b = open(l, "rb").read()
+name, h, l, base = sys.argv[1:5]
+a = open(h, "rb").read(); b = open(l, "rb").read(); c = open(base, "rb").read()
 n = len(a) // 4
 x = struct.unpack("<%df" % n, a); y = struct.unpack("<%df" % n, b[:len(a)])
+z = struct.unpack("<%df" % n, c)
 d = [abs(p - q) for p, q in zip(x, y)]
+effect = max(abs(p - q) for p, q in zip(x, z))
 top = lambda v: max(range(len(v)), key=lambda i: v[i])
-print("%-22s n_vocab %d  max_abs_diff %.3g  mean_abs_diff %.3g  top1 hearth %d llama.cpp %d %s"
-      % (name, n, max(d), sum(d) / n, top(x), top(y), "agree" if top(x) == top(y) else "DIFFER"))
+print("%-20s n_vocab %d  adapter effect max %.3g  vs llama.cpp: max_abs_diff %.3g  "
+      "mean_abs_diff %.3g  top1 %d / %d %s"
+      % (name, n, effect, max(d), sum(d) / n, top(x), top(y),
+         "agree" if top(x) == top(y) else "DIFFER"))
 PY
 }
 compare "base" "" ""
