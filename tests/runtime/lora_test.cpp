@@ -5,6 +5,7 @@
 // adapter sets run concurrently with the same outputs as alone; the adapter list admin.
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <set>
 
 #include <unistd.h>

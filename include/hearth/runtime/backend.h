@@ -141,7 +141,7 @@ struct StepRow {
   bool want_logits = false;
   // LoRA adapters applied to this row's tokens, in this order (ids given to
   // load_adapter); empty: the base model. A sequence keeps one set while it holds KV.
-  std::span<const AdapterUse> adapters;
+  std::span<const AdapterUse> adapters = {};
 };
 
 class Backend {
