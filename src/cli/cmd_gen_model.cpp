@@ -2,6 +2,7 @@
 // weights (see gen_model.h; the presets are listed in docs/gguf.md).
 #include <cstdio>
 
+#include "cli/gen_lora.h"
 #include "cli/gen_model.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
@@ -33,10 +34,46 @@ Registrar reg("gen-model", [](CLI::App& root) {
                   "Worker threads (0: one per core); the output bytes do not depend on it")
       ->check(CLI::Range(0u, 1024u))
       ->capture_default_str();
+  // --lora-for: a random LoRA adapter for an existing base model instead of a model.
+  auto lora = std::make_shared<GenLoraOptions>();
+  cmd->add_option("--lora-for", lora->base,
+                  "Write a random LoRA adapter (llama.cpp's GGUF adapter format) for this base "
+                  "model instead: attn_q, attn_v and ffn matrices; --type f32 or f16");
+  cmd->add_option("--rank", lora->rank, "LoRA rank (with --lora-for)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  cmd->add_option("--alpha", lora->alpha, "LoRA alpha (with --lora-for; 0: scale = user scale)")
+      ->capture_default_str();
   auto quiet = std::make_shared<bool>(false);
   cmd->add_flag("-q,--quiet", *quiet,
                 "No progress bar (there is none when stderr is not a terminal)");
-  cmd->callback([opts, quiet] {
+  cmd->callback([opts, quiet, lora, cmd] {
+    if (!lora->base.empty()) {
+      for (const char* only : {"--arch", "--preset", "--ctx", "--vocab-from"}) {
+        if (cmd->count(only) > 0) {
+          std::fprintf(stderr, "hearth gen-model: %s does not apply to --lora-for\n", only);
+          exit_code() = 1;
+          return;
+        }
+      }
+      lora->out = opts->out;
+      lora->seed = opts->seed;
+      lora->type = opts->type;
+      if (Status st = generate_lora(*lora); !st.ok()) {
+        std::fprintf(stderr, "hearth gen-model: %s\n", st.to_string().c_str());
+        exit_code() = 1;
+        return;
+      }
+      exit_code() = 0;
+      return;
+    }
+    for (const char* only : {"--rank", "--alpha"}) {
+      if (cmd->count(only) > 0) {
+        std::fprintf(stderr, "hearth gen-model: %s needs --lora-for\n", only);
+        exit_code() = 1;
+        return;
+      }
+    }
     ProgressBar bar("writing " + opts->out, ProgressBar::Unit::kBytes, *quiet);
     opts->progress = bar.callback();
     Status st = generate_model(*opts);

@@ -12,6 +12,7 @@
 #include "hearth/engine/engine.h"
 #include "hearth/engine/sampler.h"
 #include "hearth/engine/tokenizer.h"
+#include "server/model_settings.h"
 
 namespace hearth::cli {
 namespace {
@@ -113,8 +114,20 @@ int fail(const Status& s) {
   return 1;
 }
 
+// --lora FILE[:SCALE]: the adapters, applied to every sequence of `engine` in order.
+Status apply_lora(Engine& engine, const std::vector<std::string>& args, int32_t n_seq) {
+  std::vector<LoraUse> uses;
+  for (const std::string& arg : args) {
+    HEARTH_ASSIGN_OR_RETURN(runtime::AdapterSpec spec, server::parse_adapter_arg(arg));
+    HEARTH_ASSIGN_OR_RETURN(std::shared_ptr<const LoraAdapter> a, engine.load_lora(spec.path));
+    uses.push_back(LoraUse{std::move(a), spec.scale});
+  }
+  for (int32_t q = 0; q < n_seq; ++q) HEARTH_RETURN_IF_ERROR(engine.set_lora(q, uses));
+  return OkStatus();
+}
+
 int generate(const std::string& model, const std::string& prompt, int n, int threads,
-             KvType kv_type) {
+             KvType kv_type, const std::vector<std::string>& lora, const std::string& out) {
   EngineOptions opts;
   opts.n_threads = threads;
   opts.kv_type = kv_type;
@@ -122,6 +135,7 @@ int generate(const std::string& model, const std::string& prompt, int n, int thr
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
   Engine& engine = **loaded;
+  if (Status st = apply_lora(engine, lora, opts.n_seq_max); !st.ok()) return fail(st);
   const ModelInfo& info = engine.info();
   const Tokenizer& tok = engine.tokenizer();
   auto ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/false);
@@ -162,6 +176,14 @@ int generate(const std::string& model, const std::string& prompt, int n, int thr
     }
   }
 
+  if (!out.empty()) {  // every step's logits: raw float32 LE, one row of n_vocab per step
+    FILE* f = std::fopen(out.c_str(), "wb");
+    bool ok = f != nullptr;
+    for (const auto& row : step_logits)
+      ok = ok && std::fwrite(row.data(), sizeof(float), row.size(), f) == row.size();
+    if (f != nullptr) ok = std::fclose(f) == 0 && ok;
+    if (!ok) return fail(IoError("--out " + out + ": cannot write"));
+  }
   std::printf("model %s arch %s n_vocab %zu add_bos %d\n",
               std::filesystem::path(model).filename().c_str(), info.arch.c_str(), V,
               tok.add_bos() ? 1 : 0);
@@ -183,7 +205,8 @@ int generate(const std::string& model, const std::string& prompt, int n, int thr
   return 0;
 }
 
-int check_reference(const std::string& case_path, std::string model, int threads, KvType kv_type) {
+int check_reference(const std::string& case_path, std::string model, int threads, KvType kv_type,
+                    const std::vector<std::string>& lora) {
   auto c = engine::parse_reference_case(case_path);
   if (!c.ok()) return fail(c.status());
   if (model.empty()) model = engine::resolve_reference_model(*c);
@@ -197,6 +220,7 @@ int check_reference(const std::string& case_path, std::string model, int threads
   opts.kv_type = kv_type;
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
+  if (Status st = apply_lora(**loaded, lora, opts.n_seq_max); !st.ok()) return fail(st);
   auto r = engine::run_reference_case(**loaded, *c);
   if (!r.ok()) return fail(r.status());
   for (size_t i = 0; i < c->steps.size(); ++i) {
@@ -223,6 +247,8 @@ Registrar reg("logits", [](CLI::App& root) {
     int n = 24;
     int threads = 2;
     std::string kv_type = "f16";
+    std::vector<std::string> lora;
+    std::string out;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = root.add_subcommand(
@@ -235,14 +261,20 @@ Registrar reg("logits", [](CLI::App& root) {
   cmd->add_option("--kv-type", args->kv_type,
                   "element type of the KV cache: f16 (default), q8_0 or q4_0")
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
+  cmd->add_option("--lora", args->lora,
+                  "LoRA adapter FILE[:SCALE] (llama.cpp's GGUF adapter format; repeatable)");
+  cmd->add_option("--out", args->out,
+                  "write every step's logits (float32 LE, n_vocab per step) to this file");
   cmd->callback([args] {
     const KvType kv_type = *kv_type_from_name(args->kv_type);
     if (!args->reference.empty()) {
-      exit_code() = check_reference(args->reference, args->model, args->threads, kv_type);
+      exit_code() =
+          check_reference(args->reference, args->model, args->threads, kv_type, args->lora);
     } else if (args->model.empty()) {
       exit_code() = fail(InvalidArgument("-m MODEL is required (or --reference CASE)"));
     } else {
-      exit_code() = generate(args->model, args->prompt, args->n, args->threads, kv_type);
+      exit_code() = generate(args->model, args->prompt, args->n, args->threads, kv_type, args->lora,
+                             args->out);
     }
   });
 });

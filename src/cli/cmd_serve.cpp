@@ -37,10 +37,11 @@ struct ServeFlags {
   bool swa_full = false;
   std::optional<std::string> draft_model, speculative;
   std::optional<int64_t> draft_max, draft_min;
+  std::vector<std::string> lora;  // --lora FILE[:SCALE], for the one -m model
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
            fingerprint_mode || session_idle_ms || swa_full || draft_model || speculative ||
-           draft_max || draft_min;
+           draft_max || draft_min || !lora.empty();
   }
   bool quiet = false;
 };
@@ -78,6 +79,11 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
     if (!value) continue;
     if (Status s = server::apply_model_setting(m, key, *value); !s.ok())
       return InvalidArgument(std::string(flag) + ": " + s.message());
+  }
+  for (const std::string& arg : flags.lora) {
+    auto spec = server::parse_adapter_arg(arg);
+    if (!spec.ok()) return InvalidArgument("--lora: " + spec.status().message());
+    m.adapters.push_back(std::move(spec).value());
   }
   if (m.n_batch < m.n_seq_max)
     return InvalidArgument("--batch-size: must be >= --parallel (" + std::to_string(m.n_seq_max) +
@@ -140,6 +146,9 @@ Registrar reg("serve", [](CLI::App& root) {
                   "Most tokens drafted per forward pass (draft_max; default 16)");
   cmd->add_option("--draft-min", flags->draft_min,
                   "Shortest draft worth verifying (draft_min; default 0)");
+  cmd->add_option("--lora", flags->lora,
+                  "LoRA adapter FILE[:SCALE] for the -m model (llama.cpp's GGUF adapter format; "
+                  "repeatable; ids 0, 1, ... in order; several models: lora in [[models]])");
   cmd->add_option("--max-tokens", flags->max_tokens,
                   "Largest max_tokens a request may ask for (limits.max_tokens)");
   cmd->add_option("--cors-origin", flags->cors_origins,
@@ -165,8 +174,15 @@ Registrar reg("serve", [](CLI::App& root) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
                    "--prefill-chunk, --batch-strategy, --fingerprint-mode, --session-idle-ms, "
-                   "--swa-full and the speculative flags apply to -m models; set them in the "
-                   "config's [[models]] tables\n");
+                   "--swa-full, --lora and the speculative flags apply to -m models; set them "
+                   "in the config's [[models]] tables\n");
+      exit_code() = 2;
+      return;
+    }
+    if (!flags->lora.empty() && flags->models.size() > 1) {
+      std::fprintf(stderr,
+                   "hearth serve: --lora applies to one -m model (an adapter fits one base); "
+                   "with several models set lora = [{path, scale}] in their [[models]] tables\n");
       exit_code() = 2;
       return;
     }

@@ -110,6 +110,7 @@ Result<std::unique_ptr<TokenSampler>> EngineBackend::make_sampler(
 Status EngineBackend::step(std::span<const StepRow> rows,
                            std::vector<std::vector<float>>* logits_out) {
   batch_.clear();
+  for (const StepRow& r : rows) HEARTH_RETURN_IF_ERROR(use_adapters(r.seq, r.adapters));
   for (const StepRow& r : rows) {
     const size_t first_logits = r.tokens.size() - r.n_logits();
     for (size_t i = 0; i < r.tokens.size(); ++i)
@@ -121,6 +122,38 @@ Status EngineBackend::step(std::span<const StepRow> rows,
   for (size_t off = 0; off + n_vocab <= logits_.size(); off += n_vocab)
     logits_out->emplace_back(logits_.begin() + static_cast<std::ptrdiff_t>(off),
                              logits_.begin() + static_cast<std::ptrdiff_t>(off + n_vocab));
+  return OkStatus();
+}
+
+Status EngineBackend::load_adapter(int32_t id, const std::string& path) {
+  if (adapters_.count(id))
+    return AlreadyExists("LoRA adapter " + std::to_string(id) + " is loaded");
+  HEARTH_ASSIGN_OR_RETURN(std::shared_ptr<const LoraAdapter> a, engine_->load_lora(path));
+  adapters_[id] = std::move(a);
+  return OkStatus();
+}
+
+Status EngineBackend::unload_adapter(int32_t id) {
+  if (adapters_.erase(id) == 0)
+    return NotFound("no LoRA adapter " + std::to_string(id) + " is loaded");
+  // A sequence holding it keeps it alive (shared) until its next step sets another set.
+  return OkStatus();
+}
+
+Status EngineBackend::use_adapters(int32_t seq, std::span<const AdapterUse> uses) {
+  if (seq < 0) return InvalidArgument("step: seq " + std::to_string(seq));
+  if (static_cast<size_t>(seq) >= seq_adapters_.size()) seq_adapters_.resize(seq + 1);
+  std::vector<AdapterUse>& current = seq_adapters_[static_cast<size_t>(seq)];
+  if (std::equal(current.begin(), current.end(), uses.begin(), uses.end())) return OkStatus();
+  std::vector<LoraUse> engine_uses;
+  for (const AdapterUse& u : uses) {
+    auto it = adapters_.find(u.id);
+    if (it == adapters_.end())
+      return NotFound("step: no LoRA adapter " + std::to_string(u.id) + " is loaded");
+    engine_uses.push_back(LoraUse{it->second, u.scale});
+  }
+  HEARTH_RETURN_IF_ERROR(engine_->set_lora(seq, std::move(engine_uses)));
+  current.assign(uses.begin(), uses.end());
   return OkStatus();
 }
 

@@ -4,6 +4,7 @@
 // thread while a step runs.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "hearth/engine/engine.h"
@@ -38,8 +39,13 @@ class EngineBackend : public Backend {
   Result<std::vector<float>> embed(std::span<const TokenId> tokens) override;
   Result<std::vector<std::vector<float>>> embed_batch(std::span<const std::vector<TokenId>> inputs,
                                                       Pooling pooling) override;
+  Status load_adapter(int32_t id, const std::string& path) override;
+  Status unload_adapter(int32_t id) override;
 
  private:
+  // Sets the engine's adapters of seq to `uses` when they differ from its current ones.
+  Status use_adapters(int32_t seq, std::span<const AdapterUse> uses);
+
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   BackendInfo info_;
@@ -47,6 +53,8 @@ class EngineBackend : public Backend {
   std::vector<BatchToken> batch_;  // reused between steps
   std::vector<float> logits_;
   LazyTokenVocab grammar_vocab_;  // token bytes for grammar sampling
+  std::map<int32_t, std::shared_ptr<const LoraAdapter>> adapters_;  // by the runtime's id
+  std::vector<std::vector<AdapterUse>> seq_adapters_;  // what the engine applies per seq
 };
 
 // The grammar view of a tokenizer's vocabulary: each token's text bytes (none for

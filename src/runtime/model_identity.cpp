@@ -22,8 +22,7 @@ Result<Digest256> fingerprint_gguf_chunked(const std::string& path) {
   return h.digest();
 }
 
-Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdentity& identity,
-                                       const std::string& adapters_digest) {
+Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdentity& identity) {
   RowNamespace ns;
   auto quant = cache::quant_type_from_byte(identity.quant_byte);
   if (!quant)
@@ -58,17 +57,9 @@ Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdenti
       break;
     }
   }
-  if (adapters_digest.empty()) {
-    ns.fingerprint = base;
-  } else {
-    // Rows made under an adapter set never collide with rows of the bare model.
-    Sha256 h;
-    static constexpr char kTag[] = "hearth-adapters-v1";
-    h.update(kTag, sizeof kTag - 1);
-    h.update(base.data(), base.size());
-    h.update(adapters_digest.data(), adapters_digest.size());
-    ns.fingerprint = h.digest();
-  }
+  // The base model's: a request's adapter set is folded in per request by the cache's
+  // effective_fingerprint (model_worker_lora.cpp).
+  ns.fingerprint = base;
   if (config.ctx_params_hash_hex) {
     auto d = digest_from_hex(*config.ctx_params_hash_hex);
     if (!d.ok()) return InvalidArgument("ctx_params_hash_hex: " + d.status().message());

@@ -14,9 +14,10 @@ namespace hearth::runtime {
 Result<Digest256> fingerprint_gguf_chunked(const std::string& path);
 
 // Fingerprint, quant byte and ctx_params_hash for `config` and its backend's identity.
-// For backends without a file (a custom one, e.g. the tests' stub) the path string itself is hashed in safe and
-// gguf_chunked modes when the file does not exist.
-Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdentity& identity,
-                                       const std::string& adapters_digest);
+// For backends without a file (a custom one, e.g. the tests' stub) the path string itself is hashed
+// in safe and gguf_chunked modes when the file does not exist. The fingerprint is the base model's;
+// requests under LoRA adapters key their rows on cache::effective_fingerprint of it
+// (ModelWorker::resolve_adapters).
+Result<RowNamespace> compute_namespace(const ModelConfig& config, const KvIdentity& identity);
 
 }  // namespace hearth::runtime

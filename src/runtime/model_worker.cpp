@@ -52,7 +52,7 @@ bool call_sink(const F& fn, Args&&... args) {
 
 ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
                          std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister,
-                         std::unique_ptr<Backend> draft)
+                         std::unique_ptr<Backend> draft, std::vector<LoadedAdapter> adapters)
     : config_(std::move(config)),
       ns_(ns),
       store_(std::move(store)),
@@ -61,9 +61,16 @@ ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, R
       planner_(config_.batch_planner ? config_.batch_planner
                                      : builtin_batch_planner(BatchStrategy::kDecodeFirst)),
       backend_info_(backend->info()),
-      backend_(std::move(backend)) {
+      backend_(std::move(backend)),
+      adapters_(std::move(adapters)) {
+  for (const LoadedAdapter& a : adapters_)
+    next_adapter_id_ = std::max(next_adapter_id_, a.info.id + 1);
+  saved_ns_.push_back(ns_);
   slots_.resize(static_cast<size_t>(config_.n_seq_max));
-  for (size_t i = 0; i < slots_.size(); ++i) slots_[i].seq = static_cast<int32_t>(i);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].seq = static_cast<int32_t>(i);
+    slots_[i].resident_ns = ns_;
+  }
   if (draft)
     draft_ = std::make_unique<DraftModel>(std::move(draft), config_.n_seq_max, config_.n_ctx);
   thread_ = std::thread([this] { thread_main(); });
@@ -93,6 +100,11 @@ Status ModelWorker::submit(RequestPtr request) {
   if (queued + 1 + request->forks.size() > static_cast<size_t>(config_.max_queue) + free_slots)
     return ResourceExhausted("request queue of model '" + config_.id + "' is full (max_queue " +
                              std::to_string(config_.max_queue) + ")");
+  HEARTH_RETURN_IF_ERROR(resolve_adapters(*request));
+  for (const RequestPtr& f : request->forks) {
+    f->adapters = request->adapters;
+    f->ns = request->ns;
+  }
   queue_.push_back(std::move(request));
   cv_.notify_all();
   return OkStatus();
@@ -150,18 +162,26 @@ Result<VerifyResult> ModelWorker::verify_now(Backend& backend, std::span<const T
   // cached prefix, when longer) supplies the prefix; at least its last token is fed again,
   // with the draft, for the logits at each draft position.
   // A sequence pinned by a sticky session keeps its cells for the session's next turn.
+  static const std::vector<TokenId> kNoCells;
   const std::map<int32_t, std::string> pins = sessions_.pins();
   std::vector<size_t> unpinned;
   std::vector<const std::vector<TokenId>*> residents;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (pins.count(slots_[i].seq)) continue;
     unpinned.push_back(i);
-    residents.push_back(&slots_[i].resident);
+    // verify runs on the base model: cells of an adapter set count as empty.
+    residents.push_back(slots_[i].resident_ns == ns_ ? &slots_[i].resident : &kNoCells);
   }
   if (unpinned.empty())
     return FailedPrecondition("busy: every sequence is pinned by a sticky session");
   const SlotChoice choice = choose_slot(residents, prefix, config_.slot_affinity);
   Slot& s = slots_[unpinned[choice.slot]];
+  if (!(s.resident_ns == ns_)) {
+    if (Status st = backend.seq_truncate(s.seq, 0); !st.ok()) return st;
+    s.resident.clear();
+    s.last_logits.clear();
+    s.resident_ns = ns_;
+  }
   const size_t last = prefix.size() - 1;
   size_t keep = std::min(choice.resident_lcp, last);
   RowHit hit = store_->lookup_longest_prefix(
@@ -289,6 +309,11 @@ bool ModelWorker::continues_session(const Request& r, const std::vector<Slot*>& 
   if (!seq || *seq != candidates.front()->seq) return false;  // opening the session
   const std::vector<TokenId> held = sessions_.tokens(*r.params.session_id);
   const std::vector<TokenId>& resident = candidates.front()->resident;
+  // Cells made under another adapter set (LoRA) are never continued.
+  if (!(candidates.front()->resident_ns == r.ns)) {
+    store_->count("session_fallbacks");
+    return false;
+  }
   // The session's tokens lead the prompt, and its cells hold a prefix of them.
   const bool continues = !held.empty() && held.size() <= r.prompt.size() &&
                          std::equal(held.begin(), held.end(), r.prompt.begin()) &&
@@ -334,8 +359,12 @@ void ModelWorker::stop() {
   // The worker's last finish saves may still be queued on the cache's tier writers: wait
   // for them (same bound as the shutdown saves) so the rows are published when unload
   // returns.
-  if (!store_->flush_namespace(ns_,
-                               std::chrono::milliseconds(config_.policy.evict_save_timeout_ms)))
+  bool flushed = true;
+  for (const RowNamespace& ns : saved_ns_)
+    flushed = store_->flush_namespace(
+                  ns, std::chrono::milliseconds(config_.policy.evict_save_timeout_ms)) &&
+              flushed;
+  if (!flushed)
     log::warn("runtime: model '" + config_.id + "' unloaded with saves still in flight");
 }
 
@@ -400,8 +429,10 @@ std::optional<ModelWorker::Restore> ModelWorker::lookup(Request& r) {
         return std::nullopt;
       }
       RowHit hit = store_->lookup_exact(*key, r.resume_waited);
-      // Usable when the row is a prefix of the new prompt (the usual next turn).
+      // Usable when the row is a prefix of the new prompt (the usual next turn), made
+      // under this request's namespace (the key of another adapter set is not).
       if (hit && hit.row->tokens.size() <= r.prompt.size() &&
+          row_key(r.ns, hit.row->tokens) == *key &&
           std::equal(hit.row->tokens.begin(), hit.row->tokens.end(), r.prompt.begin())) {
         const size_t len = hit.row->tokens.size();
         return Restore{std::move(hit.row), len,
@@ -412,7 +443,7 @@ std::optional<ModelWorker::Restore> ModelWorker::lookup(Request& r) {
     }
   }
   RowHit hit = store_->lookup_longest_prefix(
-      ns_, r.prompt, 1, static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
+      r.ns, r.prompt, 1, static_cast<size_t>(std::max(1, p.boundary_align_tokens)));
   if (hit && hit.row->tokens.size() <= static_cast<size_t>(config_.n_ctx)) {
     const size_t len = std::min(hit.n_tokens, r.prompt.size());
     return Restore{std::move(hit.row), len, CacheHitKind::kPartial};
@@ -577,9 +608,11 @@ void ModelWorker::admit(RequestPtr r, Restore restore, const std::vector<Slot*>&
   const size_t n = prompt.size();
 
   // Pick a free sequence (slot affinity: the longest resident prefix; a session: its
-  // pinned one).
+  // pinned one). Cells made under another adapter set count as empty.
+  static const std::vector<TokenId> kNoCells;
   std::vector<const std::vector<TokenId>*> residents;
-  for (Slot* slot : candidates) residents.push_back(&slot->resident);
+  for (Slot* slot : candidates)
+    residents.push_back(slot->resident_ns == r->ns ? &slot->resident : &kNoCells);
   const bool use_cache = r->params.cache_prompt;
   const bool continuation = restore.kind == CacheHitKind::kContinuation;
   const SlotChoice choice =
@@ -588,6 +621,14 @@ void ModelWorker::admit(RequestPtr r, Restore restore, const std::vector<Slot*>&
   if (r->params.session_id) sessions_.pin(*r->params.session_id, s.seq);
   s.begin(r, ++admit_counter_, Clock::now());
   s.uncached_cells = !use_cache;
+  if (!(s.resident_ns == r->ns)) {  // its cells are another set's: never reused
+    check(backend.seq_truncate(s.seq, 0), "seq_truncate");
+    s.resident.clear();
+    s.last_logits.clear();
+    s.resident_ns = r->ns;
+    if (std::find(saved_ns_.begin(), saved_ns_.end(), r->ns) == saved_ns_.end())
+      saved_ns_.push_back(r->ns);
+  }
   {
     std::lock_guard lock(mu_);
     ++active_;
@@ -669,6 +710,7 @@ void ModelWorker::admit_forks(Slot& parent, const std::vector<Slot*>& candidates
     if (free == candidates.end()) throw WorkerFault("invariant: no free sequence for a fork");
     Slot& c = **free;
     c.begin(f, ++admit_counter_, Clock::now());
+    c.resident_ns = parent.resident_ns;
     {
       std::lock_guard lock(mu_);
       ++active_;
@@ -754,6 +796,7 @@ void ModelWorker::tick() {
     StepRow row;
     row.seq = s.seq;
     row.pos = static_cast<int32_t>(s.resident.size());
+    row.adapters = s.request->adapters;
     if (pr.decode) {
       row.tokens = std::span<const TokenId>(&s.pending, 1);
       row.want_logits = true;
@@ -1030,7 +1073,7 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   meta.quant_bits = static_cast<uint8_t>(std::clamp(backend_info_.quant_bits, 0, 255));
   meta.context_size = static_cast<uint32_t>(config_.n_ctx);
   meta.fingerprint_mode = config_.fingerprint_mode;
-  auto key = store_->save(ns_, meta, std::move(row), *config_.tier, reason, sync);
+  auto key = store_->save(s.resident_ns, meta, std::move(row), *config_.tier, reason, sync);
   if (!key.ok()) {
     log::warn(std::string("runtime: ") + save_reason_name(reason) +
               " save failed: " + key.status().to_string());
@@ -1192,6 +1235,10 @@ void ModelWorker::handle_failure(const std::string& what) {
                       : Result<std::unique_ptr<Backend>>(Unavailable("no factory"));
   if (!fresh.ok()) {
     handle_failure("rebuilding the backend: " + fresh.status().to_string());
+    return;
+  }
+  if (Status st = reload_adapters(**fresh); !st.ok()) {
+    handle_failure("reloading the LoRA adapters: " + st.to_string());
     return;
   }
   std::lock_guard lock(mu_);

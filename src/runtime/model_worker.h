@@ -29,18 +29,29 @@
 
 namespace hearth::runtime {
 
+// One LoRA adapter of the model (model_worker_lora.cpp).
+struct LoadedAdapter {
+  AdapterInfo info;
+  Digest256 sha256{};
+};
+
 class ModelWorker {
  public:
   // `unregister` is called with a request id when it finishes (the runtime's cancel map).
   // `draft`: the speculative draft model's backend (null: none).
   ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, RowNamespace ns,
               std::shared_ptr<RowStore> store, std::function<void(RequestId)> unregister,
-              std::unique_ptr<Backend> draft = nullptr);
+              std::unique_ptr<Backend> draft = nullptr, std::vector<LoadedAdapter> adapters = {});
   ~ModelWorker();  // stop() + join
 
   // Queues a request (FIFO). ResourceExhausted when the queue is full, Unavailable when
   // stopping or failed.
   Status submit(RequestPtr request);
+  // LoRA adapters (model_worker_lora.cpp; Runtime's methods of the same names).
+  std::vector<AdapterInfo> list_adapters() const;
+  Result<AdapterInfo> load_adapter(const AdapterSpec& spec);
+  Status unload_adapter(int32_t id);
+  Status set_adapter_scales(std::span<const AdapterScale> scales);
   // Wakes the worker so it notices a cancel flag.
   void wake();
   // Runs `job` on the worker thread between ticks and waits for it.
@@ -81,6 +92,10 @@ class ModelWorker {
     std::promise<Status> done;
   };
 
+  // Fills r.adapters and r.ns from r.params.lora or the model's scales (mu_ held).
+  Status resolve_adapters(Request& r) const;
+  // Loads the model's adapters into a rebuilt backend (worker restart).
+  Status reload_adapters(Backend& backend);
   void thread_main();
   void loop_once(std::unique_lock<std::mutex>& lock);
   // Pops requests from the queue head into free sequences, looking each up in the cache;
@@ -160,6 +175,11 @@ class ModelWorker {
   // parent save (re-checked every loop; an idle worker polls for them).
   size_t resume_waiting_ = 0;
   std::deque<Job*> jobs_;
+  std::vector<LoadedAdapter> adapters_;  // guarded by mu_, in id order
+  int32_t next_adapter_id_ = 0;          // guarded by mu_
+  // Namespaces this worker has saved under (worker thread; read by stop() after the
+  // join): the base model's and each adapter set's.
+  std::vector<RowNamespace> saved_ns_;
   bool stopping_ = false;
   bool failed_ = false;
   int32_t restarts_ = 0;  // total

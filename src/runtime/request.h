@@ -21,6 +21,11 @@ struct Request {
   Kind kind = Kind::kGenerate;
   std::vector<TokenId> prompt;
   RequestParams params;
+  // LoRA adapters applied (resolved from params.lora or the model's scales at submit:
+  // non-zero scales, in the canonical (file SHA-256, scale) order the fingerprint uses)
+  // and the cache namespace they give (the base model's when none).
+  std::vector<AdapterUse> adapters;
+  RowNamespace ns;
   StreamSink sink;  // streaming requests
   // Runtime::infer_n: the other choices of this prompt. They are queued and admitted with
   // this request (which prefills) and fork from its KV when its prefill ends.

@@ -2,6 +2,7 @@
 #include "hearth/runtime/runtime.h"
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -215,16 +216,20 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
     if (!config.factory) {
       HEARTH_ASSIGN_OR_RETURN(config.factory, default_backend_factory(config));
     }
-    if (!config.adapters.empty()) {
-      // Attach adapters inside the factory so a restarted worker gets them too.
-      config.factory = [inner = config.factory,
-                        adapters = config.adapters]() -> Result<std::unique_ptr<Backend>> {
-        HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, inner());
-        HEARTH_RETURN_IF_ERROR(b->set_adapters(adapters));
-        return b;
-      };
-    }
     HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, config.factory());
+    // The configured adapters get ids 0, 1, ...; the worker reloads them after a restart.
+    std::vector<LoadedAdapter> adapters;
+    for (size_t i = 0; i < config.adapters.size(); ++i) {
+      const AdapterSpec& a = config.adapters[i];
+      const std::string field = std::string("adapters[").append(std::to_string(i)).append("]");
+      if (!std::isfinite(a.scale)) return InvalidArgument(field + ".scale: must be finite");
+      const auto id = static_cast<int32_t>(i);
+      if (Status st = backend->load_adapter(id, a.path); !st.ok())
+        return Status(st.code(), field + ": " + st.message());
+      auto sha = sha256_file(a.path);
+      if (!sha.ok()) return Status(sha.status().code(), field + ": " + sha.status().message());
+      adapters.push_back(LoadedAdapter{AdapterInfo{id, a.path, a.scale, to_hex(*sha)}, *sha});
+    }
     const BackendInfo info = backend->info();
     if (info.n_seq_max < config.n_seq_max)
       return InvalidArgument("backend holds " + std::to_string(info.n_seq_max) +
@@ -235,8 +240,7 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
     if (!im.store_->tier_enabled(*config.tier))
       return InvalidArgument(std::string("tier ") + tier_name(*config.tier) +
                              " is not enabled in the cache (set its directory in CacheOptions)");
-    HEARTH_ASSIGN_OR_RETURN(RowNamespace ns, compute_namespace(config, backend->kv_identity(),
-                                                               backend->adapters_digest()));
+    HEARTH_ASSIGN_OR_RETURN(RowNamespace ns, compute_namespace(config, backend->kv_identity()));
     std::unique_ptr<Backend> draft;
     if (!config.speculative.draft_model.empty()) {
       // The draft model: the target's context, sequences and threads, its own KV.
@@ -265,7 +269,7 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
     }
     return std::make_shared<ModelWorker>(
         config, std::move(backend), ns, im.store_, [&im](RequestId id) { im.unregister(id); },
-        std::move(draft));
+        std::move(draft), std::move(adapters));
   }();
   if (!built.ok()) {
     release();
@@ -301,6 +305,27 @@ std::vector<LoadedModelInfo> Runtime::list_models() const {
   std::vector<LoadedModelInfo> out;
   for (auto& w : workers) out.push_back(w->info());
   return out;
+}
+
+Result<std::vector<AdapterInfo>> Runtime::list_adapters(std::string_view model_id) const {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->list_adapters();
+}
+
+Result<AdapterInfo> Runtime::load_adapter(std::string_view model_id, const AdapterSpec& spec) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->load_adapter(spec);
+}
+
+Status Runtime::unload_adapter(std::string_view model_id, int32_t id) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->unload_adapter(id);
+}
+
+Status Runtime::set_adapter_scales(std::string_view model_id,
+                                   std::span<const AdapterScale> scales) {
+  HEARTH_ASSIGN_OR_RETURN(auto worker, impl_->find(model_id));
+  return worker->set_adapter_scales(scales);
 }
 
 Result<LoadedModelInfo> Runtime::model_info(std::string_view model_id) const {

@@ -22,6 +22,9 @@ struct Slot {
   // The resident cells came from a cache_prompt = false request: never saved (an evict
   // or shutdown save skips them) until another request takes the slot.
   bool uncached_cells = false;
+  // The cache namespace of the resident cells (the base model's, or an adapter set's):
+  // they are reused and saved only under it.
+  RowNamespace resident_ns;
 
   RequestPtr request;  // null when free
   uint64_t admit_order = 0;
@@ -76,6 +79,7 @@ struct Slot {
     fresh.resident = std::move(resident);
     fresh.last_logits = std::move(last_logits);
     fresh.uncached_cells = uncached_cells;
+    fresh.resident_ns = resident_ns;
     fresh.request = std::move(r);
     fresh.admit_order = order;
     fresh.admitted_at = now;

@@ -7,6 +7,7 @@
 #include "hearth/runtime/runtime.h"
 #include "server/connection_guard.h"
 #include "server/http_util.h"
+#include "server/lora_routes.h"
 #include "server/model_path.h"
 #include "server/model_settings.h"
 #include "server/request_parse.h"
@@ -92,6 +93,19 @@ void load_model(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   };
   for (const auto& [key, value] : body.items()) {
     if (value.is_null()) continue;  // an explicit null leaves the default
+    if (key == "lora") {  // [{path, scale}], each path under --models-dir like the model's
+      if (!value.is_array())
+        return reply_error(res, invalid_request("'lora' must be an array of {path, scale}", "lora",
+                                                "invalid_type"));
+      for (size_t i = 0; i < value.size(); ++i) {
+        runtime::AdapterSpec spec;
+        if (auto e = adapter_from_json(
+                ctx, value[i], std::string("lora[").append(std::to_string(i)).append("]"), spec))
+          return reply_error(res, *e);
+        m.adapters.push_back(std::move(spec));
+      }
+      continue;
+    }
     if (key == "policy" && value.is_object()) {
       for (const auto& [gate, v] : value.items()) {
         if (Status s = apply("policy." + gate, v); !s.ok())
@@ -240,13 +254,14 @@ void cache_evict(ServerContext& ctx, const httplib::Request& req, httplib::Respo
 void prefill(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   json body;
   if (auto e = parse_json_object(req.body, body)) return reply_error(res, *e);
-  static const std::set<std::string> kFields = {"model", "prompt", "messages", "parent_key"};
+  static const std::set<std::string> kFields = {"model", "prompt", "messages", "parent_key",
+                                                "lora"};
   for (const auto& [key, value] : body.items()) {
     if (!kFields.count(key))
       return reply_error(res,
                          invalid_request("'" + key +
                                              "' is not a prefill field (model, prompt or messages, "
-                                             "parent_key)",
+                                             "parent_key, lora)",
                                          key, "unknown_field"));
   }
   if (body.contains("prompt") == body.contains("messages"))

@@ -116,6 +116,35 @@ class TableReader {
   std::set<std::string> seen_;
 };
 
+// A model's LoRA adapters: an array of tables {path (string), scale (number, default 1)}.
+Status read_lora(const toml::node& node, const std::string& prefix, runtime::ModelConfig& m) {
+  const auto* arr = node.as_array();
+  if (!arr) return InvalidArgument("config: " + prefix + ": expected an array of tables");
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const std::string field = std::string(prefix).append("[").append(std::to_string(i)).append("]");
+    const auto* t = (*arr)[i].as_table();
+    if (!t) return InvalidArgument("config: " + field + ": expected a table {path, scale}");
+    runtime::AdapterSpec spec;
+    for (const auto& [key, value] : *t) {
+      const std::string k(key.str());
+      if (k == "path" && value.is_string()) {
+        spec.path = *value.value<std::string>();
+      } else if (k == "scale" && (value.is_floating_point() || value.is_integer())) {
+        spec.scale = static_cast<float>(*value.value<double>());
+      } else if (k == "path" || k == "scale") {
+        return InvalidArgument("config: " + field + "." + k + ": expected " +
+                               (k == "path" ? "a string" : "a number"));
+      } else {
+        return InvalidArgument("config: " + field + "." + k + ": unknown key (path, scale)");
+      }
+    }
+    if (Status s = check_adapter_entry(spec, field); !s.ok())
+      return InvalidArgument("config: " + s.message());
+    m.adapters.push_back(std::move(spec));
+  }
+  return OkStatus();
+}
+
 Status read_model(const toml::table& t, const std::string& prefix, runtime::ModelConfig& m) {
   m = default_model_config();
   auto setting = [&](const std::string& key, const toml::node& node) -> Status {
@@ -139,6 +168,10 @@ Status read_model(const toml::table& t, const std::string& prefix, runtime::Mode
       for (const auto& [gate, value] : *policy) {
         HEARTH_RETURN_IF_ERROR(setting("policy." + std::string(gate.str()), value));
       }
+      continue;
+    }
+    if (k == "lora") {  // lora = [{path = "...", scale = 0.5}, ...]
+      HEARTH_RETURN_IF_ERROR(read_lora(node, prefix + ".lora", m));
       continue;
     }
     HEARTH_RETURN_IF_ERROR(setting(k, node));

@@ -306,6 +306,7 @@ std::optional<ApiError> plan_generation(ServerContext& ctx, const TextRequest& r
   plan.request.cache_prompt = req.cache_prompt;
   plan.request.session_id = req.session_id;
   plan.request.speculative = req.speculative;
+  plan.request.lora = req.lora;
   plan.request.n = req.n;
   plan.request.logprobs = req.logprobs;
   for (const auto& [id, bias] : req.sampling.logit_bias) {

@@ -8,6 +8,7 @@
 #include "common/json_text.h"
 #include "hearth/log.h"
 #include "server/http_util.h"
+#include "server/lora_routes.h"
 #include "server/web_ui.h"
 
 namespace hearth::server {
@@ -242,6 +243,7 @@ void HttpServer::install_routes() {
   register_responses_routes(http, ctx_);
   register_admin_routes(http, ctx_);
   register_verify_route(http, ctx_);
+  register_lora_routes(http, ctx_);
   register_web_routes(http, ctx_);
   // Last, so they match only what no route did: a body sent to an unknown path is
   // refused unread (httplib would otherwise buffer it whole, chunked or not).

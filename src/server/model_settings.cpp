@@ -260,4 +260,35 @@ Status finish_model_config(runtime::ModelConfig& config) {
   return OkStatus();
 }
 
+Result<runtime::AdapterSpec> parse_adapter_arg(std::string_view text) {
+  runtime::AdapterSpec spec;
+  spec.path = std::string(text);
+  if (const size_t colon = text.rfind(':'); colon != std::string_view::npos) {
+    const std::string tail(text.substr(colon + 1));
+    size_t used = 0;
+    double scale = 0;
+    bool parsed = false;
+    try {
+      scale = std::stod(tail, &used);
+      parsed = used == tail.size() && !tail.empty();
+    } catch (...) {
+    }
+    if (parsed) {
+      if (!std::isfinite(scale))
+        return InvalidArgument("lora: scale of " + std::string(text) + " must be finite");
+      spec.path = std::string(text.substr(0, colon));
+      spec.scale = static_cast<float>(scale);
+    }
+  }
+  if (spec.path.empty())
+    return InvalidArgument("lora: no adapter path in \"" + std::string(text) + "\"");
+  return spec;
+}
+
+Status check_adapter_entry(const runtime::AdapterSpec& spec, const std::string& field) {
+  if (spec.path.empty()) return InvalidArgument(field + ".path: required");
+  if (!std::isfinite(spec.scale)) return InvalidArgument(field + ".scale: must be finite");
+  return OkStatus();
+}
+
 }  // namespace hearth::server

@@ -55,6 +55,13 @@ Result<std::string> read_chat_template_file(const std::string& path);
 // nullopt for anything else, a negative value, or one no int64 holds.
 std::optional<int64_t> parse_size_text(std::string_view text);
 
+// An adapter as `--lora FILE[:SCALE]` writes it: the text after the last ':' is the
+// scale when it parses as a finite number (default 1), else part of the path.
+Result<runtime::AdapterSpec> parse_adapter_arg(std::string_view text);
+// One entry of a model's `lora` list (TOML [[models]] lora = [{path, scale}], POST
+// /hearth/models): a path and an optional finite scale. InvalidArgument names `field`.
+Status check_adapter_entry(const runtime::AdapterSpec& spec, const std::string& field);
+
 // Checks what a model needs after its settings: a path; a fingerprint for fast_unsafe;
 // n_batch >= n_seq_max; an id made from the file's name when none was given.
 Status finish_model_config(runtime::ModelConfig& config);

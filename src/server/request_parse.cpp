@@ -1,6 +1,8 @@
 #include "server/request_parse.h"
 
 #include <cctype>
+#include <climits>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <utility>
@@ -165,6 +167,7 @@ std::optional<ApiError> parse_common_fields(const json& body, TextRequest& out, 
   } else {
     if (auto e = get_stop(body, "stop_sequences", out.stop)) return e;
   }
+  if (auto e = parse_lora_field(body, out)) return e;
   return parse_cache_fields(body, out);
 }
 
@@ -314,6 +317,39 @@ std::optional<ApiError> session_header(const std::string& header, TextRequest& o
                                "': send one, or the same in both",
                            "session_id", "session_id_conflict");
   out.session_id = header;
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_lora_field(const json& body, TextRequest& out) {
+  if (!present(body, "lora")) return std::nullopt;
+  const json& v = body["lora"];
+  if (!v.is_array()) return type_error("lora", "an array of {\"id\", \"scale\"}");
+  std::vector<runtime::AdapterScale> list;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string field = std::string("lora[").append(std::to_string(i)).append("]");
+    const json& e = v[i];
+    if (!e.is_object()) return type_error(field, "an object {\"id\", \"scale\"}");
+    for (const auto& [key, value] : e.items()) {
+      if (key != "id" && key != "scale")
+        return invalid_request("unknown field '" + field + "." + key + "' (id, scale)",
+                               field + "." + key, "unknown_field");
+    }
+    if (!e.contains("id") || !e["id"].is_number_integer())
+      return type_error(field + ".id", "an integer (an id of GET /lora-adapters)");
+    const int64_t id = e["id"].get<int64_t>();
+    if (id < 0 || id > INT32_MAX) return value_error(field + ".id", "must be a non-negative id");
+    runtime::AdapterScale a;
+    a.id = static_cast<int32_t>(id);
+    if (e.contains("scale")) {
+      if (!e["scale"].is_number()) return type_error(field + ".scale", "a number");
+      const double scale = e["scale"].get<double>();
+      if (!std::isfinite(scale) || std::fabs(scale) > 1e6)
+        return value_error(field + ".scale", "must be a finite number of magnitude <= 1e6");
+      a.scale = static_cast<float>(scale);
+    }
+    list.push_back(a);
+  }
+  out.lora = std::move(list);
   return std::nullopt;
 }
 

@@ -36,6 +36,9 @@ struct TextRequest {
   // Speculative decoding (llama-server's "speculative.n_max" / "n_min" / "p_min", and
   // "speculative.type"): unset fields take the model's defaults.
   runtime::RequestParams::Speculative speculative;
+  // llama-server's `lora`: [{id, scale}] for this request (unlisted adapters: scale 0);
+  // unset: the model's current scales (parse_lora_field).
+  std::optional<std::vector<runtime::AdapterScale>> lora;
   int32_t n = 1;  // OpenAI n: choices
   // -1: no logprobs; else each token's logprob and this many top alternatives (chat:
   // logprobs true + top_logprobs; completions: logprobs N).
@@ -70,6 +73,9 @@ std::optional<ApiError> parse_common_fields(const nlohmann::json& body, TextRequ
 // finish_key of an earlier reply: 64 hex digits) and "cache_prompt" (a boolean; false = no
 // cache lookup and no save for this request, as llama-server's field).
 std::optional<ApiError> parse_cache_fields(const nlohmann::json& body, TextRequest& out);
+// "lora": an array of {"id": integer, "scale": number} (llama-server's request field);
+// errors name lora[i].id / lora[i].scale.
+std::optional<ApiError> parse_lora_field(const nlohmann::json& body, TextRequest& out);
 
 // The X-Session-Id header (`header`, empty when absent) joins the body's session_id: it
 // sets it when the body has none; a body value that differs is a 400 naming session_id.

@@ -214,6 +214,7 @@ class RuntimeService : public ServiceApi {
     params.parent_key = request.parent_key;
     params.cache_prompt = request.cache_prompt;
     params.session_id = request.session_id;
+    params.lora = request.lora;
     params.logprobs = request.logprobs;
     if (request.n < 1) return InvalidArgument("n must be >= 1, got " + std::to_string(request.n));
     params.thinking = request.thinking;
@@ -296,6 +297,7 @@ class RuntimeService : public ServiceApi {
   Result<PrefillOutcome> prefill(const GenerateRequest& request) override {
     rt::RequestParams params;
     params.parent_key = request.parent_key;
+    params.lora = request.lora;
     HEARTH_ASSIGN_OR_RETURN(rt::PrefillResult r,
                             runtime_->prefill_only(request.model, request.prompt, params));
     PrefillOutcome out;
@@ -311,6 +313,20 @@ class RuntimeService : public ServiceApi {
     return runtime_->verify(request.model, request.prompt, draft, k);
   }
   Status evict_model(const std::string& id) override { return runtime_->evict(id); }
+  Result<std::vector<rt::AdapterInfo>> list_adapters(const std::string& model) override {
+    return runtime_->list_adapters(model);
+  }
+  Result<rt::AdapterInfo> load_adapter(const std::string& model,
+                                       const rt::AdapterSpec& spec) override {
+    return runtime_->load_adapter(model, spec);
+  }
+  Status unload_adapter(const std::string& model, int32_t id) override {
+    return runtime_->unload_adapter(model, id);
+  }
+  Status set_adapter_scales(const std::string& model,
+                            std::span<const rt::AdapterScale> scales) override {
+    return runtime_->set_adapter_scales(model, scales);
+  }
   Status shutdown_model(const std::string& id) override { return runtime_->shutdown(id); }
   Status release_session(const std::string& model, const std::string& session_id) override {
     return runtime_->release_session(model, session_id);

@@ -45,6 +45,8 @@ struct GenerateRequest {
   // Sticky session (docs/api.md "Sessions"): opened by its first request, continued by
   // the next ones.
   std::optional<std::string> session_id;
+  // LoRA scales for this request (llama-server's `lora`; RequestParams::lora).
+  std::optional<std::vector<runtime::AdapterScale>> lora;
   // Choices (OpenAI's n): the prompt is prefilled once and the others fork from its KV;
   // choice i samples with seed + i (Runtime::infer_n).
   int32_t n = 1;
@@ -216,6 +218,26 @@ class ServiceApi {
   }
   virtual Result<cache::ForceCheckResult> pressure_force_check() {
     return Unsupported("the pressure scheduler is not available in this service");
+  }
+
+  // LoRA adapters of a model (Runtime's methods of the same names). The defaults answer
+  // Unsupported (HTTP 501).
+  virtual Result<std::vector<runtime::AdapterInfo>> list_adapters(const std::string& model) {
+    return Unsupported("LoRA adapters are not supported by this service (" + model + ")");
+  }
+  virtual Result<runtime::AdapterInfo> load_adapter(const std::string& model,
+                                                    const runtime::AdapterSpec& spec) {
+    (void)spec;
+    return Unsupported("LoRA adapters are not supported by this service (" + model + ")");
+  }
+  virtual Status unload_adapter(const std::string& model, int32_t id) {
+    (void)id;
+    return Unsupported("LoRA adapters are not supported by this service (" + model + ")");
+  }
+  virtual Status set_adapter_scales(const std::string& model,
+                                    std::span<const runtime::AdapterScale> scales) {
+    (void)scales;
+    return Unsupported("LoRA adapters are not supported by this service (" + model + ")");
   }
 
   // Requests waiting inside the runtime's scheduler (for /metrics).

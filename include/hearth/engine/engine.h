@@ -25,7 +25,15 @@
 
 namespace hearth {
 
-class Tokenizer;  // include/hearth/engine/tokenizer.h
+class Tokenizer;    // include/hearth/engine/tokenizer.h
+class LoraAdapter;  // a loaded LoRA adapter (Engine::load_lora); opaque
+
+// One adapter active on a sequence, with the user's scale (the adapter's alpha / rank
+// rule is applied on top, as llama.cpp does).
+struct LoraUse {
+  std::shared_ptr<const LoraAdapter> adapter;
+  float scale = 1.0f;
+};
 
 struct EngineOptions {
   int n_threads = 2;  // worker threads used by forward(); results do not depend on it
@@ -139,6 +147,18 @@ class Engine {
   // order. Errors (nothing is modified): bad token id, seq out of range, pos != current
   // length of the sequence, context overflow, empty batch.
   Status forward(std::span<const BatchToken> batch, std::vector<float>& logits_out);
+
+  // LoRA adapters (llama.cpp's GGUF adapter format; docs/engine.md "LoRA adapters").
+  // load_lora validates the file against this engine's model (architecture, tensor
+  // names, shapes, types; errors name the key or tensor); the result may be shared by
+  // any number of sequences and outlives nothing but this engine.
+  Result<std::shared_ptr<const LoraAdapter>> load_lora(const std::string& path) const;
+  // The adapters applied to seq's later forwards, in this order (empty: the base model).
+  // y = W x + sum_i scale_i * B_i (A_i x) for every adapted matrix, per token, so a
+  // token's logits never depend on the other sequences of its batch. The KV already in
+  // seq is not touched: callers keep a sequence's adapter set fixed while it holds KV
+  // (the runtime keys its cache rows on the set).
+  Status set_lora(int32_t seq, std::vector<LoraUse> uses);
 
   // Number of positions a sequence holds (0 for an empty one); -1 for an unknown seq.
   int32_t seq_len(int32_t seq) const;

@@ -122,10 +122,19 @@ class TextStream {
   virtual std::string flush() = 0;              // whatever is still held back
 };
 
-// A LoRA adapter to attach. Backends without adapter support return Unsupported.
+// A LoRA adapter (llama.cpp's GGUF adapter format) to load into a model, with its
+// default scale (ModelConfig::adapters, Runtime::load_adapter).
 struct AdapterSpec {
   std::string path;
   float scale = 1.0f;
+};
+
+// One adapter applied to a forward row: its id in the model's adapter list and the
+// user's scale (never 0: a zero-scale adapter is left out, which is the base model).
+struct AdapterUse {
+  int32_t id = 0;
+  float scale = 1.0f;
+  bool operator==(const AdapterUse&) const = default;
 };
 
 // One row of a forward pass: `tokens` at positions pos, pos+1, ... of sequence `seq`.
@@ -143,6 +152,9 @@ struct StepRow {
     const size_t n = logits_last_n > 0 ? static_cast<size_t>(logits_last_n) : want_logits ? 1 : 0;
     return std::min(n, tokens.size());
   }
+  // LoRA adapters applied to this row's tokens, in this order (ids given to
+  // load_adapter); empty: the base model. A sequence keeps one set while it holds KV.
+  std::span<const AdapterUse> adapters = {};
 };
 
 class Backend {
@@ -225,12 +237,18 @@ class Backend {
   virtual Status set_adapters(std::span<const AdapterSpec> adapters) {
     if (adapters.empty()) return OkStatus();
     return Unsupported("this backend does not support LoRA adapters");
-  }
-  // SHA-256 of the attached adapters' files (folded into the fingerprint); empty if none.
-  virtual std::string adapters_digest() const { return {}; }
-};
+    // LoRA: makes adapter `id` usable in StepRow::adapters (errors name the file's bad
+    // key or tensor), and forgets it. Backends without adapter support: Unsupported.
+    virtual Status load_adapter(int32_t id, const std::string& path) {
+      (void)id;
+      return Unsupported("this backend does not support LoRA adapters (" + path + ")");
+    }
+    virtual Status unload_adapter(int32_t id) {
+      return NotFound("no LoRA adapter " + std::to_string(id) + " is loaded");
+    }
+  };
 
-// Builds a backend for a model; called at load and again when the worker restarts.
-using BackendFactory = std::function<Result<std::unique_ptr<Backend>>()>;
+  // Builds a backend for a model; called at load and again when the worker restarts.
+  using BackendFactory = std::function<Result<std::unique_ptr<Backend>>()>;
 
 }  // namespace hearth::runtime

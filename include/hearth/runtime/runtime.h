@@ -197,8 +197,9 @@ struct ModelConfig {
   std::string fingerprint_hex;                     // required for kFastUnsafe (64 hex chars)
   std::optional<std::string> ctx_params_hash_hex;  // default: SHA-256 of KvIdentity::kv_layout
 
-  // LoRA adapters to attach at load (and after every restart); folded into the
-  // fingerprint. Backends without adapter support fail the load with Unsupported.
+  // LoRA adapters loaded with the model (ids 0, 1, ... in this order; reloaded after a
+  // worker restart), each with its default scale. Backends without adapter support fail
+  // the load with Unsupported.
   std::vector<AdapterSpec> adapters;
 
   // Where this model's saves go; unset: RuntimeOptions::default_tier.
@@ -343,6 +344,19 @@ struct LoadedModelInfo {
   std::vector<SessionInfo> sessions;  // open sticky sessions, by id
 };
 
+// A loaded LoRA adapter of a model (Runtime::list_adapters).
+struct AdapterInfo {
+  int32_t id = 0;  // stable: an unloaded adapter's id is never reused
+  std::string path;
+  float scale = 1.0f;      // the model's current scale (requests without `lora` use it)
+  std::string sha256_hex;  // of the file; with the scale, what the cache keys rows on
+};
+// An adapter's scale, by id (Runtime::set_adapter_scales, RequestParams::lora).
+struct AdapterScale {
+  int32_t id = 0;
+  float scale = 1.0f;
+};
+
 // ---------------------------------------------------------------- requests
 
 using RequestId = uint64_t;
@@ -430,6 +444,10 @@ struct RequestParams {
     std::optional<int32_t> n_min;
     std::optional<float> p_min;
   } speculative;
+  // LoRA scales for this request (llama-server's `lora` field): every adapter of the
+  // model not listed runs at scale 0. Unset: the model's current scales
+  // (Runtime::set_adapter_scales). An unknown id -> InvalidArgument naming lora[i].id.
+  std::optional<std::vector<AdapterScale>> lora;
 };
 
 struct RequestStats {
@@ -543,6 +561,18 @@ class Runtime {
   Status unload_model(std::string_view model_id);
   std::vector<LoadedModelInfo> list_models() const;
   Result<LoadedModelInfo> model_info(std::string_view model_id) const;
+
+  // ---- LoRA adapters (docs/runtime.md "LoRA adapters") ----
+  // The model's adapters in id order.
+  Result<std::vector<AdapterInfo>> list_adapters(std::string_view model_id) const;
+  // Loads an adapter (validated against the model: errors name the key or tensor);
+  // returns it with its new id. Requests may use it at once.
+  Result<AdapterInfo> load_adapter(std::string_view model_id, const AdapterSpec& spec);
+  // Forgets adapter `id`. FailedPrecondition while a queued or running request uses it.
+  Status unload_adapter(std::string_view model_id, int32_t id);
+  // llama-server's POST /lora-adapters: the listed adapters get these scales, every
+  // other adapter of the model scale 0. Unknown id -> InvalidArgument naming it.
+  Status set_adapter_scales(std::string_view model_id, std::span<const AdapterScale> scales);
 
   // ---- requests ----
   // Tokenizes `prompt`, runs it, blocks until done.

@@ -14,6 +14,7 @@
 #include "engine/model/hparams.h"
 #include "engine/model/kernels_bridge.h"
 #include "engine/model/kv_store.h"
+#include "engine/model/lora.h"
 #include "engine/model/weight_arena.h"
 #include "engine/model/weights.h"
 #include "hearth/engine/engine.h"
@@ -57,6 +58,14 @@ struct ForwardScratch {
   std::vector<float> router_margin;
   int32_t runner_up_layer = -1;
   bool last_chunk = false;  // run(): this chunk holds the batch's last token
+  // LoRA (lora_forward.cpp): the chunk, each token's sequence's adapter uses (null:
+  // none), the longest list, and the rows gathered per adapter.
+  std::span<const BatchToken> lora_chunk;
+  std::vector<const std::vector<LoraUse>*> lora_uses;
+  size_t lora_max_uses = 0;
+  std::vector<const LoraAdapter*> lora_distinct;
+  std::vector<int32_t> lora_rows, out_token;  // out_token: the token of each output row
+  std::vector<float> lora_scale, lora_x, lora_t, lora_d;
   kb::MatmulScratch mm;
 };
 
@@ -96,6 +105,7 @@ struct Engine::Impl {
   }
   std::unique_ptr<engine::KvStore>
       kv;  // n_seq_max user sequences + n_embed_seq private (embeddings)
+  std::vector<std::vector<LoraUse>> seq_lora;  // Engine::set_lora, per user sequence
   ForwardScratch s;
 
   int32_t embed_seq() const { return opts.n_seq_max; }
@@ -121,6 +131,20 @@ struct Engine::Impl {
   void plan_attention_blocks(std::span<const BatchToken> chunk);  // once per chunk
   // Attention of every token of the chunk on one layer, over plan_attention_blocks' blocks.
   void attention(std::span<const BatchToken> chunk, int32_t layer);
+  // LoRA (lora_forward.cpp): lora_plan once per chunk; lora_add after a base matmul adds
+  // the deltas of the matrix at `site` to y (n_rows rows; row r is token row_token[r] of
+  // the chunk, or token r when row_token is null). x: the matmul's input rows.
+  struct LoraSite {
+    int32_t layer = -1;
+    engine::LoraTarget target = engine::LoraTarget::kQ;
+    bool embd = false, output = false;
+  };
+  void lora_plan(std::span<const BatchToken> chunk);
+  void lora_add(const LoraSite& site, const float* x, float* y, int64_t n_rows,
+                const int32_t* row_token = nullptr);
+  void lora_layer(int32_t layer, engine::LoraTarget t, const float* x, float* y, int64_t n) {
+    if (s.lora_max_uses > 0) lora_add(LoraSite{layer, t, false, false}, x, y, n);
+  }
 };
 
 }  // namespace hearth

@@ -151,6 +151,9 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
   const int64_t T = static_cast<int64_t>(chunk.size());
   const int32_t qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
   matmul_many({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), T);
+  lora_layer(l, engine::LoraTarget::kQ, s.xn.data(), s.q.data(), T);
+  lora_layer(l, engine::LoraTarget::kK, s.xn.data(), s.k.data(), T);
+  lora_layer(l, engine::LoraTarget::kV, s.xn.data(), s.v.data(), T);
   const float* angles =
       hp.layer_slides(l) && !s.rope_swa.empty() ? s.rope_swa.data() : s.rope.data();
   // Element-wise stages run on the pool, one token per call: each token's values
@@ -202,6 +205,8 @@ void Engine::Impl::ffn_dense(int64_t T, int32_t l) {
   const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
   const int32_t ff = hp.n_ff;
   matmul_many({{&L.w_gate, s.gate.data()}, {&L.w_up, s.up.data()}}, s.xn.data(), T);
+  lora_layer(l, engine::LoraTarget::kGate, s.xn.data(), s.gate.data(), T);
+  lora_layer(l, engine::LoraTarget::kUp, s.xn.data(), s.up.data(), T);
   for_each_token(T, 16 * ff, [&](int64_t t) {
     float* g = s.gate.data() + t * ff;
     const float* u = s.up.data() + t * ff;
@@ -212,6 +217,7 @@ void Engine::Impl::ffn_dense(int64_t T, int32_t l) {
     }
   });
   matmul(L.w_down, s.gate.data(), T, s.proj.data());
+  lora_layer(l, engine::LoraTarget::kDown, s.gate.data(), s.proj.data(), T);
 }
 
 void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden) {
@@ -220,15 +226,18 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
   float* x = s.x.data();
   float* xn = s.xn.data();
 
-  // Embeddings: dequantized rows of token_embd (gemma: times sqrt(n_embd)).
+  // Embeddings: dequantized rows of token_embd, plus the adapters' rows (gemma: then
+  // times sqrt(n_embd), as llama.cpp scales after its LoRA).
+  lora_plan(chunk);
   const uint8_t* emb = w.token_embd.data;
   for (int64_t t = 0; t < T; ++t) {
     kb::dequantize_row(w.token_embd.type,
                        emb + static_cast<size_t>(chunk[t].token) * w.token_embd_row_bytes,
                        x + t * e, e);
-    if (hp.embd_scale > 0) {
-      for (int64_t i = t * e; i < (t + 1) * e; ++i) x[i] *= hp.embd_scale;
-    }
+  }
+  if (s.lora_max_uses > 0) lora_add(LoraSite{-1, engine::LoraTarget::kQ, true, false}, x, x, T);
+  if (hp.embd_scale > 0) {
+    for (int64_t i = 0; i < T * e; ++i) x[i] *= hp.embd_scale;
   }
   // RoPE angles per token (shared by all layers and heads; gemma3's sliding layers
   // have their own base).
@@ -250,6 +259,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
     qkv(chunk, l);
     attention(chunk, l);
     matmul(L.wo, s.att.data(), T, s.proj.data());
+    lora_layer(l, engine::LoraTarget::kO, s.att.data(), s.proj.data(), T);
     for_each_token(T, (hp.post_norms ? 3 : 2) * e, [&](int64_t t) {
       float* p = s.proj.data() + t * e;
       if (hp.post_norms) engine::rms_norm(p, L.post_attn_norm.data, e, hp.rms_eps, p);
@@ -279,13 +289,18 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
   }
   if (logits != nullptr) {
     int64_t n_out = 0;
+    s.out_token.clear();
     for (int64_t t = 0; t < T; ++t) {
       if (!chunk[t].logits) continue;
       engine::rms_norm(x + t * e, w.output_norm.data, e, hp.rms_eps, s.out_x.data() + n_out * e);
+      s.out_token.push_back(static_cast<int32_t>(t));
       ++n_out;
     }
     if (n_out > 0) {
       matmul(w.output, s.out_x.data(), n_out, logits);
+      if (s.lora_max_uses > 0)
+        lora_add(LoraSite{-1, engine::LoraTarget::kQ, false, true}, s.out_x.data(), logits, n_out,
+                 s.out_token.data());
       if (hp.final_softcap > 0) {  // gemma2, as ggml: scale, tanh, scale
         const int64_t V = hp.n_vocab;
         for_each_token(n_out, 8 * V, [&](int64_t t) {
