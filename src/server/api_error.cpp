@@ -16,6 +16,18 @@ ApiError invalid_request(std::string message, std::string param, std::string cod
   return e;
 }
 
+ApiError type_error(const std::string& field, const std::string& expected) {
+  return invalid_request("'" + field + "' must be " + expected, field, "invalid_type");
+}
+
+ApiError value_error(const std::string& field, const std::string& why) {
+  return invalid_request("'" + field + "' " + why, field, "invalid_value");
+}
+
+ApiError missing_field(const std::string& field) {
+  return invalid_request("'" + field + "' is required", field, "missing_field");
+}
+
 ApiError from_status(const Status& status, std::string param) {
   ApiError e;
   e.message = status.message();

@@ -14,21 +14,14 @@
 #include "server/tool_request.h"
 
 namespace hearth::server {
-namespace {
-
-using nlohmann::json;
-
-std::optional<ApiError> type_error(const std::string& field, const std::string& expected) {
-  return invalid_request("'" + field + "' must be " + expected, field, "invalid_type");
-}
-std::optional<ApiError> value_error(const std::string& field, const std::string& why) {
-  return invalid_request("'" + field + "' " + why, field, "invalid_value");
-}
-
-bool present(const json& body, const char* key) {
+bool present(const nlohmann::json& body, const char* key) {
   auto it = body.find(key);
   return it != body.end() && !it->is_null();
 }
+
+namespace {
+
+using nlohmann::json;
 
 std::optional<ApiError> get_number(const json& body, const char* key, double& out, double lo,
                                    double hi) {

@@ -59,6 +59,9 @@ struct TextRequest {
 // completions logprobs; hearth allows 20 for both, the runtime's kMaxTopLogprobs).
 inline constexpr int64_t kMaxChoices = 128;
 
+// True when `body` has `key` with a value other than null (null means "not given").
+bool present(const nlohmann::json& body, const char* key);
+
 std::optional<ApiError> parse_completion_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_chat_request(const nlohmann::json& body, TextRequest& out);
 std::optional<ApiError> parse_messages_request(const nlohmann::json& body, TextRequest& out);

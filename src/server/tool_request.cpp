@@ -8,18 +8,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-ApiError type_error(const std::string& field, const std::string& expected) {
-  return invalid_request("'" + field + "' must be " + expected, field, "invalid_type");
-}
-ApiError value_error(const std::string& field, const std::string& why) {
-  return invalid_request("'" + field + "' " + why, field, "invalid_value");
-}
-
-bool present(const json& body, const char* key) {
-  auto it = body.find(key);
-  return it != body.end() && !it->is_null();
-}
-
 std::optional<ApiError> check_tool_name(const json& v, const std::string& field) {
   if (!v.is_string()) return type_error(field, "a string");
   const std::string name = v.get<std::string>();

@@ -14,21 +14,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-ApiError type_error(const std::string& field, const std::string& expected) {
-  return invalid_request("'" + field + "' must be " + expected, field, "invalid_type");
-}
-ApiError value_error(const std::string& field, const std::string& why) {
-  return invalid_request("'" + field + "' " + why, field, "invalid_value");
-}
-ApiError missing(const std::string& field) {
-  return invalid_request("'" + field + "' is required", field, "missing_field");
-}
-
-bool present(const json& body, const char* key) {
-  auto it = body.find(key);
-  return it != body.end() && !it->is_null();
-}
-
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
     s.replace(at, from.size(), to);
@@ -104,7 +89,7 @@ std::optional<ApiError> parse_item(const json& item, const std::string& f,
     if (role == "developer") role = "system";
     if (role != "user" && role != "system" && role != "assistant")
       return value_error(f + ".role", "must be user, system, developer or assistant");
-    if (!item.contains("content")) return missing(f + ".content");
+    if (!item.contains("content")) return missing_field(f + ".content");
     std::string text;
     if (auto e = message_text(item["content"], f + ".content", text)) return e;
     if (role == "assistant" && !out.empty() && out.back().role == "assistant" &&
@@ -131,7 +116,7 @@ std::optional<ApiError> parse_item(const json& item, const std::string& f,
     if (auto e = only_keys(item, f, {"type", "call_id", "output", "id", "status"})) return e;
     ChatMessage result{"tool", ""};
     if (auto e = get_string(item, "call_id", f, result.tool_call_id)) return e;
-    if (!item.contains("output")) return missing(f + ".output");
+    if (!item.contains("output")) return missing_field(f + ".output");
     if (item["output"].is_array()) {
       if (auto e = message_text(item["output"], f + ".output", result.content)) return e;
     } else if (auto e = get_string(item, "output", f, result.content)) {
@@ -169,7 +154,7 @@ std::optional<ApiError> parse_item(const json& item, const std::string& f,
 }
 
 std::optional<ApiError> parse_input(const json& body, std::vector<ChatMessage>& out) {
-  if (!body.contains("input")) return missing("input");
+  if (!body.contains("input")) return missing_field("input");
   const json& input = body["input"];
   if (input.is_string()) {
     out.emplace_back("user", input.get<std::string>());
