@@ -1,7 +1,7 @@
 // The runtime's view of one loaded model: a Backend turns tokens into logits for several
 // sequences at once and can copy a sequence's KV cells out and back in. The runtime's
 // per-model worker thread is the only caller of the mutating methods (step, kv_*, seq_*,
-// embed, set_adapters), so implementations need no locking for those. The const methods
+// embed, load_adapter), so implementations need no locking for those. The const methods
 // (info, tokenize, detokenize, text_stream, make_sampler) must be safe to call
 // from any thread while a step runs: they read only static model data (the vocabulary).
 //
@@ -234,21 +234,18 @@ class Backend {
     }
     return out;
   }
-  virtual Status set_adapters(std::span<const AdapterSpec> adapters) {
-    if (adapters.empty()) return OkStatus();
-    return Unsupported("this backend does not support LoRA adapters");
-    // LoRA: makes adapter `id` usable in StepRow::adapters (errors name the file's bad
-    // key or tensor), and forgets it. Backends without adapter support: Unsupported.
-    virtual Status load_adapter(int32_t id, const std::string& path) {
-      (void)id;
-      return Unsupported("this backend does not support LoRA adapters (" + path + ")");
-    }
-    virtual Status unload_adapter(int32_t id) {
-      return NotFound("no LoRA adapter " + std::to_string(id) + " is loaded");
-    }
-  };
+  // LoRA: makes adapter `id` usable in StepRow::adapters (errors name the file's bad
+  // key or tensor), and forgets it. Backends without adapter support: Unsupported.
+  virtual Status load_adapter(int32_t id, const std::string& path) {
+    (void)id;
+    return Unsupported("this backend does not support LoRA adapters (" + path + ")");
+  }
+  virtual Status unload_adapter(int32_t id) {
+    return NotFound("no LoRA adapter " + std::to_string(id) + " is loaded");
+  }
+};
 
-  // Builds a backend for a model; called at load and again when the worker restarts.
-  using BackendFactory = std::function<Result<std::unique_ptr<Backend>>()>;
+// Builds a backend for a model; called at load and again when the worker restarts.
+using BackendFactory = std::function<Result<std::unique_ptr<Backend>>()>;
 
 }  // namespace hearth::runtime
