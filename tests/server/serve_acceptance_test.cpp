@@ -115,15 +115,9 @@ TEST(ServeAcceptance, OfficialSdkResponsesApi) {
   const fs::path tmpl =
       fs::path(HEARTH_SHARED_DIR) / "templates" / "llamacpp-qwen2.5-instruct.jinja";
   if (!fs::exists(tmpl)) GTEST_SKIP() << "SKIPPED: ../shared/templates is absent";
-  const fs::path node_src = fs::path(__FILE__).parent_path() / "node";
-  const fs::path node_dir = fs::path(HEARTH_CLI_PATH).parent_path() / "node-tests";
+  HEARTH_REQUIRE_NODE_TESTS("Responses API SDK test");
+  const fs::path node_dir = testing::node_tests_dir();
   std::string out;
-  if (run_shell("bash '" + (node_src / "setup.sh").string() + "' '" + node_dir.string() + "'",
-                &out) != 0) {
-    if (skip_node_tests())
-      GTEST_SKIP() << "HEARTH_SKIP_NODE_TESTS=1: the Responses API through the SDK NOT tested";
-    FAIL() << "tests/server/node/setup.sh failed:\n" << out.substr(0, 2000);
-  }
   const fs::path dir = scratch_dir("sdk-responses");
   const fs::path real = fs::path(HEARTH_SHARED_DIR) / "models" / "stories260K.gguf";
   ServeProcess proc;
