@@ -147,7 +147,8 @@ Result<std::shared_ptr<const LoraAdapter>> LoraAdapter::load(const std::string& 
     auto pair = std::make_unique<LoraPair>();
     HEARTH_RETURN_IF_ERROR(load_factor(*a, pair->a, pair->a_data));
     HEARTH_RETURN_IF_ERROR(load_factor(*b, pair->b, pair->b_data));
-    const auto bad_shape = [&] {
+    // Clang 14 (Debian 12) cannot capture structured bindings: capture plain copies.
+    const auto bad_shape = [&, a = a, b = b, name = name] {
       return InvalidArgument(where() + "tensors " + a->name + " " + dims_string(a->dims) + " and " +
                              b->name + " " + dims_string(b->dims) + " do not fit " + name + " " +
                              dims_string(w->dims));
