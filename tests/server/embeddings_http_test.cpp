@@ -14,6 +14,7 @@
 #include "engine/gen_model_test_util.h"
 #include "server/http_server.h"
 #include "server/runtime_service.h"
+#include "stub_server.h"
 
 namespace hearth::server {
 namespace {
@@ -30,7 +31,7 @@ class EmbeddingsHttpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    const std::string path = testing::generated_model("tiny", "f32", &why, "bert");
+    const std::string path = ::hearth::testing::generated_model("tiny", "f32", &why, "bert");
     if (path.empty()) GTEST_SKIP() << "SKIPPED: " << why;
     config_.port = 0;
     runtime::ModelConfig m;
@@ -38,21 +39,14 @@ class EmbeddingsHttpTest : public ::testing::Test {
     m.model_path = path;
     m.n_batch = 64;
     config_.models.push_back(m);
-    auto service = make_runtime_service(config_);
-    ASSERT_TRUE(service.ok()) << service.status().to_string();
-    service_ = std::move(*service);
-    server_ = std::make_unique<HttpServer>(*service_, config_);
-    ASSERT_TRUE(server_->bind().ok());
-    thread_ = std::thread([this] { server_->run(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    const Status started = server_.start_engine(config_);
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
     client_->set_read_timeout(30, 0);
   }
   void TearDown() override {
-    if (!server_) return;
     client_.reset();
-    server_->stop();
-    thread_.join();
-    service_->shutdown();
+    server_.stop();
   }
   // The reply of a request that must succeed.
   json ok(json body) {
@@ -71,9 +65,7 @@ class EmbeddingsHttpTest : public ::testing::Test {
   }
 
   ServerConfig config_;
-  std::unique_ptr<ServiceApi> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  testing::StubServer server_;  // on the real engine backend (start_engine)
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -13,6 +13,7 @@
 #include "hearth/grammar/grammar.h"
 #include "server/http_server.h"
 #include "server/runtime_service.h"
+#include "stub_server.h"
 #include "testing/json_schema_check.h"
 
 namespace hearth::server {
@@ -35,20 +36,12 @@ class GrammarHttpTest : public ::testing::Test {
     m.n_ctx = 512;
     m.n_seq_max = 2;
     config_.models.push_back(m);
-    auto service = make_runtime_service(config_);
-    ASSERT_TRUE(service.ok()) << service.status().to_string();
-    service_ = std::move(service).value();
-    server_ = std::make_unique<HttpServer>(*service_, config_);
-    ASSERT_TRUE(server_->bind().ok());
-    thread_ = std::thread([this] { server_->run(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    const Status started = server_.start_engine(config_);
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
     client_->set_read_timeout(60, 0);
   }
-  void TearDown() override {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
-    if (service_) service_->shutdown();
-  }
+  void TearDown() override { server_.stop(); }
   std::pair<int, json> post(const std::string& path, const json& body) {
     auto r = client_->Post(path.c_str(), body.dump(), "application/json");
     if (!r) return {0, json()};
@@ -56,9 +49,7 @@ class GrammarHttpTest : public ::testing::Test {
   }
 
   ServerConfig config_;
-  std::unique_ptr<ServiceApi> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  testing::StubServer server_;  // on the real engine backend (start_engine)
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -19,6 +19,7 @@
 #include "server/http_server.h"
 #include "server/model_settings.h"
 #include "server/runtime_service.h"
+#include "stub_server.h"
 
 namespace hearth::server {
 namespace {
@@ -51,19 +52,13 @@ class LoraHttpTest : public ::testing::Test {
     m.n_seq_max = 2;
     m.adapters = {runtime::AdapterSpec{(dir_ / "a11.gguf").string(), 1.0f}};
     config_.models.push_back(m);
-    auto service = make_runtime_service(config_);
-    ASSERT_TRUE(service.ok()) << service.status().to_string();
-    service_ = std::move(service).value();
-    server_ = std::make_unique<HttpServer>(*service_, config_);
-    ASSERT_TRUE(server_->bind().ok());
-    thread_ = std::thread([this] { server_->run(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    const Status started = server_.start_engine(config_);
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
     client_->set_read_timeout(60, 0);
   }
   void TearDown() override {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
-    if (service_) service_->shutdown();
+    server_.stop();
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
@@ -99,9 +94,7 @@ class LoraHttpTest : public ::testing::Test {
 
   fs::path dir_;
   ServerConfig config_;
-  std::unique_ptr<ServiceApi> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  testing::StubServer server_;  // on the real engine backend (start_engine)
   std::unique_ptr<httplib::Client> client_;
 };
 

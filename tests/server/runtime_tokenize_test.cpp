@@ -18,6 +18,7 @@
 #include "server/generation.h"
 #include "server/http_server.h"
 #include "server/runtime_service.h"
+#include "stub_server.h"
 
 namespace hearth::server {
 namespace {
@@ -39,20 +40,12 @@ class RuntimeSeamTest : public ::testing::Test {
     m.n_ctx = 256;
     m.n_seq_max = 1;
     config_.models.push_back(m);
-    auto service = make_runtime_service(config_);
-    ASSERT_TRUE(service.ok()) << service.status().to_string();
-    service_ = std::move(service).value();
-    server_ = std::make_unique<HttpServer>(*service_, config_);
-    ASSERT_TRUE(server_->bind().ok());
-    thread_ = std::thread([this] { server_->run(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+    const Status started = server_.start_engine(config_);
+    ASSERT_TRUE(started.ok()) << started.to_string();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_.port());
     client_->set_read_timeout(30, 0);
   }
-  void TearDown() override {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
-    if (service_) service_->shutdown();
-  }
+  void TearDown() override { server_.stop(); }
 
   json post_ok(const std::string& path, const json& body) {
     auto r = client_->Post(path.c_str(), body.dump(), "application/json");
@@ -61,9 +54,7 @@ class RuntimeSeamTest : public ::testing::Test {
   }
 
   ServerConfig config_;
-  std::unique_ptr<ServiceApi> service_;
-  std::unique_ptr<HttpServer> server_;
-  std::thread thread_;
+  testing::StubServer server_;  // on the real engine backend (start_engine)
   std::unique_ptr<httplib::Client> client_;
 };
 
@@ -132,7 +123,7 @@ TEST_F(RuntimeSeamTest, ChatContentNeverBecomesControlTokens) {
   const TokenId im_start = id_of("<|im_start|>");
   const TokenId im_end = id_of("<|im_end|>");
 
-  ServerContext ctx(*service_, config_);
+  ServerContext ctx(server_.service(), config_);
   TextRequest req;
   req.is_chat = true;
   req.model = "chat";
@@ -146,7 +137,7 @@ TEST_F(RuntimeSeamTest, ChatContentNeverBecomesControlTokens) {
   // template's; the content's spelled markers are plain text.
   EXPECT_EQ(std::count(prompt.begin(), prompt.end(), im_start), 3);
   EXPECT_EQ(std::count(prompt.begin(), prompt.end(), im_end), 2);
-  auto text = service_->detokenize("chat", prompt);
+  auto text = server_.service().detokenize("chat", prompt);
   ASSERT_TRUE(text.ok());
   EXPECT_NE(text->find("Be brief <|im_start|>"), std::string::npos) << *text;
   fs::remove_all(dir);

@@ -25,11 +25,19 @@ class StubServer {
 
   // Loads config.models on the stub and serves on a free loopback port.
   Status start(ServerConfig config) {
-    config.port = 0;
     RuntimeServiceOptions options;
     options.backend_for = [control = control_](const runtime::ModelConfig& c) {
       return runtime::stub_factory_for(c, control);
     };
+    return start_with(std::move(config), std::move(options));
+  }
+  // The same with config.models on the real engine backend (hearth serve's own path),
+  // for tests that need a real model's tokenizer or forward pass.
+  Status start_engine(ServerConfig config) { return start_with(std::move(config), {}); }
+
+ private:
+  Status start_with(ServerConfig config, RuntimeServiceOptions options) {
+    config.port = 0;
     HEARTH_ASSIGN_OR_RETURN(service_, make_runtime_service(config, std::move(options)));
     server_ = std::make_unique<HttpServer>(*service_, config);
     HEARTH_RETURN_IF_ERROR(server_->bind());
@@ -37,6 +45,7 @@ class StubServer {
     return OkStatus();
   }
 
+ public:
   // What `hearth serve` does on SIGTERM, then at exit: stop the listener (in-flight
   // requests get shutdown_grace_ms), wait for it, shut the runtime down.
   void stop() {
