@@ -23,6 +23,7 @@ PACKAGES=(
   python3-jinja2                         # tests only: Jinja2 is the oracle of hearth's Jinja engine
   chromium                               # tests only: the web UI's browser test (puppeteer-core drives it)
   prometheus                             # tests only: /usr/bin/promtool lints GET /metrics
+  haproxy                                # tests only: the scale-out balancer (deploy/haproxy.cfg)
 )
 # Server tests drive hearth with the official openai / @anthropic-ai/sdk clients:
 # Node.js with npm. Machines that already ship a Node (e.g. a nodesource build that

@@ -19,6 +19,7 @@ struct ServeFlags {
   std::vector<std::string> models;
   std::string host;
   int port = -1;
+  std::string node_id;
   std::string api_key;
   std::string cache_dir;
   std::string models_dir;
@@ -99,6 +100,9 @@ Registrar reg("serve", [](CLI::App& root) {
                   "Model to load: PATH (id = file stem) or ID=PATH; repeatable");
   cmd->add_option("--host", flags->host, "Address to listen on (default 127.0.0.1)");
   cmd->add_option("--port", flags->port, "Port to listen on (default 8080; 0 = any free port)");
+  cmd->add_option("--node-id", flags->node_id,
+                  "This node's name in the X-Hearth-Node header of every reply (default "
+                  "HOSTNAME:PORT; server.node_id; docs/scale-out.md)");
   cmd->add_option("--api-key", flags->api_key,
                   "Require this key (Bearer or x-api-key); also HEARTH_API_KEY");
   cmd->add_option("--cache-dir", flags->cache_dir, "Directory of the disk cache tier (enables it)");
@@ -198,6 +202,7 @@ Registrar reg("serve", [](CLI::App& root) {
     }
     if (!flags->host.empty()) config.host = flags->host;
     if (flags->port >= 0) config.port = flags->port;
+    if (!flags->node_id.empty()) config.node_id = flags->node_id;
     if (const char* env = std::getenv("HEARTH_API_KEY"); env && *env && config.api_key.empty()) {
       config.api_key = env;
     }

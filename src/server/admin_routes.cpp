@@ -389,7 +389,8 @@ void register_admin_routes(httplib::Server& http, ServerContext& ctx) {
     const bool stopping = ctx.shutting_down.load();
     reply_json(res,
                {{"status", stopping ? "shutting_down" : "ok"},
-                {"models", ctx.service.list_models().size()}},
+                {"models", ctx.service.list_models().size()},
+                {"node", ctx.node_id}},
                stopping ? 503 : 200);
   });
   http.Get("/metrics", [&ctx](const auto&, auto& res) {

@@ -205,6 +205,7 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     HEARTH_RETURN_IF_ERROR(s.integer("port", port));
     if (port > 65535) return InvalidArgument("config: server.port: must be <= 65535");
     c.port = static_cast<int>(port);
+    HEARTH_RETURN_IF_ERROR(s.string("node_id", c.node_id));
     HEARTH_RETURN_IF_ERROR(s.string("api_key", c.api_key));
     HEARTH_RETURN_IF_ERROR(s.string("models_dir", c.models_dir));
     HEARTH_RETURN_IF_ERROR(s.string("chat_template", c.chat_template));
@@ -326,6 +327,19 @@ Status read_document(const toml::table& root, ServerConfig& c) {
   return r.check_unknown();
 }
 
+// A node_id (empty = the default) is at most 128 visible ASCII characters.
+Status check_node_id(std::string_view id) {
+  if (id.size() > 128)
+    return InvalidArgument("node_id: at most 128 characters, got " + std::to_string(id.size()));
+  for (char c : id) {
+    // It travels as a header value: visible ASCII only, no spaces or controls.
+    if (c < 0x21 || c > 0x7e)
+      return InvalidArgument("node_id '" + std::string(id) +
+                             "': only visible ASCII characters (no spaces)");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 Status apply_config_toml(std::string_view toml_text, ServerConfig& config) {
@@ -374,6 +388,7 @@ Result<runtime::ModelConfig> model_config_from_flag(const std::string& flag_valu
 Status validate_config(const ServerConfig& c) {
   if (c.port < 0 || c.port > 65535) return InvalidArgument("port: must be in 0..65535");
   if (c.host.empty()) return InvalidArgument("host: must not be empty");
+  if (Status s = check_node_id(c.node_id); !s.ok()) return s;
   std::set<std::string> ids;
   for (size_t i = 0; i < c.models.size(); ++i) {
     const auto& m = c.models[i];

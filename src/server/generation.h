@@ -37,6 +37,9 @@ struct ServerContext {
   std::atomic<int64_t> shutdown_deadline_ms{0};  // steady-clock ms
   // The connection layer's counters, for /metrics (set by HttpServer; may be null).
   const GuardCounters* guard = nullptr;
+  // The X-Hearth-Node value of every reply: config.node_id, else "HOSTNAME:PORT" (set by
+  // HttpServer::bind, before the first request).
+  std::string node_id;
 
   // POST /v1/responses' stored responses (store: true), for previous_response_id and
   // GET / DELETE /v1/responses/{id}.

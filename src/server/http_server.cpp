@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -137,6 +139,14 @@ auto fenced(httplib::Response& res, Fn&& fn) -> decltype(fn()) {
   return decltype(fn())();
 }
 
+// config.node_id, else "HOSTNAME:PORT" (the port bound).
+std::string node_name(const ServerConfig& config, int port) {
+  if (!config.node_id.empty()) return config.node_id;
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+  return std::string(host) + ":" + std::to_string(port);
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ServiceApi& service, const ServerConfig& config)
@@ -157,6 +167,8 @@ void HttpServer::install_routes() {
   http.set_pre_routing_handler(
       [this, check_host](const httplib::Request& req, httplib::Response& res) {
         return fenced(res, [&] {
+          // Which node answered, on every reply (docs/scale-out.md).
+          res.set_header("X-Hearth-Node", ctx_.node_id);
           if (std::string why = malformed_request_text(req); !why.empty()) {
             ApiError e = invalid_request(why, "", "malformed_request");
             reply_error(res, e, shape_for_path(req.path));
@@ -277,6 +289,7 @@ Status HttpServer::bind() {
     port_ = http_->bind_to_any_port(config_.host);
     if (port_ <= 0) return IoError("cannot bind " + config_.host + " on any port");
     http_->widen_listen_backlog();
+    ctx_.node_id = node_name(config_, port_);
     return OkStatus();
   }
   errno = 0;
@@ -292,6 +305,7 @@ Status HttpServer::bind() {
   }
   port_ = config_.port;
   http_->widen_listen_backlog();
+  ctx_.node_id = node_name(config_, port_);
   return OkStatus();
 }
 

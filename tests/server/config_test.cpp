@@ -179,6 +179,23 @@ TEST(ServerConfig, ValidateCatchesCrossFieldErrors) {
   EXPECT_NE(validate_config(t).message().find("chat_template"), std::string::npos);
 }
 
+// server.node_id names the node in X-Hearth-Node: a header value, so visible ASCII only.
+TEST(ServerConfig, NodeId) {
+  ServerConfig c;
+  ASSERT_TRUE(apply("[server]\nnode_id = \"eu-1.node-2:8081\"", c).ok());
+  EXPECT_EQ(c.node_id, "eu-1.node-2:8081");
+  EXPECT_TRUE(validate_config(c).ok());
+  EXPECT_NE(error_of("[server]\nnode_id = 7").find("server.node_id"), std::string::npos);
+  for (const std::string& bad :
+       {std::string("a b"), std::string("a\r\nX-Evil: 1"), std::string(129, 'n')}) {
+    ServerConfig t;
+    t.node_id = bad;
+    const Status s = validate_config(t);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("node_id"), std::string::npos) << s.message();
+  }
+}
+
 TEST(ServerConfig, ModelFlagForms) {
   EXPECT_EQ(model_config_from_flag("/x/tiny-model.gguf")->id, "tiny-model");
   auto m = model_config_from_flag("chat=/x/y.gguf");

@@ -48,6 +48,9 @@ struct LimitsConfig {
 struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;
+  // This node's name in the X-Hearth-Node header of every reply (scale-out: which node
+  // behind a load balancer answered; docs/scale-out.md). Empty = "HOSTNAME:PORT".
+  std::string node_id;
   std::string api_key;  // empty = no auth
   // Host header values accepted besides the loopback names when bound to loopback
   // ("name" matches any port, "name:port" only that one); DNS-rebinding defence.
