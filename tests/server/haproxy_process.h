@@ -134,20 +134,26 @@ class HaproxyProcess {
   // A server's check status in a backend ("UP", "DOWN", "MAINT", "no check", ... or ""
   // when the stats page does not list it).
   std::string server_status(const std::string& backend, const std::string& server) const {
+    return server_field(backend, server, "status");
+  }
+
+  // One column of a server's row of the stats CSV ("scur": its open connections), or "".
+  std::string server_field(const std::string& backend, const std::string& server,
+                           const std::string& field) const {
     std::istringstream in(stats_csv());
     std::string line;
-    int status_col = -1;
+    int col = -1;
     while (std::getline(in, line)) {
       std::vector<std::string> cols;
       std::stringstream cells(line.rfind("# ", 0) == 0 ? line.substr(2) : line);
       for (std::string cell; std::getline(cells, cell, ',');) cols.push_back(cell);
-      if (status_col < 0) {
+      if (col < 0) {
         for (size_t i = 0; i < cols.size(); ++i)
-          if (cols[i] == "status") status_col = static_cast<int>(i);
+          if (cols[i] == field) col = static_cast<int>(i);
         continue;
       }
-      if (cols.size() > static_cast<size_t>(status_col) && cols[0] == backend && cols[1] == server)
-        return cols[static_cast<size_t>(status_col)];
+      if (cols.size() > static_cast<size_t>(col) && cols[0] == backend && cols[1] == server)
+        return cols[static_cast<size_t>(col)];
     }
     return "";
   }

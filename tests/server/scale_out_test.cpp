@@ -3,14 +3,17 @@
 // the engine and the shared stories260K.gguf. Each node names itself in X-Hearth-Node
 // (--node-id), which is how the tests see where HAProxy sent a request.
 //   - the same X-Session-Id always lands on the same node, and the ids spread;
-//   - requests without the header spread over both nodes (least connections);
+//   - requests without the header spread over both nodes, and go to the one with the
+//     fewest open connections;
 //   - a node killed: the next request of its session is served by the other node, with
 //     no client error (HAProxy retries and redispatches), and the node leaves the pools;
 //   - with the Redis tier (after the merge with the redis helper's branch): the second
 //     turn of a conversation, forced onto the other node, is warm and bit-identical to
 //     a cold run.
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <gtest/gtest.h>
 
@@ -237,6 +240,55 @@ TEST_F(ScaleOut, RequestsWithoutASessionSpreadOverTheNodes) {
     EXPECT_GE(node_index(node), 0) << node;
     EXPECT_GE(n, 2) << node << " got " << n << " of 6 idle-time requests";
   }
+}
+
+// Least connections, not a rotation: while one node holds an open request (its body
+// still coming), every request without a session goes to the other node.
+TEST_F(ScaleOut, RequestsWithoutASessionGoToTheLeastBusyNode) {
+  ASSERT_NO_FATAL_FAILURE(start_node(0));
+  ASSERT_NO_FATAL_FAILURE(start_node(1));
+  ASSERT_NO_FATAL_FAILURE(start_balancer());
+  const std::string body =
+      json({{"model", "stories"}, {"prompt", kPrompt}, {"max_tokens", 1}, {"temperature", 0}})
+          .dump();
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(front_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string head = std::string("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                               .append("Content-Type: application/json\r\nContent-Length: ")
+                               .append(std::to_string(body.size()))
+                               .append("\r\nConnection: close\r\n\r\n")
+                               .append(body.substr(0, body.size() / 2));
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  // HAProxy picked a node and connected to it: one connection open in the pool.
+  auto open_on = [&](int i) {
+    return std::atoi(lb_.server_field("hearth_leastconn", kNodeNames[i], "scur").c_str());
+  };
+  ASSERT_TRUE(HaproxyProcess::wait_for([&] { return open_on(0) + open_on(1) == 1; }, 10000))
+      << lb_.stats_csv();
+  const int busy = open_on(0) == 1 ? 0 : 1;
+  for (int i = 0; i < 4; ++i) {
+    const Reply r = complete(front_, kPrompt, 1, "");
+    ASSERT_EQ(r.status, 200) << r.body.dump();
+    EXPECT_EQ(r.node, kNodeNames[1 - busy])
+        << "request " << i << " while " << kNodeNames[busy] << " holds a connection";
+  }
+  // The held request completes on the node that held it.
+  const std::string rest = body.substr(body.size() / 2);
+  ASSERT_EQ(::send(fd, rest.data(), rest.size(), MSG_NOSIGNAL), static_cast<ssize_t>(rest.size()));
+  std::string reply;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;)
+    reply.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  EXPECT_EQ(testing::raw_status(reply), 200) << reply;
+  // HAProxy sends header names in lower case (HTTP/2 style); the value is hearth's.
+  EXPECT_NE(reply.find(std::string("x-hearth-node: ").append(kNodeNames[busy])), std::string::npos)
+      << reply;
 }
 
 TEST_F(ScaleOut, NodeDownItsSessionsMoveWithNoClientError) {
