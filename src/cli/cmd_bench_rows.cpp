@@ -3,11 +3,14 @@
 // the small-batch prefill of a prefix hit's tail (n = 8-64 after a restore) and a
 // speculative verify row (n = draft + 1). For each depth the prefix is prefilled once;
 // each timed pass appends n tokens, then the sequence is truncated back to d.
-//   runs[]  {depth, tokens, ms (median over --reps), ms_per_token, vs_one (ms / the
-//            1-token pass's ms at that depth, when 1 is among the sizes)}
+//   runs[]  {depth, tokens, ms (median wall time over --reps), cpu_ms (median process CPU
+//            time: on a loaded machine with --threads 1 it tracks the work better than
+//            the wall clock), ms_per_token, vs_one (ms / the 1-token pass's ms at that
+//            depth, when 1 is among the sizes), cpu_vs_one (the same for cpu_ms)}
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -43,19 +46,36 @@ std::vector<BatchToken> row_of(int32_t n, int32_t first_pos, uint32_t seed, int3
   return batch;
 }
 
-// Median milliseconds of a pass of n tokens after `depth` positions (already in seq 0).
-Result<double> time_row(Engine& e, int32_t depth, int32_t n, int reps) {
-  std::vector<double> ms;
+double cpu_ms_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct RowTime {
+  double ms = 0;      // wall
+  double cpu_ms = 0;  // process CPU time
+};
+
+// Medians of a pass of n tokens after `depth` positions (already in seq 0).
+Result<RowTime> time_row(Engine& e, int32_t depth, int32_t n, int reps) {
+  std::vector<double> ms, cpu;
   std::vector<float> logits;
   for (int rep = 0; rep < reps; ++rep) {
     const auto batch = row_of(n, depth, 777u + static_cast<uint32_t>(rep), e.info().n_vocab);
+    const double c0 = cpu_ms_now();
     const auto t0 = Clock::now();
     HEARTH_RETURN_IF_ERROR(e.forward(batch, logits));
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    cpu.push_back(cpu_ms_now() - c0);
     HEARTH_RETURN_IF_ERROR(e.seq_truncate(0, depth));
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return RowTime{median(ms), median(cpu)};
 }
 
 Result<nlohmann::json> run_rows(const RowsArgs& a) {
@@ -79,12 +99,17 @@ Result<nlohmann::json> run_rows(const RowsArgs& a) {
           e.forward(row_of(depth - filled, filled, 1u, e.info().n_vocab), logits));
       filled = depth;
     }
-    double one = 0;
+    RowTime one;
     for (int32_t n : a.sizes) {
-      HEARTH_ASSIGN_OR_RETURN(double ms, time_row(e, depth, n, a.reps));
-      if (n == 1) one = ms;
-      nlohmann::json r = {{"depth", depth}, {"tokens", n}, {"ms", ms}, {"ms_per_token", ms / n}};
-      if (one > 0) r["vs_one"] = ms / one;
+      HEARTH_ASSIGN_OR_RETURN(const RowTime t, time_row(e, depth, n, a.reps));
+      if (n == 1) one = t;
+      nlohmann::json r = {{"depth", depth},
+                          {"tokens", n},
+                          {"ms", t.ms},
+                          {"cpu_ms", t.cpu_ms},
+                          {"ms_per_token", t.ms / n}};
+      if (one.ms > 0) r["vs_one"] = t.ms / one.ms;
+      if (one.cpu_ms > 0) r["cpu_vs_one"] = t.cpu_ms / one.cpu_ms;
       runs.push_back(std::move(r));
     }
   }
@@ -120,13 +145,14 @@ Registrar reg("bench_rows", [](CLI::App& root) {
       std::printf("%s\n", json_text(*r, 2).c_str());
       return;
     }
-    std::printf("model %s (%s), %d threads, kernels %s\n%8s %8s %10s %12s %8s\n",
+    std::printf("model %s (%s), %d threads, kernels %s\n%8s %8s %10s %10s %12s %8s\n",
                 (*r)["model"].get<std::string>().c_str(), (*r)["quant"].get<std::string>().c_str(),
                 a->threads, (*r)["kernels"].get<std::string>().c_str(), "depth", "tokens", "ms",
-                "ms/token", "vs 1");
+                "cpu ms", "ms/token", "vs 1");
     for (const auto& run : (*r)["runs"]) {
-      std::printf("%8d %8d %10.2f %12.3f %8s\n", run["depth"].get<int>(), run["tokens"].get<int>(),
-                  run["ms"].get<double>(), run["ms_per_token"].get<double>(),
+      std::printf("%8d %8d %10.2f %10.2f %12.3f %8s\n", run["depth"].get<int>(),
+                  run["tokens"].get<int>(), run["ms"].get<double>(), run["cpu_ms"].get<double>(),
+                  run["ms_per_token"].get<double>(),
                   run.contains("vs_one")
                       ? (std::to_string(run["vs_one"].get<double>()).substr(0, 5) + "x").c_str()
                       : "-");

@@ -25,6 +25,9 @@ constexpr int64_t kPanelMinTokens = 8;
 // Most consecutive panels one thread packs per grab on the pack path (2b).
 constexpr int64_t kPackRun = 4;
 static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
+// Most tokens for which matmul_many shares one dispatch among interleaved views with a
+// group GEMM (beyond it each matrix's own dispatch is a small part of its time).
+constexpr int64_t kMaxSharedGroupTokens = 64;
 
 // Each pool thread's panel buffer: grown once, reused by every later call.
 MatmulScratch& panel_scratch() {
@@ -327,15 +330,20 @@ void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_to
                  ThreadPool& pool, MatmulScratch& scratch) {
   if (parts.empty() || n_tokens <= 0) return;
   const WeightView& w0 = *parts[0].w;
-  bool shared = parts.size() <= kMaxMatmulParts && n_tokens < kPanelMinTokens;
+  const KernelSet& kernels = active_kernels();
+  // Interleaved views with a group GEMM take the tile path for any number of tokens
+  // (matmul_with's 2d), so they share the dispatch for small-batch prefill too.
+  bool grouped = kernels.group_gemm_interleaved[static_cast<int>(w0.type)] != nullptr;
+  bool shared = parts.size() <= kMaxMatmulParts;
   for (const MatmulPart& p : parts) {
     shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0;
+    grouped = grouped && p.w->interleaved;
   }
+  shared = shared && (n_tokens < kPanelMinTokens || (grouped && n_tokens <= kMaxSharedGroupTokens));
   if (!shared) {  // prefill (panels amortize their own dispatch) or unlike matrices
     for (const MatmulPart& p : parts) matmul(*p.w, x, n_tokens, p.y, pool, scratch);
     return;
   }
-  const KernelSet& kernels = active_kernels();
   assert(kernels.dot[static_cast<int>(w0.type)] != nullptr);
   const ActivationRows xa =
       convert_activations(kernels, w0.type, w0.cols, x, n_tokens, pool, scratch);

@@ -69,7 +69,8 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
                  int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
 
 // Several matrices that read the same activations (Q, K and V; gate and up).
-// For a few tokens (below the prefill panels' threshold) and matrices of one type and
+// For a few tokens (below the prefill panels' threshold; up to 64 when every part is an
+// interleaved view the table has a group GEMM for) and matrices of one type and
 // width (at most kMaxMatmulParts), the activations are converted once and one pool
 // dispatch covers all their rows, so the small matrices' tails overlap instead of each
 // ending in a barrier; otherwise it is one matmul() per part. Each output is the same
