@@ -5,8 +5,8 @@
 //  * each activation row is converted to the weight type's partner format on its
 //    own (no cross-row statistics);
 //  * each output is one kernel call with a fixed accumulation order over K (the
-//    canonical order, identical in the mat-vec and the multi-token tile kernels
-//    and in every ISA table);
+//    canonical order, identical in the mat-vec, the multi-token tile, the panel and
+//    the interleaved group GEMM kernels, and in every ISA table);
 //  * threads split the work by output rows only, never along K.
 #pragma once
 
