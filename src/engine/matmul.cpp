@@ -25,6 +25,9 @@ constexpr int64_t kPanelMinTokens = 8;
 // Most consecutive panels one thread packs per grab on the pack path (2b).
 constexpr int64_t kPackRun = 4;
 static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
+// Most tokens for which matmul_many shares one dispatch among interleaved views with a
+// group GEMM (beyond it each matrix's own dispatch is a small part of its time).
+constexpr int64_t kMaxSharedGroupTokens = 64;
 
 // Each pool thread's panel buffer: grown once, reused by every later call.
 MatmulScratch& panel_scratch() {
@@ -228,6 +231,10 @@ void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, A
   const int type_id = static_cast<int>(w.type);
   const GroupDotFn interleaved_dot =
       use_tiles && w.interleaved ? kernels.group_dot_interleaved[type_id] : nullptr;
+  // Several tokens: each group's blocks decoded once for a tile of tokens (2d).
+  const GroupGemmFn group_gemm = use_tiles && w.interleaved && n_tokens > 1
+                                     ? kernels.group_gemm_interleaved[type_id]
+                                     : nullptr;
   const size_t w_stride = w.row_bytes();
   const int64_t rows = w.rows;
   const int64_t grouped_end = w.interleaved ? rows / kInterleavedRows * kInterleavedRows : 0;
@@ -236,7 +243,12 @@ void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, A
   for (int64_t r0 = task_begin * kRowsPerTask; r0 < row_end_all; r0 += block) {
     const int64_t r1 = std::min(row_end_all, r0 + block);
     int64_t r = r0;
-    if (interleaved_dot != nullptr) {
+    if (group_gemm != nullptr) {
+      for (; r < std::min(r1, grouped_end); r += kInterleavedRows) {
+        group_gemm(w.data + static_cast<size_t>(r) * w_stride, w.cols, xa.data, xa.stride,
+                   static_cast<int>(n_tokens), y + r, static_cast<size_t>(rows));
+      }
+    } else if (interleaved_dot != nullptr) {
       for (; r < std::min(r1, grouped_end); r += kInterleavedRows) {
         const uint8_t* g = w.data + static_cast<size_t>(r) * w_stride;
         for (int64_t t = 0; t < n_tokens; ++t) {
@@ -288,7 +300,8 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     });
     return;
   }
-  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens) {
+  const bool group_gemm = use_tiles && w.interleaved && kernels.group_gemm_interleaved[type_id];
+  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens && !group_gemm) {
     // 2b. Prefill: pack each task's rows into a panel, then sweep every token past it.
     // Runs of kPackRun consecutive tasks per grab: a pack prefetches the next panel's
     // rows, which is then this thread's next task (except at a run's end).
@@ -305,7 +318,8 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     });
     return;
   }
-  // 2c. The tile path.
+  // 2c. The tile path; 2d. an interleaved view with a group GEMM takes it for any number
+  // of tokens: its groups are read as they lie, with no regrouping or packing.
   pool.parallel_for_dynamic(
       n_tasks, tile_grain(w, n_tasks, pool), [&](int64_t task_begin, int64_t task_end) {
         tile_tasks(kernels, use_tiles, w, xa, n_tokens, y, task_begin, task_end);
@@ -316,15 +330,20 @@ void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_to
                  ThreadPool& pool, MatmulScratch& scratch) {
   if (parts.empty() || n_tokens <= 0) return;
   const WeightView& w0 = *parts[0].w;
-  bool shared = parts.size() <= kMaxMatmulParts && n_tokens < kPanelMinTokens;
+  const KernelSet& kernels = active_kernels();
+  // Interleaved views with a group GEMM take the tile path for any number of tokens
+  // (matmul_with's 2d), so they share the dispatch for small-batch prefill too.
+  bool grouped = kernels.group_gemm_interleaved[static_cast<int>(w0.type)] != nullptr;
+  bool shared = parts.size() <= kMaxMatmulParts;
   for (const MatmulPart& p : parts) {
     shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0;
+    grouped = grouped && p.w->interleaved;
   }
+  shared = shared && (n_tokens < kPanelMinTokens || (grouped && n_tokens <= kMaxSharedGroupTokens));
   if (!shared) {  // prefill (panels amortize their own dispatch) or unlike matrices
     for (const MatmulPart& p : parts) matmul(*p.w, x, n_tokens, p.y, pool, scratch);
     return;
   }
-  const KernelSet& kernels = active_kernels();
   assert(kernels.dot[static_cast<int>(w0.type)] != nullptr);
   const ActivationRows xa =
       convert_activations(kernels, w0.type, w0.cols, x, n_tokens, pool, scratch);

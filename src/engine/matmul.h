@@ -5,8 +5,8 @@
 //  * each activation row is converted to the weight type's partner format on its
 //    own (no cross-row statistics);
 //  * each output is one kernel call with a fixed accumulation order over K (the
-//    canonical order, identical in the mat-vec and the multi-token tile kernels
-//    and in every ISA table);
+//    canonical order, identical in the mat-vec, the multi-token tile, the panel and
+//    the interleaved group GEMM kernels, and in every ISA table);
 //  * threads split the work by output rows only, never along K.
 #pragma once
 
@@ -69,7 +69,8 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
                  int64_t n_tokens, float* y, ThreadPool& pool, MatmulScratch& scratch);
 
 // Several matrices that read the same activations (Q, K and V; gate and up).
-// For a few tokens (below the prefill panels' threshold) and matrices of one type and
+// For a few tokens (below the prefill panels' threshold; up to 64 when every part is an
+// interleaved view the table has a group GEMM for) and matrices of one type and
 // width (at most kMaxMatmulParts), the activations are converted once and one pool
 // dispatch covers all their rows, so the small matrices' tails overlap instead of each
 // ending in a barrier; otherwise it is one matmul() per part. Each output is the same

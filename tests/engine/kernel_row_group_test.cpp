@@ -1,6 +1,6 @@
-// Every decode row-group kernel of every runnable kernel table against the scalar
-// dot, bit for bit: block counts that are not a multiple of the four phases, a row
-// stride wider than a row, the extreme integer sums the kernels' int16 bound is
+// Every decode row-group kernel (and small-batch group GEMM) of every runnable kernel
+// table against the scalar dot, bit for bit: block counts that are not a multiple of the four
+// phases, a row stride wider than a row, the extreme integer sums the kernels' int16 bound is
 // stated for, and no write past the group's kRowGroup outputs.
 #include <gtest/gtest.h>
 
@@ -142,6 +142,59 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no runnable kernel table has interleaved row groups";
+}
+
+// The small-batch group GEMMs (interleaved group x nt tokens) likewise: every token
+// count through the tile sizes and their remainders, outputs y_stride apart with the
+// gaps and the space after the last token left untouched.
+TEST(RowGroupTest, EveryTablesGroupGemmsMatchScalarDotForEveryTokenCount) {
+  int checked = 0;
+  for (const TensorType t : testing::weight_types()) {
+    const int id = static_cast<int>(t);
+    for (const KernelSet* k : runnable_kernel_sets()) {
+      const GroupGemmFn gemm = k->group_gemm_interleaved[id];
+      if (gemm == nullptr) continue;
+      ASSERT_TRUE(has_interleaved_layout(t)) << k->isa << " " << quant_type_name(t);
+      for (int64_t blocks : {1, 3, 7, 65}) {
+        const int64_t n = blocks * block_geometry(t).block_size;
+        const size_t row_bytes = quant_row_bytes(t, n);
+        for (bool extreme : {false, true}) {
+          const auto w = strided_rows(t, n, row_bytes, extreme, static_cast<uint32_t>(n + 7),
+                                      kInterleavedRows);
+          std::vector<uint8_t> grouped(w.size());
+          interleave_row_group(t, w.data(), row_bytes, n, grouped.data());
+          const int max_nt = 17;
+          const size_t x_stride = activation_row_bytes(t, n) + 64;  // rows with a gap
+          std::vector<uint8_t> xs(x_stride * max_nt, 0xA5);
+          std::vector<std::vector<uint8_t>> rows;
+          for (int i = 0; i < max_nt; ++i) {
+            rows.push_back(
+                activation_row(t, n, extreme && i % 2 == 0, static_cast<uint32_t>(n * 31 + i)));
+            std::memcpy(xs.data() + i * x_stride, rows.back().data(), rows.back().size());
+          }
+          for (int nt : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}) {
+            const size_t y_stride = kInterleavedRows + 5;
+            const float sentinel = -1234.5f;
+            std::vector<float> y(y_stride * (nt + 1), sentinel);
+            gemm(grouped.data(), n, xs.data(), x_stride, nt, y.data(), y_stride);
+            for (int i = 0; i < nt; ++i) {
+              const std::vector<float> out(y.begin() + i * y_stride,
+                                           y.begin() + (i + 1) * y_stride);
+              expect_scalar_bits(*k, t, w.data(), row_bytes, kInterleavedRows, rows[i], n, out,
+                                 sentinel,
+                                 " group gemm nt=" + std::to_string(nt) + " token " +
+                                     std::to_string(i) + (extreme ? " extreme" : ""));
+              if (HasFatalFailure()) return;
+            }
+            for (size_t j = nt * y_stride; j < y.size(); ++j)
+              ASSERT_EQ(bits(y[j]), bits(sentinel)) << k->isa << " wrote past the last token";
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no runnable kernel table has a group GEMM";
 }
 
 }  // namespace

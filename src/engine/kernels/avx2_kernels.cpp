@@ -364,6 +364,7 @@ KernelSet make_avx2() {
   install_avx2_kquant_panels(&k);
   install_avx2_f16_gemm(&k);
   install_avx2_row_groups(&k);
+  install_avx2_group_gemm(&k);
   install_avx2_model_kernels(&k);
   return k;
 }

@@ -19,6 +19,8 @@ void install_avx2_kquant_panels(KernelSet* k);
 void install_avx2_f16_gemm(KernelSet* k);
 // The Q4_0 decode mat-vec over groups of 8 rows (avx2_row_group.cpp).
 void install_avx2_row_groups(KernelSet* k);
+// Q4_0 and Q4_K small-batch prefill from interleaved groups (avx2_group_gemm.cpp).
+void install_avx2_group_gemm(KernelSet* k);
 // Exp, SiLU, the attention softmax and attention, 8 lanes (avx2_model_kernels.cpp).
 void install_avx2_model_kernels(KernelSet* k);
 

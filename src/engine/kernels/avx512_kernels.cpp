@@ -546,6 +546,7 @@ KernelSet make_avx512() {
   k.quantize_f16 = quantize_f16_row;
   install_avx512_kquants(&k);
   install_avx512_kquant_panels(&k);
+  install_avx512_group_gemm(&k);
   install_avx512_f16_gemm(&k);
   install_avx512_model_kernels(&k);
   // The base table's interleaved Q6_K kernel (AVX2) is no faster than this table's

@@ -13,6 +13,8 @@ namespace hearth::engine {
 void install_avx512_kquants(KernelSet* k);
 // Prefill panels for Q4_K, Q5_K, Q6_K (avx512_kquant_panels.cpp).
 void install_avx512_kquant_panels(KernelSet* k);
+// Q4_0 and Q4_K small-batch prefill from interleaved groups (avx512_group_gemm.cpp).
+void install_avx512_group_gemm(KernelSet* k);
 // The F16 prefill GEMM, weights read in place (avx512_f16_gemm.cpp).
 void install_avx512_f16_gemm(KernelSet* k);
 // Exp, SiLU, the attention softmax and attention, 16 lanes (avx512_model_kernels.cpp).

@@ -164,6 +164,14 @@ using GroupDotFn = void (*)(const void* w, size_t row_stride, const uint8_t* x, 
 // (engine/row_group_layout.h): w is the group, row_stride the plain row's bytes;
 // out[i] = dot(plain row i, x) for i < kInterleavedRows, bit for bit.
 inline constexpr int kInterleavedRows = 16;
+// Small-batch prefill over one interleaved group (optional, per weight type): its
+// kInterleavedRows rows against nt activation rows (row t at x + t * x_stride), each
+// weight block loaded and decoded once for a tile of tokens:
+// y[t * y_stride + i] = dot(plain row i, x row t) for t < nt, i < kInterleavedRows, bit
+// for bit. Reads the arena's layout as it lies (no regrouping, no panel packing), so
+// it serves rows of a few tokens to a few dozen (prefix-hit tails, verify rows).
+using GroupGemmFn = void (*)(const void* group, int64_t n, const uint8_t* x, size_t x_stride,
+                             int nt, float* y, size_t y_stride);
 
 struct KernelSet {
   const char* isa;                   // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
@@ -174,6 +182,8 @@ struct KernelSet {
   GroupDotFn group_dot[kTypeSlots];  // by weight type; nullptr = dot row by row
   // By weight type, for interleaved groups; nullptr = regroup into plain rows first.
   GroupDotFn group_dot_interleaved[kTypeSlots];
+  // By weight type, for interleaved groups and several tokens; nullptr = none.
+  GroupGemmFn group_gemm_interleaved[kTypeSlots];
   // Optional: the Q8_0-partner activation row in the working format, byte for byte
   // what quantize_activation_row() writes (nullptr = use that reference).
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);

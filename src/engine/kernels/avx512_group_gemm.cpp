@@ -1,0 +1,211 @@
+// AVX-512 VNNI small-batch prefill for Q4_0 and Q4_K straight from the weight arena's
+// interleaved groups (engine/row_group_layout.h): 16 rows against a few tokens.
+//
+// Why: a row of 2-64 tokens (a prefix hit's tail, a speculative verify row) went
+// through the prefill panels, which first regrouped each interleaved group into plain
+// rows and then packed those rows into a panel: two copies of every weight per matmul,
+// which at 16 tokens cost more than the GEMM itself. The interleaved group already is
+// the panel's arrangement: quant word m of the 16 rows (64 bytes) holds, per row, the
+// low nibbles of elements 4m..4m+3 (the panel's group m) and the high nibbles of
+// elements 16+4m..16+4m+3 (group 4 + m). So each block is 4 loads and 8 masks, shared
+// by a tile of four tokens, then the panel GEMM's arithmetic.
+//
+// Same canonical order as the dot (bit for bit): per row and token, the exact integer
+// block sum (minus 8 * the activation block's quant sum), acc[b % 4] = fma(dw * dx,
+// float(isum), acc[b % 4]) in block order, result (acc0 + acc1) + (acc2 + acc3);
+// every step lane-wise, one lane per row.
+#include "engine/kernels/avx512_parts.h"
+
+#if defined(__x86_64__)
+
+#include <cstring>
+#include <utility>
+
+#include "engine/quant/blocks.h"
+
+// clang-format off
+#include "engine/kernels/avx512_target_begin.inc"
+// clang-format on
+
+namespace hearth::engine {
+namespace {
+
+#include "engine/kernels/avx512_helpers.inc"
+
+constexpr size_t kGroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_0);
+
+// Block b of the group for NT tokens into the accumulators of its phase.
+template <int NT>
+__attribute__((always_inline)) inline void q4_0_group_block(const uint8_t* g, int64_t b,
+                                                            const BlockQ8_0* const* xb,
+                                                            const float* const* xscale,
+                                                            const int32_t* const* xsum,
+                                                            __m512 (&acc)[NT]) {
+  const uint8_t* p = g + static_cast<size_t>(b) * kGroupBlockBytes;
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  __m512i w[8];  // w[k]: elements 4k..4k+3 of the 16 rows, unsigned (q + 8)
+  for (int m = 0; m < 4; ++m) {
+    const __m512i v = _mm512_loadu_si512(p + 32 + 64 * m);
+    w[m] = _mm512_and_si512(v, nib);
+    w[4 + m] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+  }
+  const __m512 dw = _mm512_cvtph_ps(load256(p));
+  for (int t = 0; t < NT; ++t) {
+    const int8_t* xq = xb[t][b].qs;
+    __m512i even = _mm512_set1_epi32(-(xsum[t][b] * 8));
+    __m512i odd = _mm512_setzero_si512();
+    for (int k = 0; k < 8; k += 2) {
+      even = _mm512_dpbusd_epi32(even, w[k], bcast4(xq + 4 * k));
+      odd = _mm512_dpbusd_epi32(odd, w[k + 1], bcast4(xq + 4 * k + 4));
+    }
+    const __m512 dd = _mm512_mul_ps(dw, _mm512_set1_ps(xscale[t][b]));
+    acc[t] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(_mm512_add_epi32(even, odd)), acc[t]);
+  }
+}
+
+template <int NT>
+void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x_stride, float* y,
+                        size_t y_stride) {
+  const BlockQ8_0* xb[NT];
+  const float* xscale[NT];
+  const int32_t* xsum[NT];
+  for (int t = 0; t < NT; ++t) {
+    const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
+    xb[t] = reinterpret_cast<const BlockQ8_0*>(row);
+    xscale[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
+    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+  }
+  __m512 a0[NT], a1[NT], a2[NT], a3[NT];  // phases b % 4 == 0..3
+  for (int t = 0; t < NT; ++t) a0[t] = a1[t] = a2[t] = a3[t] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 4 <= nb; b += 4) {
+    q4_0_group_block<NT>(g, b, xb, xscale, xsum, a0);
+    q4_0_group_block<NT>(g, b + 1, xb, xscale, xsum, a1);
+    q4_0_group_block<NT>(g, b + 2, xb, xscale, xsum, a2);
+    q4_0_group_block<NT>(g, b + 3, xb, xscale, xsum, a3);
+  }
+  if (b < nb) q4_0_group_block<NT>(g, b, xb, xscale, xsum, a0);
+  if (b + 1 < nb) q4_0_group_block<NT>(g, b + 1, xb, xscale, xsum, a1);
+  if (b + 2 < nb) q4_0_group_block<NT>(g, b + 2, xb, xscale, xsum, a2);
+  for (int t = 0; t < NT; ++t) {
+    const __m512 r = _mm512_add_ps(_mm512_add_ps(a0[t], a1[t]), _mm512_add_ps(a2[t], a3[t]));
+    _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, r);
+  }
+}
+
+void q4_0_group_gemm(const void* group, int64_t n, const uint8_t* x, size_t x_stride, int nt,
+                     float* y, size_t y_stride) {
+  const auto* g = static_cast<const uint8_t*>(group);
+  const int64_t nb = n / kQK32;
+  over_token_groups<4>(nt, [&]<int NT>(int t) {
+    q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                           y + static_cast<size_t>(t) * y_stride, y_stride);
+  });
+}
+
+// ---- Q4_K (x Q8_K) ------------------------------------------------------------------
+//
+// Interleaved super-block of 16 rows (2,304 bytes): d and dmin (16 f16 each), scale byte
+// u = 0..11 of the 16 rows (16 bytes each), then quant word k = 0..31 (qs bytes 4k..4k+3
+// of each row, 64 bytes). Word k = 8p + g holds group g (elements 4g..4g+3) of sub-block
+// 2p in its low nibbles and of sub-block 2p + 1 in its high nibbles. The integers are
+// the panel GEMM's (avx512_kquant_panels.cpp), exact: isum = sum_c sc_c * T_c, imin =
+// sum_j m_j * (bsums[2j] + bsums[2j+1]) by vpdpwssd on int16 pairs of mins; then
+// acc = fma(x.d * d, isum, acc), acc = fnmadd(x.d * dmin, imin, acc), super-block by
+// super-block, as the scalar reference.
+constexpr size_t kK4GroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_K);
+
+// The 8 six-bit scales and the 4 int16 pairs of mins of the 16 rows, one lane per row
+// (k4_scale_min's unpacking, lane-wise).
+inline void q4_k_group_scales(const uint8_t* p, __m512i sc[8], __m512i pairs[4]) {
+  __m512i q[12];
+  for (int u = 0; u < 12; ++u) q[u] = _mm512_cvtepu8_epi32(load128(p + 64 + 16 * u));
+  const __m512i m6 = _mm512_set1_epi32(63), m4 = _mm512_set1_epi32(0xF);
+  __m512i mn[8];
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = _mm512_and_si512(q[j], m6);
+    mn[j] = _mm512_and_si512(q[j + 4], m6);
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = _mm512_or_si512(_mm512_and_si512(q[j + 4], m4),
+                            _mm512_slli_epi32(_mm512_srli_epi32(q[j - 4], 6), 4));
+    mn[j] = _mm512_or_si512(_mm512_srli_epi32(q[j + 4], 4),
+                            _mm512_slli_epi32(_mm512_srli_epi32(q[j], 6), 4));
+  }
+  for (int i = 0; i < 4; ++i)
+    pairs[i] = _mm512_or_si512(mn[2 * i], _mm512_slli_epi32(mn[2 * i + 1], 16));
+}
+
+template <int NT>
+void q4_k_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x_stride, float* y,
+                        size_t y_stride) {
+  const BlockQ8_K* xb[NT];
+  for (int t = 0; t < NT; ++t)
+    xb[t] = reinterpret_cast<const BlockQ8_K*>(x + static_cast<size_t>(t) * x_stride);
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = g + static_cast<size_t>(b) * kK4GroupBlockBytes;
+    __m512i sc[8], pairs[4];
+    q4_k_group_scales(p, sc, pairs);
+    __m512i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; ++c) {  // sub-block c: words 8 (c / 2) .. + 7, nibble c % 2
+      __m512i w[8];
+      for (int k = 0; k < 8; ++k) {
+        const __m512i v = _mm512_loadu_si512(p + 256 + 64 * (8 * (c / 2) + k));
+        w[k] = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(v, 4) : v, nib);
+      }
+      for (int t = 0; t < NT; ++t) {
+        const int8_t* yq = xb[t][b].qs + 32 * c;
+        __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k += 2) {
+          even = _mm512_dpbusd_epi32(even, w[k], bcast4(yq + 4 * k));
+          odd = _mm512_dpbusd_epi32(odd, w[k + 1], bcast4(yq + 4 * k + 4));
+        }
+        isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(_mm512_add_epi32(even, odd), sc[c]));
+      }
+    }
+    const __m512 wd = _mm512_cvtph_ps(load256(p));
+    const __m512 wdmin = _mm512_cvtph_ps(load256(p + 32));
+    for (int t = 0; t < NT; ++t) {
+      int16_t sums[8];
+      for (int j = 0; j < 8; ++j)
+        sums[j] = static_cast<int16_t>(xb[t][b].bsums[2 * j] + xb[t][b].bsums[2 * j + 1]);
+      __m512i iside = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i)
+        iside = _mm512_dpwssd_epi32(iside, pairs[i], bcast4(sums + 2 * i));
+      const __m512 xd = _mm512_set1_ps(xb[t][b].d);
+      acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(xd, wd), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_mul_ps(xd, wdmin), _mm512_cvtepi32_ps(iside), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
+}
+
+void q4_k_group_gemm(const void* group, int64_t n, const uint8_t* x, size_t x_stride, int nt,
+                     float* y, size_t y_stride) {
+  const auto* g = static_cast<const uint8_t*>(group);
+  const int64_t nb = n / kQKK;
+  over_token_groups<4>(nt, [&]<int NT>(int t) {
+    q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                           y + static_cast<size_t>(t) * y_stride, y_stride);
+  });
+}
+
+}  // namespace
+}  // namespace hearth::engine
+
+#include "engine/kernels/x86_target_end.inc"
+
+namespace hearth::engine {
+
+void install_avx512_group_gemm(KernelSet* k) {
+  k->group_gemm_interleaved[static_cast<int>(gguf::TensorType::kQ4_0)] = q4_0_group_gemm;
+  k->group_gemm_interleaved[static_cast<int>(gguf::TensorType::kQ4_K)] = q4_k_group_gemm;
+}
+
+}  // namespace hearth::engine
+
+#endif  // x86-64
