@@ -26,16 +26,18 @@ uint64_t round_up(uint64_t v) {
   return round_down(v + kDirectAlign - 1);
 }
 
-// The two request buffers, kept per thread: a restore then takes no allocation and
+// The request buffers, kept per thread: a restore then takes no allocation and
 // no page faults on them after the first.
 uint8_t* request_buffers() {
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }
   };
   thread_local std::unique_ptr<uint8_t, Free> buffers(
-      static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, 2 * kDirectRequest)));
+      static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, kDirectSlots * kDirectRequest)));
   return buffers.get();
 }
+
+constexpr uint64_t kCopyPiece = 256u << 10;
 
 // One request buffer's state, handed between the reader thread and the caller.
 struct Slot {
@@ -78,12 +80,12 @@ Status direct_read(CacheIo& io, int fd, uint64_t off, std::span<const std::span<
   const size_t n_req = static_cast<size_t>((end - start + kDirectRequest - 1) / kDirectRequest);
   std::mutex mu;
   std::condition_variable cv;
-  Slot slots[2];
+  Slot slots[kDirectSlots];
   bool stop = false;
-  // The reader fills request k into buffer k % 2 once the caller has emptied it.
+  // The reader fills request k into buffer k % kDirectSlots once the caller has emptied it.
   std::thread reader([&] {
     for (size_t k = 0; k < n_req; ++k) {
-      Slot& s = slots[k % 2];
+      Slot& s = slots[k % kDirectSlots];
       {
         std::unique_lock lock(mu);
         cv.wait(lock, [&] { return stop || !s.full; });
@@ -91,7 +93,7 @@ Status direct_read(CacheIo& io, int fd, uint64_t off, std::span<const std::span<
       }
       const uint64_t at = start + k * kDirectRequest;
       const size_t want = static_cast<size_t>(std::min<uint64_t>(kDirectRequest, end - at));
-      uint8_t* buf = buffers + (k % 2) * kDirectRequest;
+      uint8_t* buf = buffers + (k % kDirectSlots) * kDirectRequest;
       size_t got = 0;
       int err = 0;
       while (got < want) {
@@ -110,7 +112,7 @@ Status direct_read(CacheIo& io, int fd, uint64_t off, std::span<const std::span<
   Status st = OkStatus();
   size_t di = 0, dpos = 0;  // destination span, offset in it
   for (size_t k = 0; k < n_req && st.ok(); ++k) {
-    Slot& s = slots[k % 2];
+    Slot& s = slots[k % kDirectSlots];
     {
       std::unique_lock lock(mu);
       cv.wait(lock, [&] { return s.full; });
@@ -124,11 +126,13 @@ Status direct_read(CacheIo& io, int fd, uint64_t off, std::span<const std::span<
     } else if (s.got < hi) {
       st = DataLoss("direct read: unexpected end of file");
     } else {
-      const uint8_t* src = buffers + (k % 2) * kDirectRequest + lo;
+      const uint8_t* src = buffers + (k % kDirectSlots) * kDirectRequest + lo;
       uint64_t left = hi - lo;
       while (left > 0) {
         const std::span<uint8_t>& d = dst[di];
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, d.size() - dpos));
+        // Copy and CRC a piece at a time, so the CRC reads what the copy just wrote from cache.
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>({left, d.size() - dpos, kCopyPiece}));
         std::memcpy(d.data() + dpos, src, n);
         if (crc) *crc = crc32c_extend(*crc, d.data() + dpos, n);
         src += n;

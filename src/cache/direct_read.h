@@ -3,11 +3,11 @@
 // A buffered read of a file that is not in the page cache goes through the kernel's
 // readahead window (a few hundred KiB at a time) and then a second copy out of the
 // page cache; a direct read asks the device for large aligned requests and lands the
-// bytes in a buffer of ours. Two 4 MiB requests are in flight in turn: a helper thread
-// reads the next one while the caller copies the last one into its destination and
-// extends the CRC32C over it (still in cache). When the file's pages are already
-// cached a buffered read is a memcpy from RAM and wins, so the caller asks
-// cached_fraction() first (mincore of a throwaway mapping).
+// bytes in a buffer of ours. A helper thread reads 4 MiB requests into 4 buffers in
+// turn, up to 3 ahead of the caller, which copies each into its destination and
+// extends the CRC32C over every 256 KiB piece while it is still in cache. When the
+// file's pages are already cached a buffered read is a memcpy from RAM and wins, so
+// the caller asks cached_fraction() first (mincore of a throwaway mapping).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@ namespace hearth::cache {
 
 inline constexpr size_t kDirectAlign = 4096;        // offset, length and buffer alignment
 inline constexpr size_t kDirectRequest = 4u << 20;  // bytes per read request
+inline constexpr size_t kDirectSlots = 4;           // request buffers: reads 3 ahead
 
 // Fraction (0..1) of the pages of bytes [off, off + len) of the file open as `fd`
 // (`file_size` bytes) that are in the page cache; 1 when it cannot tell.

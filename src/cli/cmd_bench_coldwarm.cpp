@@ -402,7 +402,8 @@ int run_bench(BenchArgs a) {
                 rr["tokens"].get<int>(),
                 static_cast<unsigned long long>(rr["payload_bytes"].get<uint64_t>()),
                 rr["memcpy_ms"].get<double>());
-    for (const char* c : {"ram", "ram_file", "disk_warm_cache", "disk_cold_cache"}) {
+    for (const char* c :
+         {"ram", "ram_file", "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
       if (!rr.contains(c)) continue;
       const auto& f = rr[c];
       std::printf("  %-16s %9.2f ms %6.2fx memcpy %6.2f GB/s", c, f["restore_ms"].get<double>(),
