@@ -30,7 +30,8 @@ void warm_page_cache(const std::string& dir);
 // destination already faulted in (as the engine's KV store is), `rounds` times each:
 // per case ("ram", "ram_file", "disk_warm_cache", "disk_cold_cache") the median
 // restore_ms, restore_vs_memcpy and gb_s (and memcpy_ms once); the cold cases add dd_ms,
-// dd_gb_s and vs_dd (the fraction of the dd-style read's speed), and
+// dd_gb_s and vs_dd (the fraction of the dd-style read's speed; dd_error instead where
+// the file system refuses O_DIRECT), and
 // "disk_cold_cache_buffered" is the cold row read through the page cache (O_DIRECT off).
 Result<nlohmann::json> restore_row_figures(uint64_t payload_bytes, const std::string& shm_dir,
                                            const std::string& disk_dir, int rounds);
