@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -121,7 +122,10 @@ Status direct_read(CacheIo& io, int fd, uint64_t off, std::span<const std::span<
     // The payload bytes this request carries: [lo, hi) of the buffer.
     const uint64_t lo = std::max(off, at) - at;
     const uint64_t hi = std::min(off + len, at + kDirectRequest) - at;
-    if (s.err) {
+    if (s.err == EINVAL) {
+      // The file system opened O_DIRECT but wants another alignment: not a device error.
+      st = Unsupported("direct read: EINVAL (alignment)");
+    } else if (s.err) {
       st = IoError(std::string("direct read: ") + std::strerror(s.err));
     } else if (s.got < hi) {
       st = DataLoss("direct read: unexpected end of file");

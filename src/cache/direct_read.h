@@ -30,8 +30,9 @@ double cached_fraction(int fd, uint64_t file_size, uint64_t off, uint64_t len);
 // in order, through a second descriptor of the same file opened with O_DIRECT
 // ("/proc/self/fd/<fd>" through `io`, so it is the same inode even if the path was
 // replaced). When `crc` is set it is extended over every byte delivered.
-// kUnsupported when the file system refuses O_DIRECT (nothing was read: read
-// buffered instead); kIo on a read error; kDataLoss when the file ends early.
+// kUnsupported when the file system refuses O_DIRECT or its alignment (dst is then
+// partly written and `crc` partly extended: start over, buffered); kIo on a read error; kDataLoss
+// when the file ends early.
 Status direct_read(CacheIo& io, int fd, uint64_t off, std::span<const std::span<uint8_t>> dst,
                    uint32_t* crc);
 

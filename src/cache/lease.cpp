@@ -114,6 +114,7 @@ Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
   if (!row.ram_prefix && use_direct_read(s.impl, row, s.fd)) {
     Status st = direct_read(*s.impl->io, s.fd, row.payload_offset, dst, check ? &crc : nullptr);
     if (st.code() != ErrorCode::kUnsupported) return finish_file_read(s.impl, s.row, st, crc, t0);
+    crc = 0;  // start over through the page cache
   }
   uint64_t at = 0;  // payload offset of the next byte
   for (const auto& d : dst) {
