@@ -8,6 +8,7 @@
 
 #include "cache/cache_impl.h"
 #include "cache/crc32c.h"
+#include "cache/direct_read.h"
 
 namespace hearth::cache {
 
@@ -49,6 +50,31 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
   return why;
 }
 
+// A disk row worth a direct read: large, and mostly not in the page cache (a cached
+// file is faster read buffered: a memcpy out of RAM).
+bool use_direct_read(const Cache::Impl* impl, const Row& row, int fd) {
+  const uint64_t min = impl->cfg.direct_read_min_bytes;
+  if (row.tier != Tier::kDisk || min == 0 || row.payload_bytes < min) return false;
+  return cached_fraction(fd, row.size, row.payload_offset, row.payload_bytes) < 0.5;
+}
+
+// The end of a file row's read: an I/O error marks the tier degraded, and an error or a
+// CRC mismatch drops the row (a damaged row is never used).
+Status finish_file_read(Cache::Impl* impl, const RowPtr& row, const Status& read, uint32_t crc,
+                        uint64_t t0) {
+  if (!read.ok()) {
+    if (read.code() == ErrorCode::kIo) {
+      if (FileTier* ft = impl->file_tier(row->tier)) ft->set_degraded(true);
+    }
+    return corrupt(impl, row, read);
+  }
+  if (impl->cfg.verify_on_load && crc != row->payload_crc) {
+    return corrupt(impl, row, DataLoss("kvc: payload crc32c mismatch in " + row->location));
+  }
+  impl->counters.add(Counter::kLoadTotalNs, now_ns() - t0);
+  return OkStatus();
+}
+
 }  // namespace
 
 Lease::Lease(std::unique_ptr<State> s) : s_(std::move(s)) {}
@@ -85,6 +111,11 @@ Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
   // An immutable in-process slab is verified once; later loads are a memcpy.
   const bool need_ram = check && !row.verified.load(std::memory_order_acquire);
   uint32_t crc = 0;
+  if (!row.ram_prefix && use_direct_read(s.impl, row, s.fd)) {
+    Status st = direct_read(*s.impl->io, s.fd, row.payload_offset, dst, check ? &crc : nullptr);
+    if (st.code() != ErrorCode::kUnsupported) return finish_file_read(s.impl, s.row, st, crc, t0);
+    crc = 0;  // start over through the page cache
+  }
   uint64_t at = 0;  // payload offset of the next byte
   for (const auto& d : dst) {
     for (size_t off = 0; off < d.size(); off += kChunk) {
@@ -97,26 +128,18 @@ Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
         // Large preads straight into the caller's buffer; CRC each chunk while it is
         // still in cache.
         Status st = read_full(*s.impl->io, s.fd, out, n, row.payload_offset + at);
-        if (!st.ok()) {
-          if (st.code() == ErrorCode::kIo) {
-            if (FileTier* ft = s.impl->file_tier(row.tier)) ft->set_degraded(true);
-          }
-          return corrupt(s.impl, s.row, st);
-        }
+        if (!st.ok()) return finish_file_read(s.impl, s.row, st, crc, t0);
         if (check) crc = crc32c_extend(crc, out, n);
       }
       at += n;
     }
   }
-  if (row.ram_prefix) {
-    if (need_ram) {
-      if (crc != row.payload_crc) {
-        return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
-      }
-      row.verified.store(true, std::memory_order_release);
+  if (!row.ram_prefix) return finish_file_read(s.impl, s.row, OkStatus(), crc, t0);
+  if (need_ram) {
+    if (crc != row.payload_crc) {
+      return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
     }
-  } else if (check && crc != row.payload_crc) {
-    return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
+    row.verified.store(true, std::memory_order_release);
   }
   s.impl->counters.add(Counter::kLoadTotalNs, now_ns() - t0);
   return OkStatus();

@@ -7,9 +7,19 @@
 //     tail_prefill_ms  of warm_ttft_ms, the part after the restore: the 16-token tail's
 //                    forward pass and the first sample (RequestStats prefill_ms - restore_ms)
 //     exact_ttft_ms  same prompt with parent_key = the cold run's finish_key (restore only:
-//                    the row carries the last position's logits, no forward pass)
+//                    the row carries the last position's logits, no forward pass); the
+//                    median of --rounds hits; exact_restore_ms the restore inside it
+//                    (checkout, read, CRC, KV ready), exact_first_restore_ms the first
+//                    one's (a RAM slab's CRC is verified on its first use only)
 //     row_bytes      size of the saved row in its tier; memcpy_ms: one memcpy of that many
-//                    bytes (the floor a restore is compared against)
+//                    bytes (the floor a restore is compared against); restore_vs_memcpy,
+//                    restore_gb_s
+//     disk only: cold_cache_{ttft,restore,first_restore}_ms the same hits with the row's
+//                    pages dropped from the page cache first, dd_ms / dd_gb_s an
+//                    O_DIRECT 4 MiB read of the row's file, cold_cache_gb_s and
+//                    cold_cache_vs_dd (the fraction of that device read's speed)
+//   restore_row  one --restore-tokens row (default 16,384 tokens of this model's KV)
+//           saved to each tier and read back at the cache level (bench_restore.h)
 //   agents  N agents sharing a 1,000-token system prompt: the first runs alone, the rest
 //           concurrently once its cold save is published.
 #include <nlohmann/json.hpp>
@@ -26,6 +36,7 @@
 #include <memory>
 #include <thread>
 
+#include "cli/bench_restore.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "cli/svg_plot.h"
@@ -45,6 +56,8 @@ struct BenchArgs {
   int agents = 4;
   int threads = 0;
   std::vector<int> sizes = {512, 1024, 2048};
+  int restore_tokens = 16384;     // the cache-level restore of one row this long (0 = skip)
+  int rounds = 3;                 // exact hits per case (medians)
   bool quiet = false;             // no progress bar
   std::function<void()> on_case;  // after each measured (tier, size) case
 };
@@ -113,16 +126,49 @@ ModelConfig base_config(const BenchArgs& a, Tier tier) {
   return c;
 }
 
-double memcpy_ms(uint64_t bytes) {
-  if (bytes == 0) return 0;
-  std::vector<uint8_t> a(bytes, 1), b(bytes, 0);
-  double best = 1e30;
-  for (int i = 0; i < 3; ++i) {
-    auto t0 = Clock::now();
-    std::memcpy(b.data(), a.data(), bytes);
-    best = std::min(best, ms_since(t0));
+// Exact hits of `prompt` (parent_key set in `p`), `rounds` of them: the median TTFT and
+// restore time (RequestStats::restore_ms: checkout, read, CRC, KV ready). The disk tier
+// is measured twice: with the row's pages in the page cache (exact_*), and after they
+// were dropped (cold_cache_*), which the restore reads with O_DIRECT; the dd-style read
+// of the same file is its floor.
+Result<nlohmann::json> exact_hits(Runtime& rt, std::span<const TokenId> prompt,
+                                  const RequestParams& p, int rounds, const std::string& dir,
+                                  Tier tier) {
+  nlohmann::json out;
+  for (bool cold_cache : {false, true}) {
+    if (cold_cache && tier != Tier::kDisk) break;
+    std::vector<double> ttfts, restores;
+    for (int r = 0; r < std::max(1, rounds); ++r) {
+      if (tier == Tier::kDisk) cold_cache ? drop_page_cache(dir) : warm_page_cache(dir);
+      HEARTH_ASSIGN_OR_RETURN(auto exact, ttft(rt, "bench", prompt, p));
+      if (exact.second.cache_hit_kind != CacheHitKind::kExact)
+        std::fprintf(stderr, "bench cold-warm: exact run was %s\n",
+                     cache_hit_kind_name(exact.second.cache_hit_kind));
+      ttfts.push_back(exact.first);
+      restores.push_back(exact.second.restore_ms);
+    }
+    const std::string prefix = cold_cache ? "cold_cache_" : "exact_";
+    out[prefix + "ttft_ms"] = median_of(ttfts);
+    out[prefix + "restore_ms"] = median_of(restores);
+    out[prefix + "first_restore_ms"] = restores.front();
   }
-  return best;
+  return out;
+}
+
+// restore_vs_memcpy and GB/s of a run's restores; on the disk tier also the dd-style
+// O_DIRECT read of the row's file (dd_ms, dd_gb_s) and the cold-cache restore's fraction
+// of its speed (cold_cache_vs_dd).
+void add_restore_ratios(nlohmann::json& run, uint64_t row_bytes) {
+  const double bytes = static_cast<double>(row_bytes);
+  const double copy = memcpy_ms(row_bytes);
+  run["memcpy_ms"] = copy;
+  const double restore = run["exact_restore_ms"].get<double>();
+  run["restore_vs_memcpy"] = restore / copy;
+  run["restore_gb_s"] = bytes / restore / 1e6;
+  if (!run.contains("cold_cache_restore_ms")) return;
+  const double cold = run["cold_cache_restore_ms"].get<double>();
+  run["cold_cache_gb_s"] = bytes / cold / 1e6;
+  if (run.contains("dd_ms")) run["cold_cache_vs_dd"] = run["dd_ms"].get<double>() / cold;
 }
 
 Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string& dir) {
@@ -163,19 +209,25 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
     wait_counter(*rt, "saves_finish", ++finishes);
     RequestParams pe = p;
     pe.parent_key = cold.second.finish_key;
-    HEARTH_ASSIGN_OR_RETURN(auto exact, ttft(*rt, "bench", prompt, pe));
-    if (exact.second.cache_hit_kind != CacheHitKind::kExact)
-      std::fprintf(stderr, "bench cold-warm: exact run was %s\n",
-                   cache_hit_kind_name(exact.second.cache_hit_kind));
-    runs.push_back(
-        {{"tokens", n},
-         {"tier", tier_name(tier)},
-         {"cold_ttft_ms", cold.first},
-         {"warm_ttft_ms", warm.first},
-         {"tail_prefill_ms", warm.second.prefill_ms - std::max(0.0, warm.second.restore_ms)},
-         {"exact_ttft_ms", exact.first},
-         {"row_bytes", row_bytes},
-         {"memcpy_ms", memcpy_ms(row_bytes)}});
+    HEARTH_ASSIGN_OR_RETURN(nlohmann::json exact, exact_hits(*rt, prompt, pe, a.rounds, dir, tier));
+    nlohmann::json run = {
+        {"tokens", n},
+        {"tier", tier_name(tier)},
+        {"cold_ttft_ms", cold.first},
+        {"warm_ttft_ms", warm.first},
+        {"tail_prefill_ms", warm.second.prefill_ms - std::max(0.0, warm.second.restore_ms)},
+        {"row_bytes", row_bytes},
+        {"kv_bytes_per_token", static_cast<double>(row_bytes) / n}};
+    run.update(exact);
+    if (tier == Tier::kDisk && cold.second.finish_key) {
+      const std::string row_file = dir + "/" + *cold.second.finish_key + ".kvc";
+      drop_page_cache(dir);
+      HEARTH_ASSIGN_OR_RETURN(double dd, dd_direct_read_ms(row_file, a.rounds));
+      run["dd_ms"] = dd;
+      run["dd_gb_s"] = static_cast<double>(std::filesystem::file_size(row_file)) / dd / 1e6;
+    }
+    add_restore_ratios(run, row_bytes);
+    runs.push_back(std::move(run));
     if (a.on_case) a.on_case();
   }
   rt->shutdown();
@@ -216,6 +268,25 @@ Result<nlohmann::json> run_agents(const BenchArgs& a) {
                         {"cold_prefills", c["runtime_misses"]},
                         {"prefix_hits", c["runtime_hits_longest_prefix"]},
                         {"ttft_ms", ttfts}};
+}
+
+// out["restore_row"]: one row of a.restore_tokens tokens of this model's KV (the bytes per
+// token measured by the runs) restored from each tier at the cache level.
+Status add_restore_row(const BenchArgs& a, nlohmann::json& out, const std::string& shm,
+                       const std::string& disk) {
+  double per_token = 0;
+  for (const auto& r : out["runs"])
+    per_token = std::max(per_token, r["kv_bytes_per_token"].get<double>());
+  if (per_token == 0) return FailedPrecondition("no run measured the KV bytes per token");
+  const auto bytes = static_cast<uint64_t>(per_token * a.restore_tokens);
+  auto fig = restore_row_figures(bytes, shm, disk, a.rounds);
+  std::error_code ec;
+  std::filesystem::remove_all(shm, ec);
+  std::filesystem::remove_all(disk, ec);
+  HEARTH_RETURN_IF_ERROR(fig.status());
+  out["restore_row"] = std::move(fig).value();
+  out["restore_row"]["tokens"] = a.restore_tokens;
+  return OkStatus();
 }
 
 // TTFT by prompt length: cold (prefill everything; the mean over the tiers, it does not
@@ -285,6 +356,12 @@ int run_bench(BenchArgs a) {
     }
     for (auto& r : *runs) out["runs"].push_back(r);
   }
+  if (a.restore_tokens > 0) {
+    if (Status s = add_restore_row(a, out, shm + "-row", (base / "disk-row").string()); !s.ok()) {
+      std::fprintf(stderr, "bench cold-warm (restore_row): %s\n", s.to_string().c_str());
+      rc = 1;
+    }
+  }
   std::error_code ec;
   std::filesystem::remove_all(base, ec);
   if (a.agents > 0) {
@@ -308,15 +385,40 @@ int run_bench(BenchArgs a) {
     std::printf("%s\n", json_text(out, 2).c_str());
     return rc;
   }
-  std::printf("%-7s %-9s %12s %12s %15s %13s %12s %10s\n", "tokens", "tier", "cold_ttft_ms",
-              "warm_ttft_ms", "tail_prefill_ms", "exact_ttft_ms", "row_bytes", "memcpy_ms");
-  for (const auto& r : out["runs"])
-    std::printf("%-7d %-9s %12.2f %12.2f %15.2f %13.2f %12llu %10.3f\n", r["tokens"].get<int>(),
-                r["tier"].get<std::string>().c_str(), r["cold_ttft_ms"].get<double>(),
-                r["warm_ttft_ms"].get<double>(), r["tail_prefill_ms"].get<double>(),
-                r["exact_ttft_ms"].get<double>(),
+  std::printf("%-7s %-9s %9s %9s %9s %9s %10s %9s %8s %7s %9s %7s %7s\n", "tokens", "tier",
+              "cold_ms", "warm_ms", "tail_ms", "exact_ms", "row_bytes", "restore", "memcpy",
+              "ratio", "cold_$", "dd", "vs_dd");
+  for (const auto& r : out["runs"]) {
+    std::printf("%-7d %-9s %9.2f %9.2f %9.2f %9.2f %10llu %9.2f %8.3f %7.2f",
+                r["tokens"].get<int>(), r["tier"].get<std::string>().c_str(),
+                r["cold_ttft_ms"].get<double>(), r["warm_ttft_ms"].get<double>(),
+                r["tail_prefill_ms"].get<double>(), r["exact_ttft_ms"].get<double>(),
                 static_cast<unsigned long long>(r["row_bytes"].get<uint64_t>()),
-                r["memcpy_ms"].get<double>());
+                r["exact_restore_ms"].get<double>(), r["memcpy_ms"].get<double>(),
+                r["restore_vs_memcpy"].get<double>());
+    if (r.contains("cold_cache_vs_dd"))
+      std::printf(" %9.2f %7.2f %7.2f", r["cold_cache_restore_ms"].get<double>(),
+                  r["dd_ms"].get<double>(), r["cold_cache_vs_dd"].get<double>());
+    std::printf("\n");
+  }
+  if (out.contains("restore_row")) {
+    const auto& rr = out["restore_row"];
+    std::printf("restore of one %d-token row (%llu bytes, memcpy %.2f ms):\n",
+                rr["tokens"].get<int>(),
+                static_cast<unsigned long long>(rr["payload_bytes"].get<uint64_t>()),
+                rr["memcpy_ms"].get<double>());
+    for (const char* c :
+         {"ram", "ram_file", "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
+      if (!rr.contains(c)) continue;
+      const auto& f = rr[c];
+      std::printf("  %-16s %9.2f ms %6.2fx memcpy %6.2f GB/s", c, f["restore_ms"].get<double>(),
+                  f["restore_vs_memcpy"].get<double>(), f["gb_s"].get<double>());
+      if (f.contains("vs_dd"))
+        std::printf("  (dd %.2f GB/s: %.0f%%)", f["dd_gb_s"].get<double>(),
+                    100 * f["vs_dd"].get<double>());
+      std::printf("\n");
+    }
+  }
   if (out.contains("agents")) {
     const auto& g = out["agents"];
     std::printf("agents: %d, cold prefills %llu, prefix hits %llu, ttft_ms", g["n"].get<int>(),
@@ -338,6 +440,11 @@ Registrar reg("bench_coldwarm", [](CLI::App& root) {
   cmd->add_option("--agents", args->agents, "Agents in the shared-prefix scenario (0 = skip)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
   cmd->add_option("--tokens", args->sizes, "Prompt sizes")->delimiter(',');
+  cmd->add_option("--restore-tokens", args->restore_tokens,
+                  "Tokens of the one large row restored from each tier at the cache level "
+                  "(0 = skip)");
+  cmd->add_option("--rounds", args->rounds, "Exact hits per case (medians)")
+      ->check(CLI::Range(1, 100));
   cmd->add_flag("-q,--quiet", args->quiet,
                 "No progress bar (there is none when stderr is not a terminal)");
   cmd->callback([args] { exit_code() = run_bench(*args); });

@@ -36,13 +36,14 @@ struct ServeFlags {
   std::optional<std::string> batch_strategy, fingerprint_mode;
   std::optional<int64_t> session_idle_ms;
   bool swa_full = false;
+  std::optional<std::string> weights;
   std::optional<std::string> draft_model, speculative;
   std::optional<int64_t> draft_max, draft_min;
   std::vector<std::string> lora;  // --lora FILE[:SCALE], for the one -m model
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
-           fingerprint_mode || session_idle_ms || swa_full || draft_model || speculative ||
-           draft_max || draft_min || !lora.empty();
+           fingerprint_mode || session_idle_ms || swa_full || weights || draft_model ||
+           speculative || draft_max || draft_min || !lora.empty();
   }
   bool quiet = false;
 };
@@ -71,6 +72,7 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
       {"--session-idle-ms", "session_idle_ms", flags.session_idle_ms},
       {"--swa-full", "swa_full",
        flags.swa_full ? std::optional<server::ModelSettingValue>(true) : std::nullopt},
+      {"--weights", "weights", flags.weights},
       {"--draft-model", "draft_model", flags.draft_model},
       {"--speculative", "speculative", flags.speculative},
       {"--draft-max", "draft_max", flags.draft_max},
@@ -140,6 +142,10 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_flag("--swa-full", flags->swa_full,
                 "Keep every position in the sliding-window layers of each -m model (gemma2/3) "
                 "instead of a ring of the window (swa_full; more KV memory, same bits)");
+  cmd->add_option("--weights", flags->weights,
+                  "Where each -m model's weight matrices live: copy (into huge pages at load, "
+                  "row groups interleaved; default) or mapped (read in place from the file "
+                  "mapping: no copy, pages shared with the page cache; weights)");
   cmd->add_option("--draft-model", flags->draft_model,
                   "Speculative decoding: a draft GGUF sharing the -m model's vocabulary, loaded "
                   "beside it (draft_model); its requests then draft with it by default");
@@ -178,7 +184,8 @@ Registrar reg("serve", [](CLI::App& root) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
                    "--prefill-chunk, --batch-strategy, --fingerprint-mode, --session-idle-ms, "
-                   "--swa-full, --lora and the speculative flags apply to -m models; set them "
+                   "--swa-full, --weights, --lora and the speculative flags apply to -m models; "
+                   "set them "
                    "in the config's [[models]] tables\n");
       exit_code() = 2;
       return;

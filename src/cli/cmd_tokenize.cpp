@@ -7,8 +7,8 @@
 
 #include "cli/registry.h"
 #include "common/json_text.h"
-#include "hearth/gguf/gguf.h"
 #include "hearth/engine/tokenizer.h"
+#include "hearth/gguf/gguf.h"
 
 namespace hearth::cli {
 namespace {

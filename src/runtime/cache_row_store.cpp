@@ -68,20 +68,14 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
       cache::Lease lease;
     };
     auto pinned = std::make_shared<Pinned>(Pinned{std::move(owner), std::move(*lease)});
-    if (pinned->lease.row().tier != cache::Tier::kRam) {
-      // A file row is read (pread, CRC per chunk) straight into its destination: a
-      // mapping would cost page faults and a second pass.
-      row->payload_size = pinned->lease.payload_size();
-      row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
-        return p->lease.read_payload(dst);
-      };
-      row->pin = std::move(pinned);
-      loaded();
-      return RowHit{row, usable};
-    }
-    auto view = pinned->lease.view();  // CRC-verified
-    if (!view.ok()) return {};
-    row->view = *view;
+    // Every tier's payload is read straight into its destination (a backend's in-place KV
+    // import spans): a RAM slab by memcpy with the CRC32C of its first use extended over
+    // each chunk while it is still in cache, a file by large reads (O_DIRECT for a cold
+    // disk row), CRC-checked the same way. One pass, no staging buffer.
+    row->payload_size = pinned->lease.payload_size();
+    row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
+      return p->lease.read_payload(dst);
+    };
     row->pin = std::move(pinned);
     loaded();
     return RowHit{row, usable};

@@ -205,6 +205,7 @@ BackendFactory engine_factory(const ModelConfig& config) {
   o.kv_type = config.kv_type;
   o.on_load_progress = config.on_load_progress;
   o.swa_full = config.swa_full;
+  o.weights_in_place = config.weights_in_place;
   const std::string path = config.model_path;
   return [path, o]() -> Result<std::unique_ptr<Backend>> {
     HEARTH_ASSIGN_OR_RETURN(auto engine, Engine::load(path, o));

@@ -28,22 +28,17 @@ struct CacheRow {
   std::vector<TokenId> tokens;
   std::vector<uint8_t> kv;
   std::vector<float> last_logits;  // logits at position tokens.size()-1, or empty
-  // Zero-copy restore: when `pin` is set the payload is `view`, inside a cache lease that
-  // `pin` keeps checked out (so the row cannot be evicted under the reader) together with
-  // the store that owns the cache. A restore is then one copy, straight into the KV.
+  // Streaming restore, set by the cache-backed store instead of filling `kv`: reads the
+  // payload into buffers filled in order (CRC-checked before the call returns OK), e.g. a
+  // backend's in-place KV import spans, so a restore is one pass into the KV. `pin` keeps
+  // the cache lease (the row cannot be evicted under the reader) and the store alive.
   std::shared_ptr<const void> pin;
-  std::span<const uint8_t> view;
-  // Streaming restore (file tiers), set instead of `view`: reads the payload into
-  // buffers filled in order (CRC-checked), e.g. a backend's in-place KV import spans,
-  // so a restore from a file is one read into the KV. `pin` keeps the lease alive.
   std::function<Status(std::span<const std::span<uint8_t>>)> read_into;
   size_t payload_size = 0;
   Tier tier = Tier::kRam;  // where the row was found
-  double load_ms = 0;      // checkout (and the RAM tier's CRC check) before the restore
+  double load_ms = 0;      // checkout (header, TLVs, key replay) before the restore
   // The payload as bytes in memory (not for read_into rows).
-  std::span<const uint8_t> kv_bytes() const {
-    return pin ? view : std::span<const uint8_t>(kv.data(), kv.size());
-  }
+  std::span<const uint8_t> kv_bytes() const { return {kv.data(), kv.size()}; }
 };
 using RowPtr = std::shared_ptr<const CacheRow>;
 

@@ -253,6 +253,7 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
         dc.n_threads = config.n_threads;
         dc.kv_type = config.kv_type;
         dc.swa_full = config.swa_full;
+        dc.weights_in_place = config.weights_in_place;
         HEARTH_ASSIGN_OR_RETURN(config.draft_factory, default_backend_factory(dc));
       }
       auto built_draft = config.draft_factory();

@@ -109,6 +109,13 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.swa_full = *flag;
     return OkStatus();
   }
+  if (key == "weights") {
+    if (!text || (*text != "copy" && *text != "mapped"))
+      return InvalidArgument("weights: expected \"copy\" or \"mapped\"" +
+                             (text ? ", got \"" + *text + "\"" : std::string()));
+    config.weights_in_place = *text == "mapped";
+    return OkStatus();
+  }
   if (key == "pooling") {
     if (!text) return type_error(key, "a string");
     const std::optional<Pooling> p = pooling_from_name(*text);

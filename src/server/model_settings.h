@@ -33,7 +33,8 @@ runtime::ModelConfig default_model_config();
 // "gguf_chunked", "fast_unsafe") and "fingerprint" (64 hex digits) are strings;
 // "policy.<field>" sets a save-policy field (runtime::set_save_policy_field);
 // "swa_full" (a boolean) keeps every position in sliding-window layers instead of a ring
-// (ModelConfig::swa_full).
+// (ModelConfig::swa_full); "weights" ("copy": into huge pages at load, the default;
+// "mapped": read in place from the file mapping; ModelConfig::weights_in_place).
 // Speculative decoding: "draft_model" (a GGUF path), "speculative" ("none", "draft",
 // "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256) and
 // "ngram_max" (1..8) are runtime::SpeculativeConfig's fields.

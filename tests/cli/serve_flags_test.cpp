@@ -49,13 +49,14 @@ TEST_F(ServeFlags, KnobFlagsNameTheFlagAndTheKey) {
       {"--draft-max 0", "--draft-max: draft_max"},
       {"--draft-min 999", "--draft-min: draft_min"},
       {"--speculative medusa", "--speculative: speculative"},
+      {"--weights mmap", "--weights: weights"},
   };
   for (const auto& [flags, expected] : cases) {
     auto r = run_cli("serve -m " + kModel + " " + flags + " --port 0");
     EXPECT_EQ(r.exit_code, 2) << flags;
     EXPECT_THAT(r.err, HasSubstr(expected)) << flags;
   }
-  for (const char* flag : {"--threads 2", "--swa-full"}) {
+  for (const char* flag : {"--threads 2", "--swa-full", "--weights mapped"}) {
     auto r = run_cli(std::string("serve ") + flag + " --port 0");
     EXPECT_EQ(r.exit_code, 2) << flag;
     EXPECT_THAT(r.err, HasSubstr("apply to -m models")) << flag;

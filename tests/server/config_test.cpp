@@ -246,6 +246,31 @@ path = "/m/c.gguf"
   EXPECT_TRUE(apply_model_setting(m, "kv_type", std::string("f16")).ok());
 }
 
+// weights: where a model's weight matrices live ("copy" by default, "mapped" reads them
+// in place); anything else is an error naming the key.
+TEST(ServerConfig, WeightsPlacementPerModel) {
+  ServerConfig c;
+  Status s = apply(R"([[models]]
+path = "/m/a.gguf"
+weights = "mapped"
+[[models]]
+path = "/m/b.gguf"
+weights = "copy"
+[[models]]
+path = "/m/c.gguf"
+)",
+                   c);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.models.size(), 3u);
+  EXPECT_TRUE(c.models[0].weights_in_place);
+  EXPECT_FALSE(c.models[1].weights_in_place);
+  EXPECT_FALSE(c.models[2].weights_in_place);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\nweights = \"mmap\"").find("models[0].weights"),
+            std::string::npos);
+  EXPECT_NE(error_of("[[models]]\npath = \"a\"\nweights = true").find("models[0].weights"),
+            std::string::npos);
+}
+
 TEST(ServerConfig, DefaultsAreSafe) {
   ServerConfig c;
   EXPECT_EQ(c.host, "127.0.0.1");

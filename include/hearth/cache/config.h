@@ -39,6 +39,10 @@ struct CacheConfig {
 
   // Verify payload CRC32C on every load (RAM slabs included).
   bool verify_on_load = true;
+  // Disk-tier payloads of at least this many bytes whose pages are mostly not in the
+  // page cache are read with O_DIRECT in large aligned requests (src/cache/direct_read.h);
+  // 0 = always read through the page cache.
+  uint64_t direct_read_min_bytes = 8ull << 20;
   // I/O layer for the file tiers; null = posix_io().
   std::shared_ptr<CacheIo> io;
 };

@@ -186,6 +186,10 @@ struct ModelConfig {
   // instead of a ring of window + n_batch: more KV memory, but sticky and restored
   // prefixes can be cut anywhere instead of falling back to a cold prefill.
   bool swa_full = false;
+  // Weight matrices read in place from the file mapping (EngineOptions::weights_in_place:
+  // no copy at load, pages shared with the page cache) instead of copied once into huge
+  // pages with interleaved row groups (the default: faster decode; docs/engine.md).
+  bool weights_in_place = false;
   // Embeddings' pooling when a request names none; unset: the model's own (GGUF
   // <arch>.pooling_type, else mean).
   std::optional<Pooling> pooling;

@@ -1,0 +1,170 @@
+#include "cli/bench_restore.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "hearth/cache/cache.h"
+
+namespace hearth::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::vector<std::string> kvc_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".kvc") out.push_back(e.path().string());
+  return out;
+}
+
+}  // namespace
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double memcpy_ms(uint64_t bytes) {
+  if (bytes == 0) return 0;
+  std::vector<uint8_t> a(bytes, 1), b(bytes, 0);
+  double best = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    best = std::min(best, ms_since(t0));
+  }
+  return best;
+}
+
+Result<double> dd_direct_read_ms(const std::string& path, int rounds) {
+  constexpr size_t kBlock = 4u << 20;
+  std::unique_ptr<uint8_t, decltype(&std::free)> buf(
+      static_cast<uint8_t*>(std::aligned_alloc(4096, kBlock)), &std::free);
+  if (!buf) return ResourceExhausted("dd: no aligned buffer");
+  std::vector<double> ms;
+  for (int r = 0; r < rounds; ++r) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (fd < 0) return IoError("dd: open " + path + " with O_DIRECT: " + std::strerror(errno));
+    const auto t0 = Clock::now();
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf.get(), kBlock)) > 0) {
+    }
+    ms.push_back(ms_since(t0));
+    const int err = errno;
+    ::close(fd);
+    if (n < 0) return IoError("dd: read " + path + ": " + std::strerror(err));
+  }
+  return median_of(ms);
+}
+
+void drop_page_cache(const std::string& dir) {
+  for (const std::string& f : kvc_files(dir)) {
+    const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+}
+
+void warm_page_cache(const std::string& dir) {
+  std::vector<uint8_t> buf(4u << 20);
+  for (const std::string& f : kvc_files(dir)) {
+    const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    while (::read(fd, buf.data(), buf.size()) > 0) {
+    }
+    ::close(fd);
+  }
+}
+
+Result<nlohmann::json> restore_row_figures(uint64_t payload_bytes, const std::string& shm_dir,
+                                           const std::string& disk_dir, int rounds) {
+  using namespace hearth::cache;
+  CacheConfig cfg;
+  cfg.ram_quota_bytes = 2 * payload_bytes + (64u << 20);
+  cfg.ram_file_dir = shm_dir;
+  cfg.ram_file_quota_bytes = cfg.ram_quota_bytes;
+  cfg.disk_dir = disk_dir;
+  cfg.disk_quota_bytes = cfg.ram_quota_bytes;
+  cfg.sweep_interval_ms = 0;
+  HEARTH_ASSIGN_OR_RETURN(auto cache, Cache::open(cfg));
+  std::vector<uint8_t> payload(payload_bytes);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 131 + 7);
+  std::vector<uint8_t> dst(payload_bytes, 0);  // faulted in, like the engine's KV store
+  const double copy_ms = memcpy_ms(payload_bytes);
+  nlohmann::json out = nlohmann::json::object();
+  out["payload_bytes"] = payload_bytes;
+  out["memcpy_ms"] = copy_ms;
+  // One case: `rounds` checkouts + reads of `key` (page cache dropped first when cold).
+  auto measure = [&](Cache& c, const CacheKey& key, const std::string& name, bool cold) -> Status {
+    if (name == "disk_warm_cache") warm_page_cache(disk_dir);
+    std::vector<double> ms;
+    for (int r = 0; r < rounds; ++r) {
+      if (cold) drop_page_cache(disk_dir);
+      const auto t0 = Clock::now();
+      HEARTH_ASSIGN_OR_RETURN(Lease lease, c.checkout(key));
+      HEARTH_RETURN_IF_ERROR(lease.read_payload(dst));
+      ms.push_back(ms_since(t0));
+    }
+    if (dst != payload) return DataLoss("bench: the " + name + " restore read other bytes");
+    std::fill(dst.begin(), dst.end(), 0);
+    const double restore_ms = median_of(ms);
+    nlohmann::json j = {{"restore_ms", restore_ms},
+                        {"restore_vs_memcpy", restore_ms / copy_ms},
+                        {"gb_s", static_cast<double>(payload_bytes) / restore_ms / 1e6}};
+    const std::vector<std::string> files = kvc_files(disk_dir);
+    if (cold && files.size() == 1) {
+      drop_page_cache(disk_dir);
+      auto dd = dd_direct_read_ms(files[0], rounds);  // tmpfs refuses O_DIRECT
+      if (!dd.ok()) {
+        j["dd_error"] = dd.status().message();
+      } else {
+        const double file_bytes = static_cast<double>(std::filesystem::file_size(files[0]));
+        j["dd_ms"] = *dd;
+        j["dd_gb_s"] = file_bytes / *dd / 1e6;
+        j["vs_dd"] = (static_cast<double>(payload_bytes) / restore_ms) / (file_bytes / *dd);
+      }
+    }
+    out[name] = j;
+    return OkStatus();
+  };
+  CacheKey disk_key{};
+  for (Tier tier : {Tier::kRam, Tier::kRamFile, Tier::kDisk}) {
+    KvcBuildMeta meta;
+    meta.ns.fingerprint[0] = static_cast<uint8_t>(tier);  // one namespace per tier
+    meta.tokens = {1, 2, 3, static_cast<Token>(tier)};
+    meta.context_size = 1;
+    HEARTH_ASSIGN_OR_RETURN(CacheKey key, cache->save(tier, meta, payload));
+    if (tier != Tier::kDisk) {
+      HEARTH_RETURN_IF_ERROR(measure(*cache, key, tier_name(tier), false));
+      continue;
+    }
+    disk_key = key;
+    HEARTH_RETURN_IF_ERROR(measure(*cache, key, "disk_warm_cache", false));
+    HEARTH_RETURN_IF_ERROR(measure(*cache, key, "disk_cold_cache", true));
+  }
+  // The same cold row read through the page cache (O_DIRECT off): what the direct read
+  // is chosen over.
+  cache.reset();
+  cfg.direct_read_min_bytes = 0;
+  HEARTH_ASSIGN_OR_RETURN(cache, Cache::open(cfg));
+  HEARTH_RETURN_IF_ERROR(measure(*cache, disk_key, "disk_cold_cache_buffered", true));
+  return out;
+}
+
+}  // namespace hearth::cli
