@@ -25,6 +25,18 @@ constexpr int64_t kPanelMinTokens = 8;
 // Most consecutive panels one thread packs per grab on the pack path (2b).
 constexpr int64_t kPackRun = 4;
 static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
+// Most tokens for which an interleaved view with a multi-token group kernel stays on
+// the tile path instead of the panels: the panel path regroups every row into plain
+// form and packs it again on each call, which several streams' decode step (a few
+// tokens) cannot amortize; the group kernel reads each group once for 4 tokens.
+constexpr int64_t kGroupTileMaxTokens = 16;
+
+// Whether matmul of n_tokens over w takes the tile path with group_multi_interleaved.
+bool group_tiles(const KernelSet& kernels, bool use_tiles, const WeightView& w, int64_t n_tokens) {
+  return use_tiles && w.interleaved && n_tokens > 1 && n_tokens <= kGroupTileMaxTokens &&
+         kernels.group_multi_interleaved[static_cast<int>(w.type)] != nullptr &&
+         kernels.group_dot_interleaved[static_cast<int>(w.type)] != nullptr;
+}
 
 // Each pool thread's panel buffer: grown once, reused by every later call.
 MatmulScratch& panel_scratch() {
@@ -228,6 +240,8 @@ void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, A
   const int type_id = static_cast<int>(w.type);
   const GroupDotFn interleaved_dot =
       use_tiles && w.interleaved ? kernels.group_dot_interleaved[type_id] : nullptr;
+  const GroupMultiFn interleaved_multi =
+      interleaved_dot != nullptr ? kernels.group_multi_interleaved[type_id] : nullptr;
   const size_t w_stride = w.row_bytes();
   const int64_t rows = w.rows;
   const int64_t grouped_end = w.interleaved ? rows / kInterleavedRows * kInterleavedRows : 0;
@@ -239,7 +253,20 @@ void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, A
     if (interleaved_dot != nullptr) {
       for (; r < std::min(r1, grouped_end); r += kInterleavedRows) {
         const uint8_t* g = w.data + static_cast<size_t>(r) * w_stride;
-        for (int64_t t = 0; t < n_tokens; ++t) {
+        int64_t t = 0;
+        if (interleaved_multi != nullptr) {
+          for (; t + 1 < n_tokens; t += kMaxGroupTokens) {
+            const int nt = static_cast<int>(std::min<int64_t>(kMaxGroupTokens, n_tokens - t));
+            float out[kMaxGroupTokens * kInterleavedRows];
+            interleaved_multi(g, xa.data + static_cast<size_t>(t) * xa.stride, xa.stride, nt,
+                              w.cols, out);
+            for (int i = 0; i < nt; ++i) {
+              std::memcpy(y + (t + i) * rows + r, out + i * kInterleavedRows,
+                          kInterleavedRows * sizeof(float));
+            }
+          }
+        }
+        for (; t < n_tokens; ++t) {
           interleaved_dot(g, w_stride, xa.data + static_cast<size_t>(t) * xa.stride, w.cols,
                           y + t * rows + r);
         }
@@ -273,7 +300,8 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
   const PanelKernels& pk = kernels.panel[type_id];
-  if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && n_tokens >= kPanelMinTokens) {
+  const bool panels = n_tokens >= kPanelMinTokens && !group_tiles(kernels, use_tiles, w, n_tokens);
+  if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && panels) {
     // 2a. Prefill, GEMM on the rows in place: blocks of whole tasks that stay in L2
     // while every token passes them.
     const int64_t block_rows = rows_per_block(w);
@@ -288,7 +316,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     });
     return;
   }
-  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens) {
+  if (use_tiles && pk.gemm != nullptr && panels) {
     // 2b. Prefill: pack each task's rows into a panel, then sweep every token past it.
     // Runs of kPackRun consecutive tasks per grab: a pack prefetches the next panel's
     // rows, which is then this thread's next task (except at a run's end).
@@ -316,15 +344,16 @@ void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_to
                  ThreadPool& pool, MatmulScratch& scratch) {
   if (parts.empty() || n_tokens <= 0) return;
   const WeightView& w0 = *parts[0].w;
-  bool shared = parts.size() <= kMaxMatmulParts && n_tokens < kPanelMinTokens;
+  const KernelSet& kernels = active_kernels();
+  bool shared = parts.size() <= kMaxMatmulParts;
   for (const MatmulPart& p : parts) {
-    shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0;
+    shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0 &&
+             (n_tokens < kPanelMinTokens || group_tiles(kernels, true, *p.w, n_tokens));
   }
   if (!shared) {  // prefill (panels amortize their own dispatch) or unlike matrices
     for (const MatmulPart& p : parts) matmul(*p.w, x, n_tokens, p.y, pool, scratch);
     return;
   }
-  const KernelSet& kernels = active_kernels();
   assert(kernels.dot[static_cast<int>(w0.type)] != nullptr);
   const ActivationRows xa =
       convert_activations(kernels, w0.type, w0.cols, x, n_tokens, pool, scratch);

@@ -144,5 +144,58 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
   if (checked == 0) GTEST_SKIP() << "no runnable kernel table has interleaved row groups";
 }
 
+// The multi-token interleaved-group kernels: every token's 16 outputs are the scalar
+// dot's bits (the one-token kernel's), for 1..kMaxGroupTokens tokens of different
+// activations, and nothing is written past nt groups of outputs.
+TEST(RowGroupTest, EveryTablesMultiTokenInterleavedGroupsMatchScalarDot) {
+  int checked = 0;
+  for (const TensorType t : testing::weight_types()) {
+    const int id = static_cast<int>(t);
+    for (const KernelSet* k : runnable_kernel_sets()) {
+      const GroupMultiFn multi = k->group_multi_interleaved[id];
+      if (multi == nullptr) continue;
+      ASSERT_TRUE(has_interleaved_layout(t)) << k->isa << " " << quant_type_name(t);
+      for (int64_t blocks : {1, 3, 7, 65}) {
+        const int64_t n = blocks * block_geometry(t).block_size;
+        const size_t row_bytes = quant_row_bytes(t, n);
+        for (bool extreme : {false, true}) {
+          const auto w = strided_rows(t, n, row_bytes, extreme, static_cast<uint32_t>(n + 7),
+                                      kInterleavedRows);
+          std::vector<uint8_t> grouped(w.size());
+          interleave_row_group(t, w.data(), row_bytes, n, grouped.data());
+          // kMaxGroupTokens activation rows, a stride wider than a row apart.
+          const size_t x_bytes = activation_row_bytes(t, n);
+          const size_t x_stride = x_bytes + 64;
+          std::vector<uint8_t> xs(x_stride * kMaxGroupTokens, 0x5A);
+          std::vector<std::vector<uint8_t>> rows;
+          for (int i = 0; i < kMaxGroupTokens; ++i) {
+            rows.push_back(
+                activation_row(t, n, extreme && i % 2 == 0, static_cast<uint32_t>(n + 11 * i + 1)));
+            std::memcpy(xs.data() + i * x_stride, rows.back().data(), x_bytes);
+          }
+          for (int nt = 1; nt <= kMaxGroupTokens; ++nt) {
+            const float sentinel = -1234.5f;
+            std::vector<float> out(static_cast<size_t>(nt + 1) * kInterleavedRows, sentinel);
+            multi(grouped.data(), xs.data(), x_stride, nt, n, out.data());
+            for (int i = 0; i < nt; ++i) {
+              std::vector<float> one(out.begin() + i * kInterleavedRows,
+                                     out.begin() + (i + 1) * kInterleavedRows);
+              expect_scalar_bits(*k, t, w.data(), row_bytes, kInterleavedRows, rows[i], n, one,
+                                 sentinel,
+                                 " multi nt=" + std::to_string(nt) + " token " + std::to_string(i) +
+                                     (extreme ? " extreme" : ""));
+              if (HasFatalFailure()) return;
+            }
+            for (size_t i = static_cast<size_t>(nt) * kInterleavedRows; i < out.size(); ++i)
+              ASSERT_EQ(bits(out[i]), bits(sentinel)) << k->isa << " wrote past nt=" << nt;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no runnable kernel table has multi-token interleaved groups";
+}
+
 }  // namespace
 }  // namespace hearth::engine

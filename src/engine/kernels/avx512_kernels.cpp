@@ -548,6 +548,7 @@ KernelSet make_avx512() {
   install_avx512_kquant_panels(&k);
   install_avx512_f16_gemm(&k);
   install_avx512_model_kernels(&k);
+  install_avx512_group_multi(&k);
   // The base table's interleaved Q6_K kernel (AVX2) is no faster than this table's
   // one-row Q6_K dot (one thread, 32000x2048 from memory: ~27 against ~30 GB/s; two
   // threads ~50 against ~48), and plain rows keep the multi-token tiles: Q6_K

@@ -15,6 +15,8 @@ void install_avx512_kquants(KernelSet* k);
 void install_avx512_kquant_panels(KernelSet* k);
 // The F16 prefill GEMM, weights read in place (avx512_f16_gemm.cpp).
 void install_avx512_f16_gemm(KernelSet* k);
+// Several tokens over one interleaved Q4_0 group (avx512_group_multi.cpp).
+void install_avx512_group_multi(KernelSet* k);
 // Exp, SiLU, the attention softmax and attention, 16 lanes (avx512_model_kernels.cpp).
 void install_avx512_model_kernels(KernelSet* k);
 

@@ -164,6 +164,14 @@ using GroupDotFn = void (*)(const void* w, size_t row_stride, const uint8_t* x, 
 // (engine/row_group_layout.h): w is the group, row_stride the plain row's bytes;
 // out[i] = dot(plain row i, x) for i < kInterleavedRows, bit for bit.
 inline constexpr int kInterleavedRows = 16;
+// Several activation rows over one interleaved group (optional, per weight type):
+// out[t * kInterleavedRows + i] = dot(plain row i, x_t) for t < nt <= kMaxGroupTokens
+// (x_t at x + t * x_stride), bit for bit; each weight word is loaded and decoded once
+// for all nt rows. Decode of several streams and short prefills take it instead of
+// regrouping and packing the rows (matmul.cpp, tile path).
+inline constexpr int kMaxGroupTokens = 4;
+using GroupMultiFn = void (*)(const void* group, const uint8_t* x, size_t x_stride, int nt,
+                              int64_t n, float* out);
 
 struct KernelSet {
   const char* isa;                   // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
@@ -190,6 +198,9 @@ struct KernelSet {
   // engine/model/attention.h's softmax_f16.
   void (*softmax_f16)(float* scores, int32_t n, float scale);
   AttendFn attend;
+  // By weight type, for interleaved groups and several tokens; nullptr = the tokens
+  // one by one through group_dot_interleaved.
+  GroupMultiFn group_multi_interleaved[kTypeSlots];
 };
 
 // The portable reference (always available).
