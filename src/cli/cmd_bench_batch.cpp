@@ -134,6 +134,12 @@ struct StreamLog {
   }
 };
 
+// Tokens each mix-run stream may generate: enough to outlast both measured windows
+// (the streams are cancelled after them).
+int32_t mix_stream_tokens(const BatchArgs& a) {
+  return 8 * a.gen + 4 * a.mix_prompt + 64;
+}
+
 // Polls `ready` every millisecond for up to `limit_s` seconds.
 template <typename F>
 bool wait_for(F ready, double limit_s) {
@@ -156,8 +162,7 @@ Result<nlohmann::json> mix_run(runtime::Runtime& rt, const std::string& id,
   RequestParams p;
   p.cache_prompt = false;  // every stream prefills its own prompt; nothing is saved
   p.sampling.temperature = 0;
-  // Enough tokens to outlast the measured windows; the streams are cancelled after.
-  p.response_tokens = 8 * a.gen + 4 * a.mix_prompt + 64;
+  p.response_tokens = mix_stream_tokens(a);
   std::vector<runtime::RequestId> ids;
   const size_t n = toks.size();
   auto prompt_of = [&](int32_t s, int32_t len) {
@@ -262,7 +267,7 @@ Result<nlohmann::json> mix_runs(const BatchArgs& a, int32_t n_vocab) {
   c.n_threads = a.threads;
   c.n_seq_max = most + 1;
   c.n_batch = std::max(512, most + 1);
-  c.n_ctx = a.mix_positions + std::max(a.mix_prompt, 0) + 16 * a.gen + 8 * a.mix_prompt + 128;
+  c.n_ctx = std::max(a.mix_positions, a.mix_prompt) + mix_stream_tokens(a) + 1;
   c.kv_type = *kv_type_from_name(a.kv_type);
   c.batch_planner = runtime::builtin_batch_planner(*strategy);
   c.slot_affinity = false;
