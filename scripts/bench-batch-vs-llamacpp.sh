@@ -41,12 +41,12 @@ for r in $(seq "$rounds"); do
   for d in ${depths//,/ }; do
     "$hearth" bench batch -m "$model" --threads "$threads" --streams "$streams" --positions "$d" \
       --gen "$gen" --reps "$reps" --mix-streams 0 --quiet --json >"$out/hearth.$r.$d.json" 2>/dev/null
-    python3 -c 'import json,sys; print("round '"$r"' hearth    depth '"$d"':", " ".join(f"S={x[\"streams\"]}:{x[\"aggregate_tok_s\"]:.1f}" for x in json.load(open(sys.argv[1]))["runs"]))' "$out/hearth.$r.$d.json"
+    echo "round $r hearth    depth $d: $(python3 -c 'import json,sys; print(" ".join("S=%d:%.1f" % (x["streams"], x["aggregate_tok_s"]) for x in json.load(open(sys.argv[1]))["runs"]))' "$out/hearth.$r.$d.json")"
     line=""
     for s in ${streams//,/ }; do
       "$lc" -m "$model" -t "$threads" --prompt 0 --gen "$gen" --depth "$d" --streams "$s" \
         --ctx $((d + gen)) --reps "$reps" --json >"$out/llamacpp.$r.$d.$s.json"
-      line+=" S=$s:$(python3 -c 'import json,sys; print(f"{json.load(open(sys.argv[1]))[\"tg'"$gen"'_aggregate\"]:.1f}")' "$out/llamacpp.$r.$d.$s.json")"
+      line+=" S=$s:$(python3 -c 'import json,sys; print("%.1f" % json.load(open(sys.argv[1]))["tg%s_aggregate" % sys.argv[2]])' "$out/llamacpp.$r.$d.$s.json" "$gen")"
     done
     echo "round $r llama.cpp depth $d:$line"
   done

@@ -56,6 +56,7 @@ struct BatchArgs {
   int32_t mix_positions = 512;  // each stream's prompt
   int32_t mix_prompt = 256;     // the admitted prompt
   std::string strategy = "decode_first";
+  int32_t mix_chunk = 0;  // ModelConfig::prefill_chunk_size (0: the runtime's default)
 };
 
 // ---------------------------------------------------------------- decode runs
@@ -244,6 +245,7 @@ Result<nlohmann::json> mix_run(runtime::Runtime& rt, const std::string& id,
   r["streams"] = streams;
   r["positions"] = a.mix_positions;
   r["admitted_prompt"] = a.mix_prompt;
+  r["prefill_chunk"] = a.mix_chunk;
   r["aggregate_tok_s"] = agg_a;  // decode only, before the admission
   r["per_stream_tok_s"] = agg_a / streams;
   r["aggregate_tok_s_during_prefill"] = agg_b;
@@ -271,6 +273,7 @@ Result<nlohmann::json> mix_runs(const BatchArgs& a, int32_t n_vocab) {
   c.kv_type = *kv_type_from_name(a.kv_type);
   c.batch_planner = runtime::builtin_batch_planner(*strategy);
   c.slot_affinity = false;
+  c.prefill_chunk_size = a.mix_chunk;
   HEARTH_ASSIGN_OR_RETURN(std::string id, rt->load_model(c));
   const auto toks = bench_tokens(std::max(4096, a.mix_positions + a.mix_prompt), n_vocab);
   for (int32_t s : a.mix_streams) {
@@ -372,10 +375,10 @@ int run_bench(const BatchArgs& a) {
     if (!a.json) {
       std::printf(
           "mix     streams %2d  positions %5d  aggregate %8.1f tok/s, %8.1f tok/s while a "
-          "%d-token prompt is admitted (%s; its first token after %.0f ms)\n",
+          "%d-token prompt is admitted (%s, chunk %d; its first token after %.0f ms)\n",
           r["streams"].get<int>(), r["positions"].get<int>(), r["aggregate_tok_s"].get<double>(),
           r["aggregate_tok_s_during_prefill"].get<double>(), r["admitted_prompt"].get<int>(),
-          a.strategy.c_str(), r["admitted_ttft_ms"].get<double>());
+          a.strategy.c_str(), a.mix_chunk, r["admitted_ttft_ms"].get<double>());
     }
     runs.push_back(r);
   }
@@ -422,6 +425,10 @@ Registrar reg("bench_batch", [](CLI::App& root) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--strategy", a->strategy, "batch strategy of the mix runs")
       ->check(CLI::IsMember({"decode_first", "prefill_first", "balanced"}));
+  cmd->add_option("--mix-chunk", a->mix_chunk,
+                  "per-row prefill slice cap of the mix runs (ModelConfig::prefill_chunk_size: "
+                  "0 = the runtime's default, -1 = none)")
+      ->check(CLI::Range(-1, 1 << 20));
   cmd->add_flag("-q,--quiet", a->quiet, "No load progress bar");
   cmd->callback([a] { exit_code() = run_bench(*a); });
 });

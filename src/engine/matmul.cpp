@@ -25,17 +25,23 @@ constexpr int64_t kPanelMinTokens = 8;
 // Most consecutive panels one thread packs per grab on the pack path (2b).
 constexpr int64_t kPackRun = 4;
 static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
-// Most tokens for which an interleaved view with a multi-token group kernel stays on
-// the tile path instead of the panels: the panel path regroups every row into plain
-// form and packs it again on each call, which several streams' decode step (a few
-// tokens) cannot amortize; the group kernel reads each group once for 4 tokens.
-constexpr int64_t kGroupTileMaxTokens = 16;
+// Most tokens that stay on the tile path instead of the panels when the panels
+// would pack the weights on every call: a panel regroups (interleaved views) and packs
+// every row again per call, which a few tokens (several streams' decode step, a short
+// prefill) cannot amortize. TinyLlama, 8 streams, perf: Q4_K_M's Q4_K matrices spent
+// 38% in deinterleave + 12% in packing against 11% in the GEMM, and its Q6_K output
+// 2,229 samples packing + 888 in the GEMM against ~550 through the 4-token tiles.
+constexpr int64_t kSmallBatchMaxTokens = 16;
 
-// Whether matmul of n_tokens over w takes the tile path with group_multi_interleaved.
-bool group_tiles(const KernelSet& kernels, bool use_tiles, const WeightView& w, int64_t n_tokens) {
-  return use_tiles && w.interleaved && n_tokens > 1 && n_tokens <= kGroupTileMaxTokens &&
-         kernels.group_multi_interleaved[static_cast<int>(w.type)] != nullptr &&
-         kernels.group_dot_interleaved[static_cast<int>(w.type)] != nullptr;
+// Whether n_tokens over w take the tile path although panels exist: an interleaved
+// view with its group kernels (group_multi_interleaved for tokens in fours where the
+// table has it), or plain rows with multi-token tiles whose panels would be packed.
+bool small_batch_tiles(const KernelSet& kernels, bool use_tiles, const WeightView& w,
+                       int64_t n_tokens) {
+  if (!use_tiles || n_tokens <= 1 || n_tokens > kSmallBatchMaxTokens) return false;
+  const int id = static_cast<int>(w.type);
+  if (w.interleaved) return kernels.group_dot_interleaved[id] != nullptr;
+  return kernels.multi[id] != nullptr && kernels.panel[id].pack != nullptr;
 }
 
 // Each pool thread's panel buffer: grown once, reused by every later call.
@@ -300,7 +306,8 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
   const PanelKernels& pk = kernels.panel[type_id];
-  const bool panels = n_tokens >= kPanelMinTokens && !group_tiles(kernels, use_tiles, w, n_tokens);
+  const bool panels =
+      n_tokens >= kPanelMinTokens && !small_batch_tiles(kernels, use_tiles, w, n_tokens);
   if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && panels) {
     // 2a. Prefill, GEMM on the rows in place: blocks of whole tasks that stay in L2
     // while every token passes them.
@@ -348,7 +355,7 @@ void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_to
   bool shared = parts.size() <= kMaxMatmulParts;
   for (const MatmulPart& p : parts) {
     shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0 &&
-             (n_tokens < kPanelMinTokens || group_tiles(kernels, true, *p.w, n_tokens));
+             (n_tokens < kPanelMinTokens || small_batch_tiles(kernels, true, *p.w, n_tokens));
   }
   if (!shared) {  // prefill (panels amortize their own dispatch) or unlike matrices
     for (const MatmulPart& p : parts) matmul(*p.w, x, n_tokens, p.y, pool, scratch);
