@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cli/bench_util.h"
 #include "hearth/cache/cache.h"
 
 namespace hearth::cli {
@@ -30,13 +31,6 @@ std::vector<std::string> kvc_files(const std::string& dir) {
 }
 
 }  // namespace
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
 
 double memcpy_ms(uint64_t bytes) {
   if (bytes == 0) return 0;
@@ -68,7 +62,7 @@ Result<double> dd_direct_read_ms(const std::string& path, int rounds) {
     ::close(fd);
     if (n < 0) return IoError("dd: read " + path + ": " + std::strerror(err));
   }
-  return median_of(ms);
+  return median(ms);
 }
 
 void drop_page_cache(const std::string& dir) {
@@ -123,7 +117,7 @@ Result<nlohmann::json> restore_row_figures(uint64_t payload_bytes, const std::st
     }
     if (dst != payload) return DataLoss("bench: the " + name + " restore read other bytes");
     std::fill(dst.begin(), dst.end(), 0);
-    const double restore_ms = median_of(ms);
+    const double restore_ms = median(ms);
     nlohmann::json j = {{"restore_ms", restore_ms},
                         {"restore_vs_memcpy", restore_ms / copy_ms},
                         {"gb_s", static_cast<double>(payload_bytes) / restore_ms / 1e6}};

@@ -14,7 +14,6 @@
 
 namespace hearth::cli {
 
-double median_of(std::vector<double> v);
 // One memcpy of `bytes` between two buffers already faulted in: the best of 3, in ms.
 double memcpy_ms(uint64_t bytes);
 // `dd if=PATH of=/dev/null bs=4M iflag=direct`, in process: the median of `rounds`, in ms.

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_util.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "cli/svg_plot.h"
@@ -30,11 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // Throughput figures use the best run: on a shared machine the other runs

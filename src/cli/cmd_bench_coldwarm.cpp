@@ -37,6 +37,7 @@
 #include <thread>
 
 #include "cli/bench_restore.h"
+#include "cli/bench_util.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "cli/svg_plot.h"
@@ -148,8 +149,8 @@ Result<nlohmann::json> exact_hits(Runtime& rt, std::span<const TokenId> prompt,
       restores.push_back(exact.second.restore_ms);
     }
     const std::string prefix = cold_cache ? "cold_cache_" : "exact_";
-    out[prefix + "ttft_ms"] = median_of(ttfts);
-    out[prefix + "restore_ms"] = median_of(restores);
+    out[prefix + "ttft_ms"] = median(ttfts);
+    out[prefix + "restore_ms"] = median(restores);
     out[prefix + "first_restore_ms"] = restores.front();
   }
   return out;

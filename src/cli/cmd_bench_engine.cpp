@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/bench_util.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
@@ -27,21 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-std::vector<int32_t> bench_tokens(int32_t n, int32_t n_vocab) {
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  uint32_t x = 12345;
-  for (auto& t : out) {
-    x = x * 1664525u + 1013904223u;
-    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-  }
-  return out;
 }
 
 // Prefill of n tokens into seq 0 (logits for the last one); seconds.

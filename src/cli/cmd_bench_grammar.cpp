@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_util.h"
 #include "cli/registry.h"
 #include "hearth/gguf/gguf.h"
 #include "hearth/grammar/grammar.h"
@@ -87,11 +88,6 @@ Result<std::vector<double>> mask_ms_per_token(const std::string& model, const st
     out.push_back(tokens.empty() ? 0 : ms / static_cast<double>(tokens.size()));
   }
   return out;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 int run(const Args& a) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_util.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "engine/cpu_features.h"
@@ -37,12 +38,8 @@ struct RowsArgs {
 
 std::vector<BatchToken> row_of(int32_t n, int32_t first_pos, uint32_t seed, int32_t n_vocab) {
   std::vector<BatchToken> batch;
-  uint32_t x = seed;
-  for (int32_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    const auto tok = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-    batch.push_back({tok, first_pos + i, 0, i + 1 == n});
-  }
+  const std::vector<int32_t> toks = bench_tokens(n, n_vocab, seed);
+  for (int32_t i = 0; i < n; ++i) batch.push_back({toks[i], first_pos + i, 0, i + 1 == n});
   return batch;
 }
 
@@ -50,11 +47,6 @@ double cpu_ms_now() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct RowTime {

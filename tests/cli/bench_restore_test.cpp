@@ -2,6 +2,7 @@
 // case is measured on a real cache and read back the bytes saved (the function fails
 // otherwise), the cold disk cases carry their dd floor, and the median is a median.
 #include "cli/bench_restore.h"
+#include "cli/bench_util.h"
 
 #include <gtest/gtest.h>
 
@@ -13,10 +14,10 @@
 namespace hearth::cli {
 namespace {
 
-TEST(BenchRestore, MedianOfOddAndEvenCounts) {
-  EXPECT_EQ(median_of({5, 1, 3}), 3);
-  EXPECT_EQ(median_of({4, 1, 3, 2}), 2.5);
-  EXPECT_EQ(median_of({}), 0);
+TEST(BenchUtil, MedianOfOddAndEvenCounts) {
+  EXPECT_EQ(median({5, 1, 3}), 3);
+  EXPECT_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(median({}), 0);
 }
 
 TEST(BenchRestore, RowFiguresCoverEveryTier) {

@@ -150,7 +150,7 @@ TEST(RowGroupLayoutTest, MatmulGivesThePlainViewsBitsOnEveryPath) {
             ThreadPool pool(threads);
             MatmulScratch scratch;
             for (const bool tiles : {true, false}) {
-              for (const int64_t n_tokens : {1, 2, 5, 8, 21}) {
+              for (const int64_t n_tokens : {1, 2, 5, 8, 12, 16, 17, 21}) {
                 std::vector<float> want(static_cast<size_t>(n_tokens * rows));
                 std::vector<float> got(want.size(), -1.0f);
                 matmul_with(*k, tiles, m.plain_view, x.data(), n_tokens, want.data(), pool,
@@ -175,16 +175,20 @@ TEST(RowGroupLayoutTest, MatmulManyAndRowReadsSeeThePlainRows) {
   const TensorType t = TensorType::kQ4_0;
   const int64_t cols = 256;
   const TwoLayouts a = make(t, 40, cols, 7), b = make(t, 21, cols, 8);
-  const auto x = gaussian(3 * cols, 9);
   ThreadPool pool(2);
   MatmulScratch scratch;
-  std::vector<float> ga(3 * 40), gb(3 * 21), wa(3 * 40), wb(3 * 21);
-  const MatmulPart parts[] = {{&a.grouped_view, ga.data()}, {&b.grouped_view, gb.data()}};
-  matmul_many(parts, x.data(), 3, pool, scratch);
-  matmul(a.plain_view, x.data(), 3, wa.data(), pool, scratch);
-  matmul(b.plain_view, x.data(), 3, wb.data(), pool, scratch);
-  EXPECT_EQ(0, std::memcmp(ga.data(), wa.data(), wa.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(gb.data(), wb.data(), wb.size() * sizeof(float)));
+  // 3, 12 and 20 tokens: a decode step of several streams and small prefills, all on
+  // the group GEMM (up to 64 tokens) in one dispatch for both parts.
+  for (const int64_t n : {3, 12, 20}) {
+    const auto x = gaussian(static_cast<size_t>(n * cols), 9);
+    std::vector<float> ga(n * 40), gb(n * 21), wa(n * 40), wb(n * 21);
+    const MatmulPart parts[] = {{&a.grouped_view, ga.data()}, {&b.grouped_view, gb.data()}};
+    matmul_many(parts, x.data(), n, pool, scratch);
+    matmul(a.plain_view, x.data(), n, wa.data(), pool, scratch);
+    matmul(b.plain_view, x.data(), n, wb.data(), pool, scratch);
+    EXPECT_EQ(0, std::memcmp(ga.data(), wa.data(), wa.size() * sizeof(float))) << n << " tokens";
+    EXPECT_EQ(0, std::memcmp(gb.data(), wb.data(), wb.size() * sizeof(float))) << n << " tokens";
+  }
 
   // Rows inside a group, and in the plain tail.
   const int32_t ids[] = {0, 13, 7, 39, 33};
