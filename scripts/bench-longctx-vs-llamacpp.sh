@@ -56,7 +56,7 @@ run_all() {
     [[ $e == base ]] && bin=$base
     # shellcheck disable=SC2086
     "$bin" bench engine -m "$model" --threads "$threads" $hargs --reps "$reps" --quiet --json \
-      >"$out/$name.$e.$r.json"
+      >"$out/$name.$e.$r.json" 2>>"$out/hearth.log"
     echo "round $r $name $e: $(keys "$out/$name.$e.$r.json")"
   done
   for fa in "${fa_list[@]}"; do
