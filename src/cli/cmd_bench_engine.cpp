@@ -177,7 +177,7 @@ int run_bench(const BenchArgs& a) {
   o.n_threads = threads;
   o.n_seq_max = 1;
   // Positions the runs need: the longest prefill, or the decode prompt and its steps.
-  int32_t longest = a.gen_after + a.gen;
+  int32_t longest = a.gen > 0 ? a.gen_after + a.gen : 0;  // --gen 0: no decode prompt
   for (int32_t n : a.prompts) longest = std::max(longest, n);
   o.n_ctx = a.ctx > 0 ? a.ctx : std::max(4096, longest);
   o.swa_full = a.swa_full;
@@ -197,10 +197,14 @@ int run_bench(const BenchArgs& a) {
   const ModelInfo& info = e.info();
   // Every size asked must fit the context: none is clamped or skipped silently.
   if (longest > info.n_ctx) {
+    const std::string what =
+        a.gen > 0 && a.gen_after + a.gen == longest
+            ? "--gen-after " + std::to_string(a.gen_after) + " + --gen " + std::to_string(a.gen)
+            : "--prompts " + std::to_string(longest);
     std::fprintf(stderr,
-                 "hearth bench engine: --gen-after %d + --gen %d or a --prompts size needs %d "
-                 "positions, more than the context of %d (--ctx; the model's own is %d)\n",
-                 a.gen_after, a.gen, longest, info.n_ctx, info.n_ctx_train);
+                 "hearth bench engine: %s needs %d positions, more than the context of %d "
+                 "(--ctx; the model's own is %d)\n",
+                 what.c_str(), longest, info.n_ctx, info.n_ctx_train);
     return 1;
   }
   const auto toks = bench_tokens(longest, info.n_vocab);

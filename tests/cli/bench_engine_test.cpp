@@ -43,7 +43,7 @@ TEST_F(BenchEngine, SizesBeyondTheContextAreErrors) {
   EXPECT_THAT(r.err, HasSubstr("context of 128"));
   auto p = run_cli("bench engine -m " + m + " -t 1 --prompts 300 --gen 0 --ctx 256 -q --json");
   EXPECT_EQ(p.exit_code, 1);
-  EXPECT_THAT(p.err, HasSubstr("300 positions"));
+  EXPECT_THAT(p.err, HasSubstr("--prompts 300 needs 300 positions"));
 }
 
 TEST_F(BenchEngine, The32kPresetIsListed) {
