@@ -41,10 +41,11 @@ Result<double> time_prefill(Engine& e, const std::vector<int32_t>& toks, int32_t
   return seconds_since(t0);
 }
 
-// 64 greedy decode steps after a prompt of n_prompt tokens; seconds for the 64.
+// n_gen greedy decode steps after the n_prompt tokens already in seq 0 (the steps of
+// an earlier call are dropped first); seconds for the n_gen.
 Result<double> time_decode(Engine& e, const std::vector<int32_t>& toks, int32_t n_prompt,
                            int32_t n_gen) {
-  HEARTH_RETURN_IF_ERROR(time_prefill(e, toks, n_prompt).status());
+  HEARTH_RETURN_IF_ERROR(e.seq_truncate(0, n_prompt));
   std::vector<float> logits;
   std::vector<BatchToken> one(1);
   int32_t next = toks[static_cast<size_t>(n_prompt) % toks.size()];
@@ -55,6 +56,34 @@ Result<double> time_decode(Engine& e, const std::vector<int32_t>& toks, int32_t 
     next = Sampler::greedy(logits);
   }
   return seconds_since(t0);
+}
+
+// The decode prompt of n_prompt positions made from a real prefill of its first n_fill
+// tokens, whose KV rows are then repeated (position p holds position p % n_fill's K and
+// V) up to n_prompt: decode over it does the same work as over a prefilled prompt (the
+// attention's operations do not depend on the values), without the minutes a 16k-32k
+// prefill takes on a few cores. Each layer keeps every position (no ring), else an error.
+Status fill_kv(Engine& e, const std::vector<int32_t>& toks, int32_t n_prompt, int32_t n_fill) {
+  HEARTH_RETURN_IF_ERROR(time_prefill(e, toks, n_fill).status());
+  const size_t per_pos = e.kv_bytes_per_position();
+  if (e.kv_pack_bytes(n_prompt) != per_pos * static_cast<size_t>(n_prompt)) {
+    return InvalidArgument("--kv-fill: the model has sliding-window layers (use --swa-full)");
+  }
+  std::vector<uint8_t> part;
+  HEARTH_RETURN_IF_ERROR(e.kv_pack(0, n_fill, part));
+  // kv_pack's layout: per layer, its K rows then its V rows, one row per position.
+  const size_t n_runs = 2 * static_cast<size_t>(e.info().n_layer);
+  const size_t row = per_pos / n_runs;
+  std::vector<uint8_t> full(per_pos * static_cast<size_t>(n_prompt));
+  for (size_t r = 0; r < n_runs; ++r) {
+    const uint8_t* src = part.data() + r * row * static_cast<size_t>(n_fill);
+    uint8_t* dst = full.data() + r * row * static_cast<size_t>(n_prompt);
+    for (int32_t p = 0; p < n_prompt; p += n_fill) {
+      const size_t n = static_cast<size_t>(std::min(n_fill, n_prompt - p));
+      std::memcpy(dst + static_cast<size_t>(p) * row, src, n * row);
+    }
+  }
+  return e.kv_unpack(0, full, n_prompt);
 }
 
 // Bandwidths over a buffer much larger than the caches, split across threads.
@@ -121,9 +150,10 @@ struct BenchArgs {
   bool weights_in_place = false;                    // EngineOptions::weights_in_place
   std::string kv_type = "f16";                      // EngineOptions::kv_type, by name
   bool quiet = false;                               // no load progress bar
-  int32_t ctx = 4096;                               // EngineOptions::n_ctx
-  bool swa_full = false;                            // EngineOptions::swa_full
-  std::vector<int32_t> rows;                        // saved row sizes to report (no timing)
+  int32_t kv_fill = 0;        // > 0: the decode prompt's KV repeated from this many (fill_kv)
+  int32_t ctx = 0;            // EngineOptions::n_ctx; 0: 4096, or what the sizes asked need
+  bool swa_full = false;      // EngineOptions::swa_full
+  std::vector<int32_t> rows;  // saved row sizes to report (no timing)
 };
 
 int run_bench(const BenchArgs& a) {
@@ -132,7 +162,10 @@ int run_bench(const BenchArgs& a) {
   EngineOptions o;
   o.n_threads = threads;
   o.n_seq_max = 1;
-  o.n_ctx = a.ctx;
+  // Positions the runs need: the longest prefill, or the decode prompt and its steps.
+  int32_t longest = a.gen > 0 ? a.gen_after + a.gen : 0;  // --gen 0: no decode prompt
+  for (int32_t n : a.prompts) longest = std::max(longest, n);
+  o.n_ctx = a.ctx > 0 ? a.ctx : std::max(4096, longest);
   o.swa_full = a.swa_full;
   o.weights_in_place = a.weights_in_place;
   o.kv_type = *kv_type_from_name(a.kv_type);
@@ -148,8 +181,18 @@ int run_bench(const BenchArgs& a) {
   }
   Engine& e = **loaded;
   const ModelInfo& info = e.info();
-  int32_t longest = a.gen_after + a.gen;
-  for (int32_t n : a.prompts) longest = std::max(longest, n);
+  // Every size asked must fit the context: none is clamped or skipped silently.
+  if (longest > info.n_ctx) {
+    const std::string what =
+        a.gen > 0 && a.gen_after + a.gen == longest
+            ? "--gen-after " + std::to_string(a.gen_after) + " + --gen " + std::to_string(a.gen)
+            : "--prompts " + std::to_string(longest);
+    std::fprintf(stderr,
+                 "hearth bench engine: %s needs %d positions, more than the context of %d "
+                 "(--ctx; the model's own is %d)\n",
+                 what.c_str(), longest, info.n_ctx, info.n_ctx_train);
+    return 1;
+  }
   const auto toks = bench_tokens(longest, info.n_vocab);
   nlohmann::json out;
   out["model"] = info.name;
@@ -167,7 +210,6 @@ int run_bench(const BenchArgs& a) {
   for (int32_t n : a.rows)
     if (n <= info.n_ctx) out["row_bytes_" + std::to_string(n)] = e.kv_pack_bytes(n);
   for (int32_t n : a.prompts) {
-    if (n > info.n_ctx) continue;
     std::vector<double> rates;
     for (int rep = 0; rep < a.reps; ++rep) {
       auto s = time_prefill(e, toks, n);
@@ -179,7 +221,17 @@ int run_bench(const BenchArgs& a) {
     }
     out["pp" + std::to_string(n)] = median(rates);
   }
-  const int32_t n_prompt = std::min<int32_t>(a.gen_after, info.n_ctx - a.gen);
+  const int32_t n_prompt = a.gen_after;
+  // The decode prompt is prefilled once (untimed); each rep drops the last one's steps.
+  if (a.gen > 0) {
+    const Status s = a.kv_fill > 0 && a.kv_fill < n_prompt
+                         ? fill_kv(e, toks, n_prompt, a.kv_fill)
+                         : time_prefill(e, toks, n_prompt).status();
+    if (!s.ok()) {
+      std::fprintf(stderr, "hearth bench engine: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
   // Decode reads every weight matrix once per token; the embedding table only one row
   // (unless it doubles as the output projection).
   uint64_t bytes_per_token = info.weight_bytes;
@@ -206,6 +258,7 @@ int run_bench(const BenchArgs& a) {
   const std::string tg_key = "tg" + std::to_string(a.gen);
   out[tg_key] = tg;
   out[tg_key + "_prompt_tokens"] = n_prompt;
+  if (a.kv_fill > 0 && a.kv_fill < n_prompt) out[tg_key + "_kv_fill"] = a.kv_fill;
   const Bandwidth bw{median(memcpys), median(reads)};
   out["memcpy_gbps"] = bw.memcpy_gbps;
   out["read_gbps"] = bw.read_gbps;
@@ -235,7 +288,8 @@ int run_bench(const BenchArgs& a) {
     const std::string k = "pp" + std::to_string(n);
     if (out.contains(k)) std::printf("%-18s %10.1f tok/s\n", k.c_str(), out[k].get<double>());
   }
-  std::printf("%-18s %10.1f tok/s (after a %d-token prompt)\n", tg_key.c_str(), tg, n_prompt);
+  std::printf("%-18s %10.1f tok/s (after a %d-token prompt%s)\n", tg_key.c_str(), tg, n_prompt,
+              out.contains(tg_key + "_kv_fill") ? ", its KV repeated from a shorter prefill" : "");
   std::printf("%-18s %10.2f GB/s\n%-18s %10.2f GB/s\n", "memcpy", bw.memcpy_gbps, "read",
               bw.read_gbps);
   std::printf(
@@ -259,16 +313,23 @@ Registrar reg("bench_engine", [](CLI::App& root) {
                 "read the weight matrices from the file mapping instead of a huge-page copy");
   cmd->add_option("--prompts", a->prompts, "prefill sizes to time (ppN)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--gen", a->gen, "decode steps to time (tgN; 0 skips decode)")
       ->check(CLI::Range(0, 1024));
-  cmd->add_option("--gen-after", a->gen_after, "prompt tokens before the decode steps")
-      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--gen-after", a->gen_after,
+                  "prompt tokens before the decode steps (up to the context less --gen)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--kv-fill", a->kv_fill,
+                  "prefill only this many of the --gen-after prompt and repeat their KV rows "
+                  "up to it (decode at 16k-32k without a minutes-long prefill)")
+      ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--reps", a->reps, "repetitions; the median is reported")
       ->check(CLI::Range(1, 99));
   cmd->add_flag("-q,--quiet", a->quiet,
                 "No load progress bar (there is none when stderr is not a terminal)");
-  cmd->add_option("--ctx", a->ctx, "positions per sequence (EngineOptions::n_ctx)")
+  cmd->add_option("--ctx", a->ctx,
+                  "positions per sequence (EngineOptions::n_ctx; default 4096, or more when "
+                  "--gen-after + --gen or --prompts need it)")
       ->check(CLI::Range(1, 1 << 24));
   cmd->add_flag("--swa-full", a->swa_full,
                 "sliding-window layers keep every position instead of a ring of the window");

@@ -14,6 +14,10 @@ constexpr ModelPreset kPresets[] = {
     {"llama", "tiny", 512, 64, 2, 4, 2, 0, 192, 0, 0, 512, 10000.0f, 1e-5f, 0},
     {"llama", "small", 512, 256, 4, 8, 4, 0, 768, 0, 0, 2048, 10000.0f, 1e-5f, 0},
     {"llama", "tinyllama-1.1b", 32000, 2048, 22, 32, 4, 0, 5632, 0, 0, 2048, 10000.0f, 1e-5f, 0},
+    // The same shape with a 32k context and the rope base of a real 32k llama-family
+    // model, Mistral-7B-v0.2 (rope_theta 1e6, 32,768 positions): long-context benchmarks.
+    {"llama", "tinyllama-1.1b-32k", 32000, 2048, 22, 32, 4, 0, 5632, 0, 0, 32768, 1000000.0f, 1e-5f,
+     0},
     // Qwen3: q/k norms, an explicit head size (tiny: 32, not 64 / 4), tied output.
     {"qwen3", "tiny", 512, 64, 2, 4, 2, 32, 192, 0, 0, 512, 1000000.0f, 1e-6f, 0},
     {"qwen3", "small", 32000, 512, 8, 8, 4, 128, 1536, 0, 0, 40960, 1000000.0f, 1e-6f, 0},
