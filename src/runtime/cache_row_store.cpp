@@ -34,6 +34,7 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.writer_queue_depth = kMaxQueuedSaves;
   cfg.scheduler = options.pressure;  // validated by Cache::open (an error at start)
   cfg.io = options.io;
+  cfg.max_delta_depth = options.max_delta_depth;
   // The runtime gates saves per model; the cache's own policy only sets lookup defaults.
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;
@@ -68,9 +69,10 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
       cache::Lease lease;
     };
     auto pinned = std::make_shared<Pinned>(Pinned{std::move(owner), std::move(*lease)});
-    if (pinned->lease.row().tier != cache::Tier::kRam) {
+    if (pinned->lease.row().tier != cache::Tier::kRam || pinned->lease.row().delta_depth > 0) {
       // A file row is read (pread, CRC per chunk) straight into its destination: a
-      // mapping would cost page faults and a second pass.
+      // mapping would cost page faults and a second pass. A delta row exists whole
+      // nowhere: its chain's links are scattered straight into the destination.
       row->payload_size = pinned->lease.payload_size();
       row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
         return p->lease.read_payload(dst);
@@ -124,6 +126,7 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
   auto ct = as_cache_tokens(row.tokens);
   m.tokens.assign(ct.begin(), ct.end());
   m.context_size = meta.context_size;
+  m.kv_groups = static_cast<uint32_t>(std::max(0, meta.kv_groups));
   if (!row.last_logits.empty()) {
     cache::KvcTlv tlv;
     tlv.tag = cache::kTagLogits;
@@ -176,6 +179,7 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
     s.last_used_ns = r.last_used_ns;
     s.in_flight = r.status == cache::RowStatus::kReserved;
     s.refcount = r.refcount;
+    s.delta_depth = r.delta_depth;
     if (r.fingerprint != Digest256{}) s.fingerprint_hex = to_hex(r.fingerprint);
     out.push_back(std::move(s));
   }
