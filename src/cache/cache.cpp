@@ -5,50 +5,38 @@
 #include <ctime>
 
 #include "cache/cache_impl.h"
-#include "cache/crc32c.h"
 #include "cache/slab_alloc.h"
+#include "cache/crc32c.h"
 
 namespace hearth::cache {
 namespace {
 
 Counter save_counter(SaveReason r) {
   switch (r) {
-    case SaveReason::kCold:
-      return Counter::kSavesCold;
-    case SaveReason::kContinued:
-      return Counter::kSavesContinued;
-    case SaveReason::kEvict:
-      return Counter::kSavesEvict;
-    case SaveReason::kShutdown:
-      return Counter::kSavesShutdown;
-    case SaveReason::kFinish:
-      return Counter::kSavesFinish;
-    case SaveReason::kUnknown:
-      break;
+    case SaveReason::kCold: return Counter::kSavesCold;
+    case SaveReason::kContinued: return Counter::kSavesContinued;
+    case SaveReason::kEvict: return Counter::kSavesEvict;
+    case SaveReason::kShutdown: return Counter::kSavesShutdown;
+    case SaveReason::kFinish: return Counter::kSavesFinish;
+    case SaveReason::kUnknown: break;
   }
   return Counter::kCount;
 }
 
 Counter bytes_counter(Tier t) {
   switch (t) {
-    case Tier::kRam:
-      return Counter::kBytesRam;
-    case Tier::kRamFile:
-      return Counter::kBytesRamFile;
-    case Tier::kDisk:
-      return Counter::kBytesDisk;
+    case Tier::kRam: return Counter::kBytesRam;
+    case Tier::kRamFile: return Counter::kBytesRamFile;
+    case Tier::kDisk: return Counter::kBytesDisk;
   }
   return Counter::kBytesRam;
 }
 
 Counter rows_counter(Tier t) {
   switch (t) {
-    case Tier::kRam:
-      return Counter::kRowsRam;
-    case Tier::kRamFile:
-      return Counter::kRowsRamFile;
-    case Tier::kDisk:
-      return Counter::kRowsDisk;
+    case Tier::kRam: return Counter::kRowsRam;
+    case Tier::kRamFile: return Counter::kRowsRamFile;
+    case Tier::kDisk: return Counter::kRowsDisk;
   }
   return Counter::kRowsRam;
 }
@@ -70,7 +58,8 @@ struct Timer {
 // ---------------------------------------------------------------------------
 // Impl
 
-Cache::Impl::Impl(CacheConfig c) : cfg(std::move(c)), sched(cfg.scheduler) {
+Cache::Impl::Impl(CacheConfig c)
+    : cfg(std::move(c)), sched(cfg.scheduler) {
   io = cfg.io ? cfg.io : posix_io();
   if (!cfg.ram_file_dir.empty()) {
     files[1] = std::make_unique<FileTier>(Tier::kRamFile, cfg.ram_file_dir, io);
@@ -90,18 +79,13 @@ Cache::Impl::Impl(CacheConfig c) : cfg(std::move(c)), sched(cfg.scheduler) {
   };
 }
 
-Cache::Impl::~Impl() {
-  stop();
-}
+Cache::Impl::~Impl() { stop(); }
 
 uint64_t Cache::Impl::quota(Tier t) const {
   switch (t) {
-    case Tier::kRam:
-      return cfg.ram_quota_bytes;
-    case Tier::kRamFile:
-      return cfg.ram_file_quota_bytes;
-    case Tier::kDisk:
-      return cfg.disk_quota_bytes;
+    case Tier::kRam: return cfg.ram_quota_bytes;
+    case Tier::kRamFile: return cfg.ram_file_quota_bytes;
+    case Tier::kDisk: return cfg.disk_quota_bytes;
   }
   return 0;
 }
@@ -242,9 +226,8 @@ Status Cache::Impl::start() {
     if (!ft) continue;
     HEARTH_RETURN_IF_ERROR(ft->claim_dir());
     Status s = rescan(static_cast<Tier>(t));
-    if (!s.ok())
-      return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
-                         " scan failed: " + s.message());
+    if (!s.ok()) return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
+                                    " scan failed: " + s.message());
   }
   for (int t = 0; t < kNumTiers; ++t) {
     if (enabled(static_cast<Tier>(t))) {
@@ -315,8 +298,7 @@ Status Cache::Impl::make_room(Tier tier, uint64_t bytes) {
     if (r.rows == 0) break;
   }
   if (meta.tier_bytes(tier) + bytes <= q) return OkStatus();
-  return ResourceExhausted(std::string(tier_name(tier)) +
-                           " quota full of pinned or in-flight rows");
+  return ResourceExhausted(std::string(tier_name(tier)) + " quota full of pinned or in-flight rows");
 }
 
 EvictResult Cache::Impl::evict(uint64_t target, uint32_t mask) {
@@ -458,9 +440,7 @@ RowInfo Cache::Impl::to_info(const Row& r) const {
   return i;
 }
 
-void Cache::Impl::touch(const Row& r) {
-  r.last_used_ns.store(now_ns(), std::memory_order_relaxed);
-}
+void Cache::Impl::touch(const Row& r) { r.last_used_ns.store(now_ns(), std::memory_order_relaxed); }
 
 namespace {
 
@@ -796,8 +776,8 @@ std::optional<RowInfo> Cache::lookup_exact_or_wait(const CacheKey& key, uint64_t
 }
 
 std::optional<PrefixHit> Cache::lookup_longest_prefix(const KeyNamespace& ns,
-                                                      std::span<const Token> tokens, size_t stride,
-                                                      size_t min_tokens) {
+                                                      std::span<const Token> tokens,
+                                                      size_t stride, size_t min_tokens) {
   Timer timer;
   if (stride == 0) stride = impl_->cfg.policy.boundary_align_tokens;
   if (min_tokens == 0) min_tokens = impl_->cfg.policy.min_tokens;
@@ -867,9 +847,7 @@ EvictResult Cache::evict_bytes(uint64_t target, std::span<const Tier> tiers) {
   return impl_->evict(target, tier_mask(tiers));
 }
 
-uint64_t Cache::gc() {
-  return impl_->evict(UINT64_MAX, 0x7).rows;
-}
+uint64_t Cache::gc() { return impl_->evict(UINT64_MAX, 0x7).rows; }
 
 std::vector<RowInfo> Cache::dump() const {
   // In-flight saves are read before the rows: a save that publishes in between
@@ -896,33 +874,19 @@ std::vector<RowInfo> Cache::dump() const {
   return out;
 }
 
-size_t Cache::row_count() const {
-  return impl_->meta.snapshot()->rows.size();
-}
-Counters& Cache::counters() {
-  return impl_->counters;
-}
+size_t Cache::row_count() const { return impl_->meta.snapshot()->rows.size(); }
+Counters& Cache::counters() { return impl_->counters; }
 std::vector<std::pair<std::string, uint64_t>> Cache::counters_snapshot() const {
   return impl_->counters.snapshot();
 }
-void Cache::reset_counters() {
-  impl_->counters.reset();
-}
-bool Cache::tier_enabled(Tier t) const {
-  return impl_->enabled(t);
-}
+void Cache::reset_counters() { impl_->counters.reset(); }
+bool Cache::tier_enabled(Tier t) const { return impl_->enabled(t); }
 bool Cache::tier_degraded(Tier t) const {
   FileTier* ft = impl_->file_tier(t);
   return ft && ft->degraded();
 }
-Status Cache::rescan_tier(Tier t) {
-  return impl_->rescan(t);
-}
-const CacheConfig& Cache::config() const {
-  return impl_->cfg;
-}
-void Cache::sweep_reservations() {
-  impl_->sweep();
-}
+Status Cache::rescan_tier(Tier t) { return impl_->rescan(t); }
+const CacheConfig& Cache::config() const { return impl_->cfg; }
+void Cache::sweep_reservations() { impl_->sweep(); }
 
 }  // namespace hearth::cache

@@ -98,7 +98,7 @@ struct KvcBuildMeta {
   uint64_t last_used_time = 0;  // 0 = now
   uint32_t hit_count = 0;
   std::string prompt_text;
-  std::string hostname;  // empty = gethostname()
+  std::string hostname;         // empty = gethostname()
   std::string version = "hearth 0.1.0";
   std::string save_reason_detail;
   std::vector<KvcTlv> extra_tlvs;  // e.g. kTagLogits; tags 0x01-0x09 and 0x0B are refused

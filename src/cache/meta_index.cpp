@@ -10,9 +10,7 @@ uint64_t now_ns() {
                                    .count());
 }
 
-MetaIndex::MetaIndex() {
-  snap_.store(std::make_shared<const Snapshot>());
-}
+MetaIndex::MetaIndex() { snap_.store(std::make_shared<const Snapshot>()); }
 
 RowPtr MetaIndex::find(const CacheKey& key) const {
   SnapshotPtr s = snapshot();

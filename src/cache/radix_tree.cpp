@@ -15,7 +15,7 @@ struct Edge {
 struct RadixNode {
   Edge edge;  // label from the parent (empty for the root)
   std::vector<std::shared_ptr<const RadixNode>> children;  // sorted by edge.first()
-  bool terminal = false;                                   // a row ends exactly here
+  bool terminal = false;  // a row ends exactly here
   CacheKey terminal_key{};
   // Shortest row in this subtree (ties: smallest key).
   bool has_rep = false;
@@ -176,9 +176,7 @@ std::optional<RadixMatch> radix_longest_prefix(const RadixRoot& root,
   return best;
 }
 
-size_t radix_row_count(const RadixRoot& root) {
-  return root ? root->rows : 0;
-}
+size_t radix_row_count(const RadixRoot& root) { return root ? root->rows : 0; }
 
 std::vector<std::pair<uint32_t, CacheKey>> radix_prefix_rows(const RadixRoot& root,
                                                              std::span<const Token> tokens) {

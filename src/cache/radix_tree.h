@@ -25,9 +25,9 @@ struct RadixNode;
 using RadixRoot = std::shared_ptr<const RadixNode>;
 
 struct RadixMatch {
-  size_t depth = 0;      // tokens of the prompt matched
-  CacheKey key{};        // shortest row under the match point
-  uint32_t row_len = 0;  // its token count (>= depth)
+  size_t depth = 0;       // tokens of the prompt matched
+  CacheKey key{};         // shortest row under the match point
+  uint32_t row_len = 0;   // its token count (>= depth)
 };
 
 // tokens must stay alive as long as any tree that contains the row (the tree
@@ -36,8 +36,7 @@ RadixRoot radix_insert(const RadixRoot& root, std::shared_ptr<const std::vector<
                        const CacheKey& key);
 RadixRoot radix_remove(const RadixRoot& root, std::span<const Token> tokens, const CacheKey& key);
 // nullopt when nothing shares even one token with the prompt.
-std::optional<RadixMatch> radix_longest_prefix(const RadixRoot& root,
-                                               std::span<const Token> prompt);
+std::optional<RadixMatch> radix_longest_prefix(const RadixRoot& root, std::span<const Token> prompt);
 size_t radix_row_count(const RadixRoot& root);
 // Rows whose whole token list is a prefix of `tokens` (shorter than it or equal), as
 // (token count, key), shortest first: the candidate parents of a delta row.

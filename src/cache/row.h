@@ -19,12 +19,12 @@ namespace hearth::cache {
 struct Row {
   CacheKey key{};
   Tier tier = Tier::kRam;
-  uint64_t size = 0;  // file / slab bytes
+  uint64_t size = 0;           // file / slab bytes
   uint64_t payload_offset = 0;
   uint64_t payload_bytes = 0;
   uint32_t payload_crc = 0;
   std::array<uint8_t, 48> header{};
-  std::string location;  // final path, or "ram"
+  std::string location;        // final path, or "ram"
   Digest256 ns_id{};
   Digest256 fingerprint{};  // the namespace's model fingerprint (KVC TLV 0x01)
   std::shared_ptr<const std::vector<Token>> tokens;

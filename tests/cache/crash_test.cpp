@@ -112,8 +112,8 @@ TEST(CrashTest, KilledWritersNeverLeaveBadRows) {
                                  << " fails verify: " << loaded.status().to_string();
       }
       for (const auto& key : reported) {
-        ASSERT_TRUE(cache->lookup_exact(key))
-            << "round " << round << ": published row " << to_hex(key) << " lost";
+        ASSERT_TRUE(cache->lookup_exact(key)) << "round " << round << ": published row "
+                                              << to_hex(key) << " lost";
         ASSERT_TRUE(CacheTestPeer::impl(*cache)
                         .files[2]
                         ->verify(CacheTestPeer::impl(*cache).files[2]->final_path(key), key)

@@ -22,29 +22,29 @@ enum class Counter : int {
   kSavesEvict,
   kSavesShutdown,
   kEvictions,
-  kCorruptFiles,  // rows dropped because a load failed CRC / key replay / parse
-  kPackTotalNs,   // time spent in save (build + write + publish)
-  kLoadTotalNs,   // time spent in load (read + verify)
-  kBytesRam,      // gauges: bytes currently held per tier
+  kCorruptFiles,       // rows dropped because a load failed CRC / key replay / parse
+  kPackTotalNs,        // time spent in save (build + write + publish)
+  kLoadTotalNs,        // time spent in load (read + verify)
+  kBytesRam,           // gauges: bytes currently held per tier
   kBytesRamFile,
   kBytesDisk,
-  kDuplicateDropped,  // save skipped: the key is already published or reserved
+  kDuplicateDropped,   // save skipped: the key is already published or reserved
   kHitsLongestPrefix,
   kLongestPrefixProbes,
   kLongestPrefixNs,
-  kSavesDropped,  // async save refused under writer-pool back-pressure
-  kRowsRam,       // gauges: rows currently held per tier
+  kSavesDropped,       // async save refused under writer-pool back-pressure
+  kRowsRam,            // gauges: rows currently held per tier
   kRowsRamFile,
   kRowsDisk,
-  kHitsRadix,            // hits from the token-granular radix lookup
-  kSaveErrors,           // a save failed (I/O error, bad input); nothing published
-  kLoadErrors,           // a load failed and was reported as a miss
-  kTierDegraded,         // times a tier was marked degraded
-  kOrphansAdopted,       // TTL sweep / EEXIST found a valid published file and kept it
-  kOrphansDropped,       // TTL sweep removed a stale reservation (and its bad file)
-  kDeltaSaves,           // rows published as deltas of a parent row (KVC version 2)
-  kDeltaBytesSaved,      // payload bytes those deltas did not write (the parents hold them)
-  kDeltaBrokenChains,    // restores refused because a link of a delta chain failed (a miss)
+  kHitsRadix,          // hits from the token-granular radix lookup
+  kSaveErrors,         // a save failed (I/O error, bad input); nothing published
+  kLoadErrors,         // a load failed and was reported as a miss
+  kTierDegraded,       // times a tier was marked degraded
+  kOrphansAdopted,     // TTL sweep / EEXIST found a valid published file and kept it
+  kOrphansDropped,     // TTL sweep removed a stale reservation (and its bad file)
+  kDeltaSaves,         // rows published as deltas of a parent row (KVC version 2)
+  kDeltaBytesSaved,    // payload bytes those deltas did not write (the parents hold them)
+  kDeltaBrokenChains,  // restores refused: a link of a delta chain failed (a miss)
   kDeltaOrphansDropped,  // delta rows dropped because their parent left the index
   kCount
 };
