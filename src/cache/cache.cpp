@@ -106,6 +106,14 @@ std::shared_ptr<Row> Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f)
   row->ns_id = f.info.ns.id();
   row->fingerprint = f.info.ns.fingerprint;
   row->tokens = std::make_shared<const std::vector<Token>>(f.info.tokens);
+  row->full_payload_bytes = f.info.payload_length;
+  if (const auto& d = f.info.delta) {
+    row->delta_depth = d->depth;
+    row->parent_tokens = d->parent_tokens;
+    row->groups = d->groups;
+    row->bytes_per_position = d->bytes_per_position;
+    row->full_payload_bytes = d->full_payload_bytes;
+  }
   row->hits.store(f.info.hit_count);
   // Map the persisted wall-clock last use onto the steady clock so LRU order
   // survives a restart.
@@ -124,9 +132,92 @@ std::shared_ptr<Row> Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f)
   m.creation_time = f.info.creation_time;
   m.last_used_time = f.info.last_used_time;
   m.hit_count = f.info.hit_count;
+  m.delta = f.info.delta;
   auto prefix = kvc_build_prefix_with_crc(m, f.info.payload_length, f.info.payload_crc32c);
   if (prefix.ok()) std::memcpy(row->header.data(), prefix->data(), 48);
   return row;
+}
+
+bool Cache::Impl::link_parent(Row& row, const KvcInfo& info) {
+  if (!info.delta) return true;
+  const KvcDelta& d = *info.delta;
+  RowPtr p = meta.find(d.parent_key);
+  if (!p || p->tier != row.tier || !p->tokens || p->tokens->size() != d.parent_tokens) {
+    return false;
+  }
+  if (p->delta_depth + 1 != d.depth) return false;
+  if (p->full_payload_bytes != uint64_t(d.groups) * d.bytes_per_position * d.parent_tokens) {
+    return false;
+  }
+  if (p->delta_depth > 0 &&
+      (p->groups != d.groups || p->bytes_per_position != d.bytes_per_position)) {
+    return false;
+  }
+  if (!p->try_pin()) return false;
+  row.parent = std::move(p);
+  return true;
+}
+
+bool Cache::Impl::insert_row(const std::shared_ptr<Row>& row) {
+  if (meta.insert_available(row)) return true;
+  if (row->parent) row->parent->unpin();
+  return false;
+}
+
+void Cache::Impl::drop_orphans() {
+  // Each pass drops the children of rows gone before it; a chain is at most
+  // kMaxDeltaDepth links deep.
+  for (uint32_t pass = 0; pass <= kMaxDeltaDepth; ++pass) {
+    SnapshotPtr snap = meta.snapshot();
+    std::vector<RowPtr> orphans;
+    for (const auto& [k, r] : snap->rows) {
+      if (!r->parent) continue;
+      auto it = snap->rows.find(r->parent->key);
+      if (it == snap->rows.end() || it->second != r->parent) orphans.push_back(r);
+    }
+    if (orphans.empty()) return;
+    for (const RowPtr& r : orphans) {
+      if (!meta.drop(r->key, r)) continue;
+      if (FileTier* ft = file_tier(r->tier)) remove_unclaimed(*ft, r->key, r->location);
+      counters.add(Counter::kDeltaOrphansDropped);
+    }
+  }
+}
+
+std::optional<Cache::Impl::DeltaPlan> Cache::Impl::plan_delta(Tier tier, const KvcBuildMeta& m,
+                                                              uint64_t payload_size) {
+  if (cfg.max_delta_depth == 0 || m.kv_groups == 0) return std::nullopt;
+  const uint64_t n = m.tokens.size();
+  const uint64_t per_token = uint64_t(m.kv_groups) * n;
+  if (payload_size == 0 || payload_size % per_token != 0) return std::nullopt;
+  const uint64_t bpp = payload_size / per_token;
+  SnapshotPtr snap = meta.snapshot();
+  auto root = snap->radix.find(m.ns.id());
+  if (root == snap->radix.end()) return std::nullopt;
+  const auto cands = radix_prefix_rows(root->second, m.tokens);
+  // The longest row of this tier whose tokens prefix ours: the delta is then smallest.
+  for (auto it = cands.rbegin(); it != cands.rend(); ++it) {
+    if (it->first >= n) continue;
+    auto f = snap->rows.find(it->second);
+    if (f == snap->rows.end() || f->second->tier != tier) continue;
+    const RowPtr& p = f->second;
+    if (p->delta_depth + 1 > cfg.max_delta_depth) return std::nullopt;  // full row: new root
+    if (p->full_payload_bytes != uint64_t(m.kv_groups) * bpp * it->first) return std::nullopt;
+    if (p->delta_depth > 0 && (p->groups != m.kv_groups || p->bytes_per_position != bpp)) {
+      return std::nullopt;
+    }
+    if (!p->try_pin()) return std::nullopt;
+    DeltaPlan plan;
+    plan.parent = p;
+    plan.delta.parent_key = p->key;
+    plan.delta.parent_tokens = it->first;
+    plan.delta.groups = m.kv_groups;
+    plan.delta.depth = p->delta_depth + 1;
+    plan.delta.full_payload_bytes = payload_size;
+    plan.delta.bytes_per_position = bpp;
+    return plan;
+  }
+  return std::nullopt;
 }
 
 Status Cache::Impl::start() {
@@ -212,7 +303,10 @@ Status Cache::Impl::make_room(Tier tier, uint64_t bytes) {
 
 EvictResult Cache::Impl::evict(uint64_t target, uint32_t mask) {
   EvictResult res;
-  for (int round = 0; round < 3 && res.bytes < target; ++round) {
+  // A parent pinned by its delta children becomes a candidate once they are gone: a
+  // chain of depth d takes up to d + 1 rounds.
+  const uint32_t rounds = 3 + cfg.max_delta_depth;
+  for (uint32_t round = 0; round < rounds && res.bytes < target; ++round) {
     auto cands = meta.lru_candidates(mask);
     if (cands.empty()) break;
     std::vector<RowPtr> chosen;
@@ -239,6 +333,7 @@ void Cache::Impl::drop_corrupt(const RowPtr& row, const Status& why) {
   if (meta.drop(row->key, row)) {
     if (FileTier* ft = file_tier(row->tier)) remove_unclaimed(*ft, row->key, row->location);
     counters.add(Counter::kCorruptFiles);
+    drop_orphans();  // its delta children can no longer be restored
   }
 }
 
@@ -253,9 +348,11 @@ void Cache::Impl::remove_unclaimed(FileTier& ft, const CacheKey& key, const std:
 Status Cache::Impl::adopt_file(FileTier& ft, const CacheKey& key, const std::string& path) {
   HEARTH_RETURN_IF_ERROR(ft.verify(path, key));
   HEARTH_ASSIGN_OR_RETURN(ScannedFile f, ft.read_meta(path));
-  if (!meta.insert_available(row_from_scan(ft.tier(), f))) {
-    return AlreadyExists("key already published or reserved");
+  auto row = row_from_scan(ft.tier(), f);
+  if (!link_parent(*row, f.info)) {
+    return DataLoss("delta row " + path + ": its parent row is not in the index");
   }
+  if (!insert_row(row)) return AlreadyExists("key already published or reserved");
   return OkStatus();
 }
 
@@ -276,9 +373,25 @@ Status Cache::Impl::rescan(Tier tier) {
   for (const auto& [k, r] : before->rows) {
     if (r->tier == tier && !on_disk.count(k)) meta.drop(k, r);
   }
-  for (const auto& f : *scanned) {
-    if (!meta.find(f.info.key())) meta.insert_available(row_from_scan(tier, f));
+  // Parents before children: full rows, then deltas by depth, so each delta finds its
+  // parent registered. A delta whose parent is absent is an orphan: never served, removed.
+  std::vector<const ScannedFile*> order;
+  for (const auto& f : *scanned) order.push_back(&f);
+  std::stable_sort(order.begin(), order.end(), [](const ScannedFile* a, const ScannedFile* b) {
+    return (a->info.delta ? a->info.delta->depth : 0) < (b->info.delta ? b->info.delta->depth : 0);
+  });
+  for (const ScannedFile* f : order) {
+    const CacheKey key = f->info.key();
+    if (meta.find(key)) continue;
+    auto row = row_from_scan(tier, *f);
+    if (!link_parent(*row, f->info)) {
+      remove_unclaimed(*ft, key, f->path);
+      counters.add(Counter::kDeltaOrphansDropped);
+      continue;
+    }
+    insert_row(row);
   }
+  drop_orphans();
   ft->set_degraded(false);
   return OkStatus();
 }
@@ -323,12 +436,33 @@ RowInfo Cache::Impl::to_info(const Row& r) const {
   i.n_tokens = r.tokens ? static_cast<uint32_t>(r.tokens->size()) : 0;
   i.hits = r.hits.load(std::memory_order_relaxed);
   i.fingerprint = r.fingerprint;
+  i.delta_depth = r.delta_depth;
   return i;
 }
 
 void Cache::Impl::touch(const Row& r) { r.last_used_ns.store(now_ns(), std::memory_order_relaxed); }
 
-Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
+namespace {
+
+// A pin held on a delta's parent for the length of its save; released at scope exit
+// unless handed to the published row.
+class PinGuard {
+ public:
+  explicit PinGuard(RowPtr r) : r_(std::move(r)) {}
+  PinGuard(const PinGuard&) = delete;
+  PinGuard& operator=(const PinGuard&) = delete;
+  ~PinGuard() {
+    if (r_) r_->unpin();
+  }
+  RowPtr release() { return std::move(r_); }
+
+ private:
+  RowPtr r_;
+};
+
+}  // namespace
+
+Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
                                       std::span<const uint8_t> payload,
                                       std::vector<uint8_t>* owned) {
   Timer timer;
@@ -337,16 +471,33 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
     return s;
   };
   if (!enabled(tier)) return fail(Unavailable(std::string("tier ") + tier_name(tier) + " is off"));
-  if (m.tokens.empty()) return fail(InvalidArgument("save: no tokens"));
+  if (full_meta.tokens.empty()) return fail(InvalidArgument("save: no tokens"));
+  if (full_meta.delta) {
+    return fail(InvalidArgument("save: KvcBuildMeta::delta is the cache's to set, not a caller's"));
+  }
   FileTier* ft = file_tier(tier);
   if (ft && ft->degraded()) {
     return fail(Unavailable(std::string("tier ") + tier_name(tier) + " is degraded"));
   }
-  CacheKey key = make_key(m.ns, m.tokens);
+  CacheKey key = make_key(full_meta.ns, full_meta.tokens);
   if (meta.find(key)) {
     counters.add(Counter::kDuplicateDropped);
     return AlreadyExists("key already published");
   }
+  // A continuation of a row of this tier stores only the positions after it.
+  const uint64_t full_payload_bytes = payload.size();
+  std::optional<DeltaPlan> plan = plan_delta(tier, full_meta, payload.size());
+  PinGuard parent_pin(plan ? plan->parent : nullptr);
+  std::vector<uint8_t> delta_bytes;
+  KvcBuildMeta delta_meta;
+  if (plan) {
+    delta_bytes = kvc_cut_delta(payload, full_meta.tokens.size(), plan->delta);
+    payload = delta_bytes;
+    if (owned != nullptr) owned = &delta_bytes;
+    delta_meta = full_meta;
+    delta_meta.delta = plan->delta;
+  }
+  const KvcBuildMeta& m = plan ? delta_meta : full_meta;
   // RAM tier: take the caller's vector, or copy the span once with the CRC
   // computed on the copy while it is hot in cache.
   std::shared_ptr<const void> ram_owner;
@@ -401,14 +552,25 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
   row->tokens = std::make_shared<const std::vector<Token>>(m.tokens);
   row->hits.store(m.hit_count);
   row->last_used_ns.store(now_ns());
+  row->full_payload_bytes = full_payload_bytes;
+  if (plan) {
+    row->delta_depth = plan->delta.depth;
+    row->parent_tokens = plan->delta.parent_tokens;
+    row->groups = plan->delta.groups;
+    row->bytes_per_position = plan->delta.bytes_per_position;
+  }
 
   if (!ft) {
     row->ram_prefix = std::make_shared<const std::vector<uint8_t>>(std::move(prefix).value());
     row->ram_owner = std::move(ram_owner);
     row->ram_data = ram_data;
     row->location = "ram";
-    row->verified.store(true);  // built from the caller's bytes just now
-    if (!meta.publish(key, *token, row)) return fail(Cancelled("reservation expired"));
+    row->verified.store(true);                     // built from the caller's bytes just now
+    if (plan) row->parent = parent_pin.release();  // the row holds the pin from now on
+    if (!meta.publish(key, *token, row)) {
+      if (row->parent) row->parent->unpin();
+      return fail(Cancelled("reservation expired"));
+    }
   } else {
     // Stage 2: temp file + fdatasync.
     auto tmp = ft->write_tmp(key, *token, *prefix, payload);
@@ -440,12 +602,19 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
           return fail(adopted.status());
         }
         row = row_from_scan(tier, *adopted);
+        if (!link_parent(*row, adopted->info)) {
+          meta.cancel(key, *token);
+          return fail(DataLoss("adopted delta row " + final + ": its parent is not in the index"));
+        }
         counters.add(Counter::kOrphansAdopted);
+      } else if (plan) {
+        row->parent = parent_pin.release();
       }
     }
     row->location = final;
     // Stage 5: announce.
     if (!meta.publish(key, *token, row)) {
+      if (row->parent) row->parent->unpin();  // this row never entered the index
       // The TTL sweeper reaped the reservation after our link(2). Register
       // what is at the path now, as the sweeper would, unless it (or a rescan)
       // already did.
@@ -457,6 +626,10 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& m,
   }
   Counter c = save_counter(m.save_reason);
   if (c != Counter::kCount) counters.add(c);
+  if (plan) {
+    counters.add(Counter::kDeltaSaves);
+    counters.add(Counter::kDeltaBytesSaved, full_payload_bytes - payload.size());
+  }
   const uint64_t elapsed = timer.elapsed();
   counters.add(Counter::kPackTotalNs, elapsed);
   record_write(tier, payload.size(), elapsed);

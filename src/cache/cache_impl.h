@@ -75,6 +75,24 @@ struct Cache::Impl {
   // holds the key's lock. kAlreadyExists when the key is published or reserved.
   Status adopt_file(FileTier& ft, const CacheKey& key, const std::string& path);
   std::shared_ptr<Row> row_from_scan(Tier tier, const ScannedFile& f);
+  // A delta row read from a file: finds its parent in the index (same tier, the
+  // header's key and token count, the chain's layout and depth) and pins it.
+  // false = no such live parent (the row is an orphan and must not be served).
+  bool link_parent(Row& row, const KvcInfo& info);
+  // insert_available for a row that may hold a parent pin: gives the pin back when
+  // the row is refused.
+  bool insert_row(const std::shared_ptr<Row>& row);
+  // Drops (and unlinks) every delta row whose parent is no longer the index's row for
+  // its key, repeatedly, so no orphan stays listed or counted against a quota.
+  void drop_orphans();
+  // The delta to save for a payload of tokens on `tier`: the longest row of the same
+  // namespace and tier whose tokens prefix `m.tokens`, pinned (the caller unpins), and
+  // the delta's description. nullopt = save a full row.
+  struct DeltaPlan {
+    RowPtr parent;
+    KvcDelta delta;
+  };
+  std::optional<DeltaPlan> plan_delta(Tier tier, const KvcBuildMeta& m, uint64_t payload_size);
   Status rescan(Tier tier);
   void sweep();
   ForceCheckResult force_check();

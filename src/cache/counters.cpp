@@ -33,6 +33,10 @@ const char* counter_name(Counter c) {
     case Counter::kTierDegraded: return "tier_degraded";
     case Counter::kOrphansAdopted: return "orphans_adopted";
     case Counter::kOrphansDropped: return "orphans_dropped";
+    case Counter::kDeltaSaves: return "delta_saves";
+    case Counter::kDeltaBytesSaved: return "delta_bytes_saved";
+    case Counter::kDeltaBrokenChains: return "delta_broken_chains";
+    case Counter::kDeltaOrphansDropped: return "delta_orphans_dropped";
     case Counter::kCount: break;
   }
   return "?";

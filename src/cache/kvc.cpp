@@ -48,7 +48,81 @@ struct Reader {
   }
 };
 
+std::vector<uint8_t> encode_delta(const KvcDelta& d) {
+  std::vector<uint8_t> out(d.parent_key.begin(), d.parent_key.end());
+  put_u32(out, d.parent_tokens);
+  put_u32(out, d.groups);
+  put_u32(out, d.depth);
+  put_u32(out, 0);
+  put_u64(out, d.full_payload_bytes);
+  put_u64(out, d.bytes_per_position);
+  return out;
+}
+
+Result<KvcDelta> decode_delta(std::span<const uint8_t> v) {
+  if (v.size() != kKvcDeltaTlvSize) {
+    return DataLoss("kvc: delta TLV 0x0B is " + std::to_string(v.size()) + " bytes, not " +
+                    std::to_string(kKvcDeltaTlvSize));
+  }
+  KvcDelta d;
+  std::memcpy(d.parent_key.data(), v.data(), 32);
+  d.parent_tokens = get_u32(v.data() + 32);
+  d.groups = get_u32(v.data() + 36);
+  d.depth = get_u32(v.data() + 40);
+  if (get_u32(v.data() + 44) != 0) return DataLoss("kvc: delta TLV reserved field is not 0");
+  d.full_payload_bytes = get_u64(v.data() + 48);
+  d.bytes_per_position = get_u64(v.data() + 56);
+  return d;
+}
+
 }  // namespace
+
+Status check_delta(const KvcDelta& d, uint64_t n_tokens, uint64_t payload_len) {
+  if (d.groups == 0) return InvalidArgument("kvc: delta groups is 0");
+  if (d.depth == 0) return InvalidArgument("kvc: delta depth is 0");
+  if (d.parent_tokens == 0 || d.parent_tokens >= n_tokens) {
+    return InvalidArgument("kvc: delta parent_tokens " + std::to_string(d.parent_tokens) +
+                           " is outside [1, " + std::to_string(n_tokens) + ")");
+  }
+  if (d.bytes_per_position == 0 || d.bytes_per_position > (1ull << 32)) {
+    return InvalidArgument("kvc: delta bytes_per_position " + std::to_string(d.bytes_per_position) +
+                           " is out of range");
+  }
+  const uint64_t per_pos = uint64_t(d.groups) * d.bytes_per_position;
+  if (per_pos * (n_tokens - d.parent_tokens) != payload_len) {
+    return InvalidArgument("kvc: delta payload_length " + std::to_string(payload_len) +
+                           " is not groups * bytes_per_position * new positions (" +
+                           std::to_string(per_pos * (n_tokens - d.parent_tokens)) + ")");
+  }
+  if (per_pos * n_tokens != d.full_payload_bytes) {
+    return InvalidArgument("kvc: delta full_payload_bytes " + std::to_string(d.full_payload_bytes) +
+                           " is not " + std::to_string(per_pos * n_tokens));
+  }
+  return OkStatus();
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> kvc_delta_runs(const KvcDelta& d, uint64_t n_tokens,
+                                                          uint64_t first, uint64_t last) {
+  std::vector<std::pair<uint64_t, uint64_t>> runs;
+  runs.reserve(d.groups);
+  const uint64_t group_bytes = n_tokens * d.bytes_per_position;
+  for (uint64_t g = 0; g < d.groups; ++g) {
+    runs.emplace_back(g * group_bytes + first * d.bytes_per_position,
+                      (last - first) * d.bytes_per_position);
+  }
+  return runs;
+}
+
+std::vector<uint8_t> kvc_cut_delta(std::span<const uint8_t> full, uint64_t n_tokens,
+                                   const KvcDelta& d) {
+  std::vector<uint8_t> out;
+  out.reserve(d.groups * (n_tokens - d.parent_tokens) * d.bytes_per_position);
+  for (const auto& [off, len] : kvc_delta_runs(d, n_tokens, d.parent_tokens, n_tokens)) {
+    out.insert(out.end(), full.begin() + static_cast<ptrdiff_t>(off),
+               full.begin() + static_cast<ptrdiff_t>(off + len));
+  }
+  return out;
+}
 
 uint32_t kvc_meta_crc(std::span<const uint8_t> prefix) {
   // The fields a reader may rewrite in place (hit_count, last_used_time) and the
@@ -95,7 +169,7 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
   }
   if (meta.tokens.size() > UINT32_MAX / 4) return InvalidArgument("too many tokens");
   for (const auto& t : meta.extra_tlvs) {
-    if (t.tag >= kTagFingerprint && t.tag <= kTagTokenIds) {
+    if ((t.tag >= kTagFingerprint && t.tag <= kTagTokenIds) || t.tag == kTagDelta) {
       return InvalidArgument("extra TLV uses reserved tag " + std::to_string(t.tag));
     }
   }
@@ -122,6 +196,11 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
             meta.save_reason_detail.size());
   }
   for (const auto& t : meta.extra_tlvs) put_tlv(tlv, t.tag, t.value.data(), t.value.size());
+  if (meta.delta) {
+    HEARTH_RETURN_IF_ERROR(check_delta(*meta.delta, meta.tokens.size(), payload_len));
+    std::vector<uint8_t> d = encode_delta(*meta.delta);
+    put_tlv(tlv, kTagDelta, d.data(), d.size());
+  }
 
   uint64_t payload_offset = kKvcHeaderSize + kKvcTrailerSize + 4 + meta.prompt_text.size() + 4 +
                             tlv.size();
@@ -129,7 +208,8 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
 
   std::vector<uint8_t> out;
   out.reserve(payload_offset);
-  out.insert(out.end(), {'K', 'V', 'C', kKvcVersion, meta.quant_bits,
+  const uint8_t version = meta.delta ? kKvcDeltaVersion : kKvcVersion;
+  out.insert(out.end(), {'K', 'V', 'C', version, meta.quant_bits,
                          static_cast<uint8_t>(meta.save_reason), kKvcFlagMetaCrc, 0});
   put_u32(out, n_tokens);
   put_u32(out, meta.hit_count);
@@ -168,7 +248,7 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
   if (!r.take(kKvcHeaderSize, &h)) return DataLoss("kvc: truncated header");
   if (std::memcmp(h, "KVC", 3) != 0) return DataLoss("kvc: bad magic");
   info.version = h[3];
-  if (info.version != kKvcVersion) {
+  if (info.version != kKvcVersion && info.version != kKvcDeltaVersion) {
     return DataLoss("kvc: unsupported version " + std::to_string(info.version));
   }
   if (h[6] != kKvcFlagMetaCrc || h[7] != 0) {
@@ -263,6 +343,16 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
         have_tokens = true;
         break;
       }
+      case kTagDelta: {
+        if (info.version != kKvcDeltaVersion) {
+          return DataLoss("kvc: delta TLV 0x0B in a version-" + std::to_string(info.version) +
+                          " (full) row");
+        }
+        auto d = decode_delta({v, len});
+        if (!d.ok()) return d.status();
+        info.delta = *d;
+        break;
+      }
       default:  // forward compatible: keep, do not interpret
         info.extra_tlvs.push_back({tag, std::vector<uint8_t>(v, v + len)});
         break;
@@ -283,6 +373,18 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
     return DataLoss("kvc: payload_length_mismatch");
   }
   if (info.payload_offset != r.pos) return DataLoss("kvc: payload_offset does not follow TLVs");
+  if (info.version == kKvcDeltaVersion) {
+    if (!info.delta) return DataLoss("kvc: version-2 (delta) row without its delta TLV 0x0B");
+    Status ds = check_delta(*info.delta, info.tokens.size(), info.payload_length);
+    if (!ds.ok()) return DataLoss(ds.message());
+    // The parent's key replays over this row's own leading tokens: a delta can only name
+    // a parent of its own namespace whose tokens prefix its own.
+    const std::span<const Token> head(info.tokens.data(), info.delta->parent_tokens);
+    if (make_key(info.ns, head) != info.delta->parent_key) {
+      return DataLoss("kvc: delta parent_key is not the key of this row's first " +
+                      std::to_string(info.delta->parent_tokens) + " tokens");
+    }
+  }
   if (file_size < info.payload_offset + info.payload_length) return DataLoss("kvc: truncated");
   if (file_size != info.payload_offset + info.payload_length) return DataLoss("kvc: trailing_bytes");
   return info;

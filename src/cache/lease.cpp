@@ -1,10 +1,14 @@
 // Checkout / checkin and the payload read paths. A lease pins its row (eviction
 // skips pinned rows), so the bytes it reads are the bytes that were published.
+// A delta row's lease also pins and verifies every link of its chain (parents
+// first); its reads scatter each link's own payload into the whole payload.
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "cache/cache_impl.h"
 #include "cache/crc32c.h"
@@ -21,6 +25,19 @@ struct Lease::State {
   void* map = nullptr;
   size_t map_len = 0;
   bool view_verified = false;
+  // A delta row's chain below it, root first, each link pinned and its metadata
+  // verified against the link above; empty for a full row.
+  std::vector<std::unique_ptr<State>> chain;
+  std::vector<uint8_t> assembled;  // view() of a delta row: the whole payload
+
+  // Opens a pinned row (the state owns the pin from here on): parses and checks its
+  // metadata. `target` = the row asked for (counts its hit); a chain link only
+  // refreshes its LRU time.
+  static Result<std::unique_ptr<State>> open(Cache::Impl* impl, RowPtr row, bool target);
+  // Resolves and verifies the chain below a delta row.
+  Status open_chain();
+  // This row's own stored payload into dst (sizes add up to its payload_bytes).
+  Status read_own(std::span<const std::span<uint8_t>> dst);
 
   ~State() {
     if (map) ::munmap(map, map_len);
@@ -46,6 +63,7 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
       if (FileTier* ft = impl->file_tier(row->tier)) ft->set_degraded(true);
     }
     impl->meta.drop(row->key, row);
+    impl->drop_orphans();  // delta rows above it can no longer be restored
   }
   return why;
 }
@@ -89,7 +107,7 @@ const KvcInfo& Lease::info() const {
   return s_->kvc;
 }
 uint64_t Lease::payload_size() const {
-  return s_->row->payload_bytes;
+  return s_->row->full_payload_bytes;
 }
 
 Status Lease::read_payload(std::span<uint8_t> dst) {
@@ -97,8 +115,8 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
   return read_payload(std::span<const std::span<uint8_t>>(one));
 }
 
-Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
-  State& s = *s_;
+Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
+  State& s = *this;
   const Row& row = *s.row;
   uint64_t total = 0;
   for (const auto& d : dst) total += d.size();
@@ -145,9 +163,69 @@ Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
   return OkStatus();
 }
 
+Status Lease::read_payload(std::span<const std::span<uint8_t>> dst) {
+  State& s = *s_;
+  if (s.chain.empty()) return s.read_own(dst);
+  const Row& row = *s.row;
+  uint64_t total = 0;
+  for (const auto& d : dst) total += d.size();
+  if (total != row.full_payload_bytes) {
+    return InvalidArgument("read_payload: buffers hold " + std::to_string(total) +
+                           " bytes, payload is " + std::to_string(row.full_payload_bytes));
+  }
+  // Start offset of each destination buffer in the whole payload.
+  std::vector<uint64_t> starts;
+  starts.reserve(dst.size());
+  uint64_t at = 0;
+  for (const auto& d : dst) {
+    starts.push_back(at);
+    at += d.size();
+  }
+  KvcDelta layout = *s.kvc.delta;
+  const uint64_t n = s.kvc.tokens.size();
+  std::vector<std::span<uint8_t>> pieces;
+  auto read_link = [&](State& link) -> Status {
+    const uint64_t first = link.kvc.delta ? link.kvc.delta->parent_tokens : 0;
+    pieces.clear();
+    for (auto [off, len] : kvc_delta_runs(layout, n, first, link.kvc.tokens.size())) {
+      // The destination buffers covering [off, off + len).
+      size_t i = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), off) -
+                                     starts.begin()) -
+                 1;
+      while (len > 0) {
+        const uint64_t in = off - starts[i];
+        const uint64_t take = std::min<uint64_t>(len, dst[i].size() - in);
+        if (take > 0) pieces.emplace_back(dst[i].data() + in, take);
+        off += take;
+        len -= take;
+        ++i;
+      }
+    }
+    return link.read_own(pieces);
+  };
+  for (auto& link : s.chain) {
+    Status st = read_link(*link);
+    if (!st.ok()) {
+      // The link's own read dropped it if corrupt (and, with it, the rows above it).
+      s.impl->counters.add(Counter::kDeltaBrokenChains);
+      return st;
+    }
+  }
+  return read_link(s);
+}
+
 Result<std::span<const uint8_t>> Lease::view() {
   State& s = *s_;
   const Row& row = *s.row;
+  if (!s.chain.empty()) {
+    // A delta row's payload exists whole nowhere: assemble it once.
+    if (s.assembled.size() != row.full_payload_bytes) {
+      std::vector<uint8_t> whole(row.full_payload_bytes);
+      HEARTH_RETURN_IF_ERROR(read_payload(std::span<uint8_t>(whole)));
+      s.assembled = std::move(whole);
+    }
+    return std::span<const uint8_t>(s.assembled);
+  }
   uint64_t t0 = now_ns();
   std::span<const uint8_t> payload;
   if (row.ram_prefix) {
@@ -182,6 +260,14 @@ Result<Lease> Cache::checkout(const CacheKey& key) {
   Impl* impl = impl_.get();
   RowPtr row = impl->meta.find(key);
   if (!row || !row->try_pin()) return NotFound("cache: no row for key " + to_hex(key));
+  HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Lease::State> st, Lease::State::open(impl, row, true));
+  if (row->parent || st->kvc.delta) HEARTH_RETURN_IF_ERROR(st->open_chain());
+  return Lease(std::move(st));
+}
+
+Result<std::unique_ptr<Lease::State>> Lease::State::open(Cache::Impl* impl, RowPtr row,
+                                                         bool target) {
+  const CacheKey key = row->key;
   auto st = std::make_unique<Lease::State>();
   st->impl = impl;
   st->row = row;
@@ -215,11 +301,63 @@ Result<Lease> Cache::checkout(const CacheKey& key) {
     }
     st->kvc = std::move(parsed).value();
   }
-  uint32_t hits = row->hits.fetch_add(1, std::memory_order_relaxed) + 1;
   impl->touch(*row);
-  if (FileTier* ft = impl->file_tier(row->tier)) ft->write_hits(row->location, hits);
+  if (target) {
+    uint32_t hits = row->hits.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (FileTier* ft = impl->file_tier(row->tier)) ft->write_hits(row->location, hits);
+  }
   st->info = impl->to_info(*row);
-  return Lease(std::move(st));
+  return st;
+}
+
+Status Lease::State::open_chain() {
+  // Any broken link is a miss: the delta row can never be restored, so it is dropped
+  // (with the rows above it) and counted.
+  auto broken = [this](const std::string& why) -> Status {
+    impl->counters.add(Counter::kDeltaBrokenChains);
+    Status s = DataLoss("kvc: delta chain of " + to_hex(row->key) + " broken: " + why);
+    return corrupt(impl, row, s);
+  };
+  std::vector<std::unique_ptr<State>> links;
+  const State* child = this;
+  while (child->kvc.delta || child->row->parent) {
+    if (!child->kvc.delta || !child->row->parent) {
+      return broken("the index and the row's header disagree on whether it is a delta");
+    }
+    if (links.size() >= kMaxDeltaDepth) return broken("more than kMaxDeltaDepth links");
+    const KvcDelta& d = *child->kvc.delta;
+    const RowPtr& expect = child->row->parent;
+    RowPtr p = impl->meta.find(d.parent_key);
+    if (!p || p != expect) return broken("parent " + to_hex(d.parent_key) + " is not in the index");
+    if (!p->try_pin()) return broken("parent " + to_hex(d.parent_key) + " was evicted");
+    auto ps = open(impl, p, false);
+    if (!ps.ok()) {
+      // Known bad, or gone from the index (its file vanished): this row is an orphan.
+      if (ps.status().code() == ErrorCode::kDataLoss || impl->meta.find(d.parent_key) != p) {
+        return broken(ps.status().message());
+      }
+      impl->counters.add(Counter::kLoadErrors);
+      return ps.status();  // unreadable now (degraded tier): a miss, the row stays
+    }
+    const KvcInfo& pk = (*ps)->kvc;
+    if (pk.key() != d.parent_key || pk.tokens.size() != d.parent_tokens) {
+      return broken("parent's key or token count differs from the header's");
+    }
+    if (pk.ns.fingerprint != kvc.ns.fingerprint) return broken("parent's fingerprint differs");
+    const uint64_t parent_full =
+        pk.delta ? pk.delta->full_payload_bytes : (*ps)->row->payload_bytes;
+    if (parent_full != uint64_t(d.groups) * d.bytes_per_position * d.parent_tokens ||
+        (pk.delta &&
+         (pk.delta->groups != d.groups || pk.delta->bytes_per_position != d.bytes_per_position)) ||
+        (pk.delta ? pk.delta->depth : 0) + 1 != d.depth) {
+      return broken("parent's layout or depth does not continue into this link");
+    }
+    links.push_back(std::move(ps).value());
+    child = links.back().get();
+  }
+  std::reverse(links.begin(), links.end());
+  chain = std::move(links);
+  return OkStatus();
 }
 
 }  // namespace hearth::cache

@@ -50,6 +50,8 @@ void MetaIndex::account(const Row& row, bool added) {
   } else {
     rows_[t].fetch_sub(1);
     bytes_[t].fetch_sub(row.size);
+    // A delta row leaving the index gives back the pin it held on its parent.
+    if (row.parent) row.parent->unpin();
   }
   if (on_change) on_change(row, added);
 }

@@ -178,4 +178,27 @@ std::optional<RadixMatch> radix_longest_prefix(const RadixRoot& root,
 
 size_t radix_row_count(const RadixRoot& root) { return root ? root->rows : 0; }
 
+std::vector<std::pair<uint32_t, CacheKey>> radix_prefix_rows(const RadixRoot& root,
+                                                             std::span<const Token> tokens) {
+  std::vector<std::pair<uint32_t, CacheKey>> out;
+  const RadixNode* node = root.get();
+  size_t depth = 0;
+  while (node) {
+    if (node->terminal && depth > 0)
+      out.emplace_back(static_cast<uint32_t>(depth), node->terminal_key);
+    if (depth == tokens.size()) break;
+    bool found = false;
+    size_t i = child_index(*node, tokens[depth], &found);
+    if (!found) break;
+    const RadixNode* c = node->children[i].get();
+    if (tokens.size() - depth < c->edge.len) break;
+    for (size_t m = 0; m < c->edge.len; ++m) {
+      if (c->edge.at(m) != tokens[depth + m]) return out;
+    }
+    depth += c->edge.len;
+    node = c;
+  }
+  return out;
+}
+
 }  // namespace hearth::cache

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "hearth/cache/types.h"
@@ -37,5 +38,9 @@ RadixRoot radix_remove(const RadixRoot& root, std::span<const Token> tokens, con
 // nullopt when nothing shares even one token with the prompt.
 std::optional<RadixMatch> radix_longest_prefix(const RadixRoot& root, std::span<const Token> prompt);
 size_t radix_row_count(const RadixRoot& root);
+// Rows whose whole token list is a prefix of `tokens` (shorter than it or equal), as
+// (token count, key), shortest first: the candidate parents of a delta row.
+std::vector<std::pair<uint32_t, CacheKey>> radix_prefix_rows(const RadixRoot& root,
+                                                             std::span<const Token> tokens);
 
 }  // namespace hearth::cache

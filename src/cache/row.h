@@ -28,6 +28,16 @@ struct Row {
   Digest256 ns_id{};
   Digest256 fingerprint{};  // the namespace's model fingerprint (KVC TLV 0x01)
   std::shared_ptr<const std::vector<Token>> tokens;
+  // Delta rows (KVC version 2): the parent row this one continues, on the same tier.
+  // While this row is in the index it holds one pin on the parent (taken before the
+  // delta is written, released by MetaIndex when this row leaves the index), so
+  // eviction never removes a parent a live child needs. Null for a full row.
+  std::shared_ptr<const Row> parent;
+  uint32_t delta_depth = 0;    // 0: full row; else links down to the full root
+  uint32_t parent_tokens = 0;  // the parent's token count
+  uint32_t groups = 0;         // payload layout (KvcDelta::groups), deltas only
+  uint64_t bytes_per_position = 0;
+  uint64_t full_payload_bytes = 0;  // what a restore yields; == payload_bytes for a full row
   // RAM tier: the file image as two slabs, header/TLVs and payload, so an
   // async save can adopt the caller's payload vector without copying it.
   std::shared_ptr<const std::vector<uint8_t>> ram_prefix;

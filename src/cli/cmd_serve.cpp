@@ -8,6 +8,7 @@
 
 #include "cli/progress.h"
 #include "cli/registry.h"
+#include "hearth/cache/config.h"
 #include "hearth/log.h"
 #include "hearth/server/server.h"
 #include "server/model_settings.h"
@@ -40,6 +41,7 @@ struct ServeFlags {
   std::optional<std::string> draft_model, speculative;
   std::optional<int64_t> draft_max, draft_min;
   std::vector<std::string> lora;  // --lora FILE[:SCALE], for the one -m model
+  std::optional<int64_t> max_delta_depth;
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
            fingerprint_mode || session_idle_ms || swa_full || weights || draft_model ||
@@ -108,6 +110,10 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--api-key", flags->api_key,
                   "Require this key (Bearer or x-api-key); also HEARTH_API_KEY");
   cmd->add_option("--cache-dir", flags->cache_dir, "Directory of the disk cache tier (enables it)");
+  cmd->add_option("--max-delta-depth", flags->max_delta_depth,
+                  "Delta rows: links a chain may have above its full row ([delta_rows] "
+                  "max_depth; default 8; 0 = save every row whole)")
+      ->check(CLI::Range(0, static_cast<int>(cache::kMaxDeltaDepth)));
   cmd->add_option("--models-dir", flags->models_dir, "Directory POST /hearth/models may load from");
   cmd->add_option("--config", flags->config_file, "TOML configuration file (flags override it)");
   cmd->add_option("--chat-template", flags->chat_template,
@@ -215,6 +221,7 @@ Registrar reg("serve", [](CLI::App& root) {
     }
     if (!flags->api_key.empty()) config.api_key = flags->api_key;
     if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
+    if (flags->max_delta_depth) config.max_delta_depth = *flags->max_delta_depth;
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
     if (server::names_a_template_file(flags->chat_template)) {
       // A Jinja file: every model without its own chat_template_file renders with it.

@@ -34,6 +34,7 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.writer_queue_depth = kMaxQueuedSaves;
   cfg.scheduler = options.pressure;  // validated by Cache::open (an error at start)
   cfg.io = options.io;
+  cfg.max_delta_depth = options.max_delta_depth;
   // The runtime gates saves per model; the cache's own policy only sets lookup defaults.
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;
@@ -71,7 +72,8 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
     // Every tier's payload is read straight into its destination (a backend's in-place KV
     // import spans): a RAM slab by memcpy with the CRC32C of its first use extended over
     // each chunk while it is still in cache, a file by large reads (O_DIRECT for a cold
-    // disk row), CRC-checked the same way. One pass, no staging buffer.
+    // disk row), CRC-checked the same way. One pass, no staging buffer. A delta row exists
+    // whole nowhere: its chain's links are scattered straight into the destination.
     row->payload_size = pinned->lease.payload_size();
     row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
       return p->lease.read_payload(dst);
@@ -118,6 +120,7 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
   auto ct = as_cache_tokens(row.tokens);
   m.tokens.assign(ct.begin(), ct.end());
   m.context_size = meta.context_size;
+  m.kv_groups = static_cast<uint32_t>(std::max(0, meta.kv_groups));
   if (!row.last_logits.empty()) {
     cache::KvcTlv tlv;
     tlv.tag = cache::kTagLogits;
@@ -170,6 +173,7 @@ std::vector<CacheRowSummary> CacheRowStore::rows() const {
     s.last_used_ns = r.last_used_ns;
     s.in_flight = r.status == cache::RowStatus::kReserved;
     s.refcount = r.refcount;
+    s.delta_depth = r.delta_depth;
     if (r.fingerprint != Digest256{}) s.fingerprint_hex = to_hex(r.fingerprint);
     out.push_back(std::move(s));
   }

@@ -61,6 +61,11 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
   info_.quant_bits = static_cast<int32_t>(m.bits_per_weight + 0.5);
   // The KV the engine committed at load (n_seq_max + its embedding sequence).
   info_.memory_estimate_bytes = m.weight_bytes + m.kv_bytes;
+  // Every layer keeps every position (no sliding-window ring): kv_pack is 2 * n_layer
+  // position-major runs, so a row can be saved as a delta of a shorter one.
+  if (m.n_ctx > 0 && engine_->kv_pack_bytes(m.n_ctx) ==
+                         static_cast<size_t>(m.n_ctx) * engine_->kv_bytes_per_position())
+    info_.kv_pack_groups = 2 * m.n_layer;
   for (int32_t id = 0; id < tokenizer_->n_vocab(); ++id) {
     if (tokenizer_->is_eog(id)) info_.eog_tokens.push_back(id);
     info_.max_token_bytes =

@@ -1073,6 +1073,7 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   meta.quant_bits = static_cast<uint8_t>(std::clamp(backend_info_.quant_bits, 0, 255));
   meta.context_size = static_cast<uint32_t>(config_.n_ctx);
   meta.fingerprint_mode = config_.fingerprint_mode;
+  meta.kv_groups = backend_info_.kv_pack_groups;
   auto key = store_->save(s.resident_ns, meta, std::move(row), *config_.tier, reason, sync);
   if (!key.ok()) {
     log::warn(std::string("runtime: ") + save_reason_name(reason) +

@@ -59,6 +59,7 @@ struct RowMeta {
   uint8_t quant_bits = 16;
   uint32_t context_size = 0;
   cache::FingerprintMode fingerprint_mode = cache::FingerprintMode::kGgufChunked;
+  int32_t kv_groups = 0;  // BackendInfo::kv_pack_groups: the payload's delta layout
 };
 
 class RowStore {

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "hearth/cache/config.h"
 #include "hearth/server/server.h"
 #include "server/chat_template.h"
 #include "server/model_settings.h"
@@ -284,6 +285,17 @@ Status read_document(const toml::table& root, ServerConfig& c) {
   if (t) {
     TableReader s(*t, "writer_pool");
     HEARTH_RETURN_IF_ERROR(s.integer("threads", c.writer_threads, 1));
+    HEARTH_RETURN_IF_ERROR(s.check_unknown());
+  }
+
+  HEARTH_RETURN_IF_ERROR(r.table("delta_rows", t));
+  if (t) {
+    TableReader s(*t, "delta_rows");
+    HEARTH_RETURN_IF_ERROR(s.integer("max_depth", c.max_delta_depth, 0));
+    if (c.max_delta_depth > cache::kMaxDeltaDepth) {
+      return InvalidArgument("config: delta_rows.max_depth " + std::to_string(c.max_delta_depth) +
+                             " is above " + std::to_string(cache::kMaxDeltaDepth));
+    }
     HEARTH_RETURN_IF_ERROR(s.check_unknown());
   }
 

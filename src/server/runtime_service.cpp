@@ -272,11 +272,15 @@ class RuntimeService : public ServiceApi {
     nlohmann::json rows = nlohmann::json::array();
     for (const rt::CacheRowSummary& r : runtime_->cache_rows()) {
       if (limit > 0 && static_cast<int64_t>(rows.size()) >= limit) break;
-      nlohmann::json row = {
-          {"key", r.key_hex},       {"tier", rt::tier_name(r.tier)},
-          {"bytes", r.size_bytes},  {"tokens", r.n_tokens},
-          {"hits", r.hits},         {"last_used_ns", r.last_used_ns},
-          {"refcount", r.refcount}, {"status", r.in_flight ? "in_flight" : "available"}};
+      nlohmann::json row = {{"key", r.key_hex},
+                            {"tier", rt::tier_name(r.tier)},
+                            {"bytes", r.size_bytes},
+                            {"tokens", r.n_tokens},
+                            {"hits", r.hits},
+                            {"last_used_ns", r.last_used_ns},
+                            {"refcount", r.refcount},
+                            {"delta_depth", r.delta_depth},
+                            {"status", r.in_flight ? "in_flight" : "available"}};
       row["fingerprint"] =
           r.fingerprint_hex.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.fingerprint_hex);
       rows.push_back(std::move(row));
@@ -373,6 +377,7 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
       options.cache.disk_bytes = static_cast<uint64_t>(config.disk.quota_bytes);
   }
   options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
+  options.cache.max_delta_depth = static_cast<uint32_t>(config.max_delta_depth);
   // A model without a tier saves to the most durable tier this server runs.
   options.default_tier = config.disk.enabled       ? rt::Tier::kDisk
                          : config.ram_file.enabled ? rt::Tier::kRamFile

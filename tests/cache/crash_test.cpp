@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "cache/cache_impl.h"
+#include "delta_util.h"
 #include "test_util.h"
 #include "testing/cache_test_peer.h"
 
@@ -126,6 +127,74 @@ TEST(CrashTest, KilledWritersNeverLeaveBadRows) {
   std::printf("CrashTest: %d kills, %llu completed publishes checked\n", kills,
               static_cast<unsigned long long>(reported_total));
   EXPECT_GT(reported_total, 0u);
+}
+
+// The same with delta rows: the child grows conversations turn by turn, each row a delta
+// of the last (up to depth 4). After every kill every row the index offers restores to
+// exactly the whole payload of its tokens (no orphan is served), and every reported save
+// is there.
+[[noreturn]] void delta_child_loop(const std::string& dir, int round, int fd) {
+  CacheConfig cfg = crash_config(dir);
+  cfg.max_delta_depth = 4;
+  auto cache = Cache::open(cfg);
+  if (!cache.ok()) ::_exit(2);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (uint32_t conv = 0; std::chrono::steady_clock::now() < deadline; ++conv) {
+    for (size_t len = 8; len <= 64; len += 8) {
+      auto toks = testing::seq_tokens(len, static_cast<Token>(round * 100000 + conv * 100));
+      auto key =
+          (*cache)->save(Tier::kDisk, testing::layout_meta(toks), testing::layout_payload(toks));
+      if (key.ok() && ::write(fd, key->data(), key->size()) != static_cast<ssize_t>(key->size()))
+        ::_exit(3);
+    }
+  }
+  ::_exit(0);
+}
+
+TEST(CrashTest, KilledDeltaWritersNeverServeAnOrphan) {
+  testing::TempDir tmp;
+  std::string dir = tmp.sub("disk");
+  const int kills = std::max(20, kill_count() / 10);
+  std::mt19937 rng(777);
+  uint64_t deltas = 0;
+  for (int round = 0; round < kills; ++round) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      delta_child_loop(dir, round, fds[1]);
+    }
+    ::close(fds[1]);
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 150000));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    std::set<CacheKey> reported;
+    CacheKey k;
+    while (::read(fds[0], k.data(), k.size()) == static_cast<ssize_t>(k.size())) reported.insert(k);
+    ::close(fds[0]);
+    CacheConfig cfg = crash_config(dir);
+    cfg.max_delta_depth = 4;
+    auto opened = Cache::open(cfg);
+    ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+    auto& cache = *opened;
+    for (const auto& row : cache->dump()) {
+      if (row.delta_depth > 0) ++deltas;
+      KvcInfo info;
+      auto loaded = cache->load(row.key, &info);
+      ASSERT_TRUE(loaded.ok()) << "round " << round << ": " << loaded.status().to_string();
+      ASSERT_EQ(*loaded, testing::layout_payload(info.tokens)) << "round " << round;
+    }
+    for (const auto& key : reported) {
+      ASSERT_TRUE(cache->lookup_exact(key))
+          << "round " << round << ": row " << to_hex(key) << " lost";
+    }
+    EXPECT_EQ(testing::counter(*cache, Counter::kDeltaBrokenChains), 0u);
+    if (cache->row_count() > 64) cache->gc();
+  }
+  EXPECT_GT(deltas, 0u);
 }
 
 }  // namespace

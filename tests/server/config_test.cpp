@@ -141,6 +141,19 @@ TEST(ServerConfig, ErrorsNameTheKey) {
 
 // kv_budget: a size (bytes or "6GiB") through the one model-settings parser; a value
 // that is not a size is an error naming the key.
+TEST(ServerConfig, DeltaRowsDepth) {
+  ServerConfig c;
+  EXPECT_EQ(c.max_delta_depth, 8);  // on by default (docs/cache-design.md)
+  ASSERT_TRUE(apply("[delta_rows]\nmax_depth = 0\n", c).ok());
+  EXPECT_EQ(c.max_delta_depth, 0);
+  ASSERT_TRUE(apply("[delta_rows]\nmax_depth = 3\n", c).ok());
+  EXPECT_EQ(c.max_delta_depth, 3);
+  EXPECT_NE(error_of("[delta_rows]\nmax_depth = 65\n").find("delta_rows.max_depth"),
+            std::string::npos);
+  EXPECT_NE(error_of("[delta_rows]\nmax_depth = -1\n").find("max_depth"), std::string::npos);
+  EXPECT_NE(error_of("[delta_rows]\ndepth = 2\n").find("depth"), std::string::npos);
+}
+
 TEST(ServerConfig, ModelKvBudget) {
   ServerConfig c;
   ASSERT_TRUE(apply("[[models]]\npath = \"a.gguf\"\ncontext = 0\nkv_budget = \"6GiB\"\n"

@@ -40,7 +40,7 @@ struct RowInfo {
   uint64_t size = 0;  // whole file / slab bytes (what the quota counts)
   uint64_t payload_bytes = 0;
   uint64_t last_used_ns = 0;  // steady clock
-  uint32_t refcount = 0;      // active checkouts
+  uint32_t refcount = 0;      // active checkouts, plus one per delta child row
   RowStatus status = RowStatus::kAvailable;
   std::array<uint8_t, 48> header{};  // the KVC header bytes as published
   std::string location;              // file path, or "ram"
@@ -49,6 +49,9 @@ struct RowInfo {
   // The namespace's model fingerprint, from the row's KVC fingerprint TLV (for an
   // in-flight save: from its metadata; zero for a sync save not yet published).
   Digest256 fingerprint{};
+  // 0: a full row; else a delta row, this many links above its full row (its size
+  // counts only its own positions; a restore reads the whole chain).
+  uint32_t delta_depth = 0;
 };
 
 struct PrefixHit {

@@ -13,6 +13,9 @@
 
 namespace hearth::cache {
 
+// Upper bound of CacheConfig::max_delta_depth (a restore opens one row per link).
+inline constexpr uint32_t kMaxDeltaDepth = 64;
+
 struct CacheConfig {
   // Tiers: ram is always on (quota 0 disables saves to it); a file tier is on
   // when its directory is non-empty. Directories are created 0700.
@@ -36,6 +39,12 @@ struct CacheConfig {
 
   PolicyConfig policy;
   SchedulerConfig scheduler;
+
+  // Delta rows (docs/cache-design.md): a save whose payload has a layout
+  // (KvcBuildMeta::kv_groups) and whose tokens extend a row of the same namespace on
+  // the same tier stores only the positions after that parent. A chain is at most
+  // this many deltas above its full row; a longer one saves a full row. 0 = off.
+  uint32_t max_delta_depth = 0;
 
   // Verify payload CRC32C on every load (RAM slabs included).
   bool verify_on_load = true;

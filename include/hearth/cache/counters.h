@@ -42,6 +42,10 @@ enum class Counter : int {
   kTierDegraded,       // times a tier was marked degraded
   kOrphansAdopted,     // TTL sweep / EEXIST found a valid published file and kept it
   kOrphansDropped,     // TTL sweep removed a stale reservation (and its bad file)
+  kDeltaSaves,         // rows published as deltas of a parent row (KVC version 2)
+  kDeltaBytesSaved,    // payload bytes those deltas did not write (the parents hold them)
+  kDeltaBrokenChains,  // restores refused: a link of a delta chain failed (a miss)
+  kDeltaOrphansDropped,  // delta rows dropped because their parent left the index
   kCount
 };
 inline constexpr int kNumCounters = static_cast<int>(Counter::kCount);

@@ -55,6 +55,11 @@ struct BackendInfo {
   // whether it can only embed (bert: no vocabulary head; generation is refused).
   Pooling pooling = Pooling::kMean;
   bool embedding_only = false;
+  // kv_pack's layout, when it is `kv_pack_groups` equal position-major runs (one per
+  // layer and K/V, each the same bytes per position): the cache can then store a row
+  // as a delta of a shorter one (docs/cache-design.md, delta rows). 0 = opaque (e.g.
+  // sliding-window rings, which pack only their window): rows are always saved whole.
+  int32_t kv_pack_groups = 0;
 };
 
 // Everything that decides which cache namespace this model's KV bytes belong to. The

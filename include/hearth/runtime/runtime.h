@@ -240,6 +240,11 @@ struct CacheOptions {
   std::string disk_dir;  // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
   int32_t writer_threads = 2;  // async save workers per tier (the cache's writers)
+  // Delta rows: a row continuing a shorter row of its tier stores only the positions
+  // after it, at most this many links above a full row (cache::CacheConfig::
+  // max_delta_depth; 0 = every row whole). Backends whose KV has no delta layout
+  // (BackendInfo::kv_pack_groups = 0) always save whole rows.
+  uint32_t max_delta_depth = 8;
   // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
   // pressure.evict_tiers while used/total memory is above the high watermark.
   cache::SchedulerConfig pressure;
@@ -537,7 +542,8 @@ struct CacheRowSummary {
   uint32_t hits = 0;
   uint64_t last_used_ns = 0;  // steady clock
   bool in_flight = false;     // save reserved, not yet published
-  uint32_t refcount = 0;      // active checkouts (a request restoring it right now)
+  uint32_t refcount = 0;      // active checkouts, plus one per delta row continuing it
+  uint32_t delta_depth = 0;   // 0: a full row; else a delta row this many links above one
   // Model fingerprint (hex), from the row's KVC fingerprint TLV (an in-flight async save:
   // from its metadata); empty only for a sync save not yet published.
   std::string fingerprint_hex;

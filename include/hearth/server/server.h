@@ -70,6 +70,7 @@ struct ServerConfig {
   TierConfig ram_file;
   TierConfig disk;
   int64_t writer_threads = 2;
+  int64_t max_delta_depth = 8;  // [delta_rows] max_depth / --max-delta-depth; 0 = off
   PressureConfig pressure;
   LimitsConfig limits;
 };
