@@ -21,6 +21,7 @@ struct ServeFlags {
   int port = -1;
   std::string api_key;
   std::string cache_dir;
+  std::string redis;
   std::string models_dir;
   std::string config_file;
   std::string chat_template;
@@ -102,6 +103,9 @@ Registrar reg("serve", [](CLI::App& root) {
   cmd->add_option("--api-key", flags->api_key,
                   "Require this key (Bearer or x-api-key); also HEARTH_API_KEY");
   cmd->add_option("--cache-dir", flags->cache_dir, "Directory of the disk cache tier (enables it)");
+  cmd->add_option(
+      "--redis", flags->redis,
+      "Shared remote cache tier: redis://HOST:PORT[/DB] (overrides [tiers.remote].url)");
   cmd->add_option("--models-dir", flags->models_dir, "Directory POST /hearth/models may load from");
   cmd->add_option("--config", flags->config_file, "TOML configuration file (flags override it)");
   cmd->add_option("--chat-template", flags->chat_template,
@@ -203,6 +207,14 @@ Registrar reg("serve", [](CLI::App& root) {
     }
     if (!flags->api_key.empty()) config.api_key = flags->api_key;
     if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
+    if (!flags->redis.empty()) {
+      config.remote.url = flags->redis;
+      if (auto s = cache::validate_remote_tier_config(config.remote); !s.ok()) {
+        std::fprintf(stderr, "hearth serve: --redis: %s\n", s.message().c_str());
+        exit_code() = 2;
+        return;
+      }
+    }
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
     if (server::names_a_template_file(flags->chat_template)) {
       // A Jinja file: every model without its own chat_template_file renders with it.

@@ -34,6 +34,7 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.writer_queue_depth = kMaxQueuedSaves;
   cfg.scheduler = options.pressure;  // validated by Cache::open (an error at start)
   cfg.io = options.io;
+  cfg.remote = options.remote;
   // The runtime gates saves per model; the cache's own policy only sets lookup defaults.
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;

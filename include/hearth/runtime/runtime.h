@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hearth/cache/config.h"
 #include "hearth/cache/io.h"
 #include "hearth/cache/scheduler.h"
 #include "hearth/cache/types.h"
@@ -236,6 +237,8 @@ struct CacheOptions {
   std::string disk_dir;  // disk tier directory; "" = off
   uint64_t disk_bytes = 64ull << 30;
   int32_t writer_threads = 2;  // async save workers per tier (the cache's writers)
+  // The shared remote (Redis) tier; off while remote.url is empty.
+  cache::RemoteTierConfig remote;
   // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
   // pressure.evict_tiers while used/total memory is above the high watermark.
   cache::SchedulerConfig pressure;
