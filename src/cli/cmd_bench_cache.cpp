@@ -323,6 +323,12 @@ int run_bench(const BenchOptions& opt) {
               out["longest_prefix_32k_ms"].get<double>(), walk_hit);
   std::printf("radix lookup, 32k tokens: %.3f ms (hit %zu tokens)\n",
               out["radix_lcp_32k_ms"].get<double>(), radix_hit);
+  if (out.contains("remote")) {
+    const auto& r = out["remote"];
+    std::printf("2,048-token TinyLlama row (%.1f MB): ram %.2f ms, disk %.2f ms, remote %.2f ms\n",
+                r["row_bytes"].get<double>() / 1e6, r["ram_load_ms"].get<double>(),
+                r["disk_load_ms"].get<double>(), r["remote_restore_ms"].get<double>());
+  }
   return 0;
 }
 
