@@ -13,6 +13,8 @@ PACKAGES=(
   libcpp-httplib-dev                     # HTTP server
   zlib1g-dev libbrotli-dev               # tests only: gzip / deflate / br request-body bombs
   libtomlplusplus-dev                    # TOML configuration
+  libhiredis-dev                         # the remote (Redis) cache tier's client
+  redis-server                           # tests only: the remote tier's tests start their own
   libgtest-dev libgmock-dev              # unit tests
   librapidcheck-dev                      # property tests
   libsentencepiece-dev                   # tokenizer cross-check in tests only

@@ -5,38 +5,50 @@
 #include <ctime>
 
 #include "cache/cache_impl.h"
-#include "cache/slab_alloc.h"
 #include "cache/crc32c.h"
+#include "cache/slab_alloc.h"
 
 namespace hearth::cache {
 namespace {
 
 Counter save_counter(SaveReason r) {
   switch (r) {
-    case SaveReason::kCold: return Counter::kSavesCold;
-    case SaveReason::kContinued: return Counter::kSavesContinued;
-    case SaveReason::kEvict: return Counter::kSavesEvict;
-    case SaveReason::kShutdown: return Counter::kSavesShutdown;
-    case SaveReason::kFinish: return Counter::kSavesFinish;
-    case SaveReason::kUnknown: break;
+    case SaveReason::kCold:
+      return Counter::kSavesCold;
+    case SaveReason::kContinued:
+      return Counter::kSavesContinued;
+    case SaveReason::kEvict:
+      return Counter::kSavesEvict;
+    case SaveReason::kShutdown:
+      return Counter::kSavesShutdown;
+    case SaveReason::kFinish:
+      return Counter::kSavesFinish;
+    case SaveReason::kUnknown:
+      break;
   }
   return Counter::kCount;
 }
 
 Counter bytes_counter(Tier t) {
   switch (t) {
-    case Tier::kRam: return Counter::kBytesRam;
-    case Tier::kRamFile: return Counter::kBytesRamFile;
-    case Tier::kDisk: return Counter::kBytesDisk;
+    case Tier::kRam:
+      return Counter::kBytesRam;
+    case Tier::kRamFile:
+      return Counter::kBytesRamFile;
+    case Tier::kDisk:
+      return Counter::kBytesDisk;
   }
   return Counter::kBytesRam;
 }
 
 Counter rows_counter(Tier t) {
   switch (t) {
-    case Tier::kRam: return Counter::kRowsRam;
-    case Tier::kRamFile: return Counter::kRowsRamFile;
-    case Tier::kDisk: return Counter::kRowsDisk;
+    case Tier::kRam:
+      return Counter::kRowsRam;
+    case Tier::kRamFile:
+      return Counter::kRowsRamFile;
+    case Tier::kDisk:
+      return Counter::kRowsDisk;
   }
   return Counter::kRowsRam;
 }
@@ -58,8 +70,7 @@ struct Timer {
 // ---------------------------------------------------------------------------
 // Impl
 
-Cache::Impl::Impl(CacheConfig c)
-    : cfg(std::move(c)), sched(cfg.scheduler) {
+Cache::Impl::Impl(CacheConfig c) : cfg(std::move(c)), sched(cfg.scheduler) {
   io = cfg.io ? cfg.io : posix_io();
   if (!cfg.ram_file_dir.empty()) {
     files[1] = std::make_unique<FileTier>(Tier::kRamFile, cfg.ram_file_dir, io);
@@ -79,13 +90,18 @@ Cache::Impl::Impl(CacheConfig c)
   };
 }
 
-Cache::Impl::~Impl() { stop(); }
+Cache::Impl::~Impl() {
+  stop();
+}
 
 uint64_t Cache::Impl::quota(Tier t) const {
   switch (t) {
-    case Tier::kRam: return cfg.ram_quota_bytes;
-    case Tier::kRamFile: return cfg.ram_file_quota_bytes;
-    case Tier::kDisk: return cfg.disk_quota_bytes;
+    case Tier::kRam:
+      return cfg.ram_quota_bytes;
+    case Tier::kRamFile:
+      return cfg.ram_file_quota_bytes;
+    case Tier::kDisk:
+      return cfg.disk_quota_bytes;
   }
   return 0;
 }
@@ -226,14 +242,16 @@ Status Cache::Impl::start() {
     if (!ft) continue;
     HEARTH_RETURN_IF_ERROR(ft->claim_dir());
     Status s = rescan(static_cast<Tier>(t));
-    if (!s.ok()) return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
-                                    " scan failed: " + s.message());
+    if (!s.ok())
+      return Unavailable(std::string("cache: tier ") + tier_name(ft->tier()) +
+                         " scan failed: " + s.message());
   }
   for (int t = 0; t < kNumTiers; ++t) {
     if (enabled(static_cast<Tier>(t))) {
       writers[t] = std::make_unique<TierWriter>(cfg.writer_threads, cfg.writer_queue_depth);
     }
   }
+  HEARTH_RETURN_IF_ERROR(start_remote());
   sweeper = std::thread([this] {
     std::unique_lock<std::mutex> lock(bg_mu);
     while (!bg_stop) {
@@ -283,6 +301,7 @@ void Cache::Impl::stop() {
   bg_cv.notify_all();
   if (sweeper.joinable()) sweeper.join();
   if (scheduler_thread.joinable()) scheduler_thread.join();
+  remote_sync.reset();
 }
 
 Status Cache::Impl::make_room(Tier tier, uint64_t bytes) {
@@ -298,7 +317,8 @@ Status Cache::Impl::make_room(Tier tier, uint64_t bytes) {
     if (r.rows == 0) break;
   }
   if (meta.tier_bytes(tier) + bytes <= q) return OkStatus();
-  return ResourceExhausted(std::string(tier_name(tier)) + " quota full of pinned or in-flight rows");
+  return ResourceExhausted(std::string(tier_name(tier)) +
+                           " quota full of pinned or in-flight rows");
 }
 
 EvictResult Cache::Impl::evict(uint64_t target, uint32_t mask) {
@@ -440,7 +460,9 @@ RowInfo Cache::Impl::to_info(const Row& r) const {
   return i;
 }
 
-void Cache::Impl::touch(const Row& r) { r.last_used_ns.store(now_ns(), std::memory_order_relaxed); }
+void Cache::Impl::touch(const Row& r) {
+  r.last_used_ns.store(now_ns(), std::memory_order_relaxed);
+}
 
 namespace {
 
@@ -486,6 +508,9 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
   }
   // A continuation of a row of this tier stores only the positions after it.
   const uint64_t full_payload_bytes = payload.size();
+  // The caller's whole payload, still valid after a delta cut below (the cut writes a new
+  // vector): the remote tier is published whole rows (see remote_publish below).
+  const std::span<const uint8_t> full_payload = payload;
   std::optional<DeltaPlan> plan = plan_delta(tier, full_meta, payload.size());
   PinGuard parent_pin(plan ? plan->parent : nullptr);
   std::vector<uint8_t> delta_bytes;
@@ -560,6 +585,17 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
     row->bytes_per_position = plan->delta.bytes_per_position;
   }
 
+  // Redis holds whole rows: a delta's parent chain lives in this node's index, which
+  // another node does not have, so a delta published as is would be a broken chain
+  // (a miss) everywhere else. A delta save publishes the whole row it stands for.
+  std::vector<uint8_t> remote_prefix;
+  if (remote && !remote_pull_in_progress()) {
+    if (!plan) {
+      remote_prefix = *prefix;
+    } else if (auto whole = kvc_build_prefix(full_meta, full_payload); whole.ok()) {
+      remote_prefix = std::move(*whole);
+    }
+  }
   if (!ft) {
     row->ram_prefix = std::make_shared<const std::vector<uint8_t>>(std::move(prefix).value());
     row->ram_owner = std::move(ram_owner);
@@ -633,6 +669,7 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
   const uint64_t elapsed = timer.elapsed();
   counters.add(Counter::kPackTotalNs, elapsed);
   record_write(tier, payload.size(), elapsed);
+  if (!remote_prefix.empty()) remote_publish(key, remote_prefix, plan ? full_payload : payload);
   return key;
 }
 
@@ -753,6 +790,7 @@ bool Cache::save_pending(const CacheKey& key) const {
 
 std::optional<RowInfo> Cache::lookup_exact(const CacheKey& key, HitKind kind) {
   RowPtr r = impl_->meta.find(key);
+  if (!r && impl_->remote) r = impl_->remote_pull(key);
   if (!r) {
     impl_->counters.add(Counter::kMisses);
     return std::nullopt;
@@ -766,6 +804,7 @@ std::optional<RowInfo> Cache::lookup_exact_or_wait(const CacheKey& key, uint64_t
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(max_ms);
   RowPtr r = impl_->meta.find(key);
   if (!r) r = impl_->meta.wait_published(key, deadline);
+  if (!r && impl_->remote) r = impl_->remote_pull(key);
   if (!r) {
     impl_->counters.add(Counter::kMisses);
     return std::nullopt;
@@ -776,8 +815,8 @@ std::optional<RowInfo> Cache::lookup_exact_or_wait(const CacheKey& key, uint64_t
 }
 
 std::optional<PrefixHit> Cache::lookup_longest_prefix(const KeyNamespace& ns,
-                                                      std::span<const Token> tokens,
-                                                      size_t stride, size_t min_tokens) {
+                                                      std::span<const Token> tokens, size_t stride,
+                                                      size_t min_tokens) {
   Timer timer;
   if (stride == 0) stride = impl_->cfg.policy.boundary_align_tokens;
   if (min_tokens == 0) min_tokens = impl_->cfg.policy.min_tokens;
@@ -818,21 +857,28 @@ std::optional<PrefixHit> Cache::lookup_longest_prefix(const KeyNamespace& ns,
 std::optional<PrefixHit> Cache::lookup_radix(const KeyNamespace& ns, std::span<const Token> tokens,
                                              size_t min_tokens) {
   if (min_tokens == 0) min_tokens = 1;
-  SnapshotPtr snap = impl_->meta.snapshot();
-  auto root = snap->radix.find(ns.id());
-  std::optional<PrefixHit> hit;
-  if (root != snap->radix.end()) {
-    auto m = radix_longest_prefix(root->second, tokens);
-    if (m && m->depth >= min_tokens) {
-      auto f = snap->rows.find(m->key);
-      if (f != snap->rows.end()) {
-        impl_->touch(*f->second);
-        hit = PrefixHit{impl_->to_info(*f->second), m->depth};
-      }
-    }
+  auto hit = impl_->radix_local(ns, tokens, min_tokens);
+  if (impl_->remote) {
+    // A longer prefix held by the remote tier (saved by any node) is pulled in.
+    auto cand = impl_->remote_index.longest(ns.id(), tokens, hit ? hit->n_tokens : min_tokens - 1);
+    if (cand && impl_->remote_pull(cand->first)) hit = impl_->radix_local(ns, tokens, min_tokens);
   }
   impl_->counters.add(hit ? Counter::kHitsRadix : Counter::kMisses);
   return hit;
+}
+
+std::optional<PrefixHit> Cache::Impl::radix_local(const KeyNamespace& ns,
+                                                  std::span<const Token> tokens,
+                                                  size_t min_tokens) {
+  SnapshotPtr snap = meta.snapshot();
+  auto root = snap->radix.find(ns.id());
+  if (root == snap->radix.end()) return std::nullopt;
+  auto m = radix_longest_prefix(root->second, tokens);
+  if (!m || m->depth < min_tokens) return std::nullopt;
+  auto f = snap->rows.find(m->key);
+  if (f == snap->rows.end()) return std::nullopt;
+  touch(*f->second);
+  return PrefixHit{to_info(*f->second), m->depth};
 }
 
 Result<std::vector<uint8_t>> Cache::load(const CacheKey& key, KvcInfo* info) {
@@ -847,7 +893,9 @@ EvictResult Cache::evict_bytes(uint64_t target, std::span<const Tier> tiers) {
   return impl_->evict(target, tier_mask(tiers));
 }
 
-uint64_t Cache::gc() { return impl_->evict(UINT64_MAX, 0x7).rows; }
+uint64_t Cache::gc() {
+  return impl_->evict(UINT64_MAX, 0x7).rows;
+}
 
 std::vector<RowInfo> Cache::dump() const {
   // In-flight saves are read before the rows: a save that publishes in between
@@ -874,19 +922,35 @@ std::vector<RowInfo> Cache::dump() const {
   return out;
 }
 
-size_t Cache::row_count() const { return impl_->meta.snapshot()->rows.size(); }
-Counters& Cache::counters() { return impl_->counters; }
-std::vector<std::pair<std::string, uint64_t>> Cache::counters_snapshot() const {
-  return impl_->counters.snapshot();
+size_t Cache::row_count() const {
+  return impl_->meta.snapshot()->rows.size();
 }
-void Cache::reset_counters() { impl_->counters.reset(); }
-bool Cache::tier_enabled(Tier t) const { return impl_->enabled(t); }
+Counters& Cache::counters() {
+  return impl_->counters;
+}
+std::vector<std::pair<std::string, uint64_t>> Cache::counters_snapshot() const {
+  auto out = impl_->counters.snapshot();
+  impl_->remote_counters(out);
+  return out;
+}
+void Cache::reset_counters() {
+  impl_->counters.reset();
+}
+bool Cache::tier_enabled(Tier t) const {
+  return impl_->enabled(t);
+}
 bool Cache::tier_degraded(Tier t) const {
   FileTier* ft = impl_->file_tier(t);
   return ft && ft->degraded();
 }
-Status Cache::rescan_tier(Tier t) { return impl_->rescan(t); }
-const CacheConfig& Cache::config() const { return impl_->cfg; }
-void Cache::sweep_reservations() { impl_->sweep(); }
+Status Cache::rescan_tier(Tier t) {
+  return impl_->rescan(t);
+}
+const CacheConfig& Cache::config() const {
+  return impl_->cfg;
+}
+void Cache::sweep_reservations() {
+  impl_->sweep();
+}
 
 }  // namespace hearth::cache

@@ -10,6 +10,8 @@
 
 #include "cache/file_tier.h"
 #include "cache/meta_index.h"
+#include "cache/remote_sync.h"
+#include "cache/remote_tier.h"
 #include "cache/writer_pool.h"
 #include "hearth/cache/cache.h"
 
@@ -52,6 +54,22 @@ struct Cache::Impl {
   mutable std::mutex sched_mu;
   SchedulerConfig sched;
   SchedulerStatus sched_state;
+
+  // The shared remote tier (null when cfg.remote.url is empty), the rows it is
+  // known to hold, and the thread that follows its index (cache_remote.cpp).
+  std::unique_ptr<RemoteTier> remote;
+  RemoteIndex remote_index;
+  std::unique_ptr<RemoteSync> remote_sync;
+  Status start_remote();
+  // Publishes a row just saved locally (not one pulled from the remote tier).
+  void remote_publish(const CacheKey& key, std::span<const uint8_t> prefix,
+                      std::span<const uint8_t> payload);
+  // Fetches `key` from the remote tier into the ram tier; null on a miss.
+  RowPtr remote_pull(const CacheKey& key);
+  // A local radix hit, or a longer one pulled from the remote tier.
+  std::optional<PrefixHit> radix_local(const KeyNamespace& ns, std::span<const Token> tokens,
+                                       size_t min_tokens);
+  void remote_counters(std::vector<std::pair<std::string, uint64_t>>& out) const;
 
   Status start();
   void stop();

@@ -9,6 +9,7 @@ namespace hearth::cache {
 Status validate_cache_config(const CacheConfig& c) {
   HEARTH_RETURN_IF_ERROR(validate_policy(c.policy));
   HEARTH_RETURN_IF_ERROR(validate_scheduler_config(c.scheduler));
+  HEARTH_RETURN_IF_ERROR(validate_remote_tier_config(c.remote));
   if (c.writer_threads == 0) return InvalidArgument("cache: writer_threads must be > 0");
   if (c.writer_queue_depth == 0) return InvalidArgument("cache: writer_queue_depth must be > 0");
   if (c.max_delta_depth > kMaxDeltaDepth) {

@@ -122,7 +122,56 @@ struct BenchOptions {
   std::string dir;
   std::string plot;    // --plot FILE.svg
   bool quiet = false;  // no progress bar
+  std::string redis;   // --redis URL: also measure the remote tier
 };
+
+// Restore of one 2,048-token TinyLlama-preset row (22 layers x 2 x 256 f16 per token:
+// 46,137,344 payload bytes) on node B from the remote tier (fetch, verify, pull into
+// ram, read), against the ram and disk tiers on node A. Node A's saves also publish
+// to Redis. Disk loads come from the page cache, as in the tier table.
+Status bench_remote(const BenchOptions& opt, const std::string& disk_dir, nlohmann::json& out) {
+  constexpr size_t kRowBytes = size_t{2048} * 22 * 2 * 256 * 2;
+  CacheConfig a_cfg;
+  a_cfg.ram_quota_bytes = 1ull << 30;
+  a_cfg.disk_dir = disk_dir + "-remote";
+  a_cfg.disk_quota_bytes = 1ull << 30;
+  a_cfg.sweep_interval_ms = 0;
+  a_cfg.remote.url = opt.redis;
+  CacheConfig b_cfg = a_cfg;
+  b_cfg.disk_dir.clear();
+  auto a = Cache::open(a_cfg);
+  if (!a.ok()) return a.status();
+  auto b = Cache::open(b_cfg);
+  if (!b.ok()) return b.status();
+  const int loads = opt.quick ? 1 : 5;
+  const uint32_t salt = 7001;
+  TierResult ram = bench_tier(**a, Tier::kRam, kRowBytes, salt, 1, loads);
+  TierResult disk = bench_tier(**a, Tier::kDisk, kRowBytes, salt + 1, 1, loads);
+  const std::vector<Token> toks = {salt, 0, static_cast<Token>(kRowBytes)};
+  const CacheKey key = make_key(bench_ns(), toks);
+  std::vector<uint8_t> dst(kRowBytes, 0);
+  std::vector<double> ms;
+  for (int l = 0; l < loads; ++l) {
+    (*b)->gc();  // drop the ram copy the previous pull made
+    auto t = Clock::now();
+    if (!(*b)->lookup_exact(key)) return Unavailable("bench cache: the remote row was not found");
+    auto lease = (*b)->checkout(key);
+    Status st = lease.ok() ? lease->read_payload(dst) : lease.status();
+    ms.push_back(ms_since(t));
+    HEARTH_RETURN_IF_ERROR(st);
+  }
+  out["remote"] = {{"row_bytes", kRowBytes},
+                   {"chunk_bytes", a_cfg.remote.chunk_bytes},
+                   {"ram_load_ms", ram.load_ms},
+                   {"disk_load_ms", disk.load_ms},
+                   {"remote_restore_ms", best(ms)},
+                   {"remote_restore_median_ms", median(ms)},
+                   {"ram_save_and_publish_ms", ram.save_ms}};
+  a->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(a_cfg.disk_dir, ec);
+  return OkStatus();
+}
 
 // Restore (load) bandwidth per tier by payload size, against memcpy's in the same run.
 Status plot_restore(const std::string& path, const nlohmann::json& out) {
@@ -237,6 +286,12 @@ int run_bench(const BenchOptions& opt) {
   bar.update(n_cases, n_cases);
   bar.finish();
   opened->reset();
+  if (!opt.redis.empty()) {
+    if (Status s = bench_remote(opt, disk_dir, out); !s.ok()) {
+      std::fprintf(stderr, "bench cache: --redis: %s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
   std::error_code ec;
   std::filesystem::remove_all(disk_dir, ec);
   std::filesystem::remove_all(shm_dir, ec);
@@ -264,6 +319,12 @@ int run_bench(const BenchOptions& opt) {
               out["longest_prefix_32k_ms"].get<double>(), walk_hit);
   std::printf("radix lookup, 32k tokens: %.3f ms (hit %zu tokens)\n",
               out["radix_lcp_32k_ms"].get<double>(), radix_hit);
+  if (out.contains("remote")) {
+    const auto& r = out["remote"];
+    std::printf("2,048-token TinyLlama row (%.1f MB): ram %.2f ms, disk %.2f ms, remote %.2f ms\n",
+                r["row_bytes"].get<double>() / 1e6, r["ram_load_ms"].get<double>(),
+                r["disk_load_ms"].get<double>(), r["remote_restore_ms"].get<double>());
+  }
   return 0;
 }
 
@@ -276,6 +337,9 @@ Registrar reg("bench_cache", [](CLI::App& root) {
                 "One run per case (every figure still reported, noisier): for smoke tests");
   cmd->add_option("--plot", opt->plot, "Also draw restore bandwidth per tier as an SVG file");
   cmd->add_option("--dir", opt->dir, "Parent directory for the disk tier (default: $TMPDIR)");
+  cmd->add_option("--redis", opt->redis,
+                  "Also restore a 2,048-token TinyLlama-preset row from this Redis "
+                  "(redis://HOST:PORT[/DB]) on a second Cache (JSON key \"remote\")");
   cmd->add_flag("-q,--quiet", opt->quiet,
                 "No progress bar (there is none when stderr is not a terminal)");
   cmd->callback([opt] { exit_code() = run_bench(*opt); });

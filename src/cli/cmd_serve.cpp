@@ -23,6 +23,7 @@ struct ServeFlags {
   std::string node_id;
   std::string api_key;
   std::string cache_dir;
+  std::string redis;
   std::string models_dir;
   std::string config_file;
   std::string chat_template;
@@ -114,6 +115,9 @@ Registrar reg("serve", [](CLI::App& root) {
                   "Delta rows: links a chain may have above its full row ([delta_rows] "
                   "max_depth; default 8; 0 = save every row whole)")
       ->check(CLI::Range(0, static_cast<int>(cache::kMaxDeltaDepth)));
+  cmd->add_option(
+      "--redis", flags->redis,
+      "Shared remote cache tier: redis://HOST:PORT[/DB] (overrides [tiers.remote].url)");
   cmd->add_option("--models-dir", flags->models_dir, "Directory POST /hearth/models may load from");
   cmd->add_option("--config", flags->config_file, "TOML configuration file (flags override it)");
   cmd->add_option("--chat-template", flags->chat_template,
@@ -222,6 +226,14 @@ Registrar reg("serve", [](CLI::App& root) {
     if (!flags->api_key.empty()) config.api_key = flags->api_key;
     if (!flags->cache_dir.empty()) config.cache_dir = flags->cache_dir;
     if (flags->max_delta_depth) config.max_delta_depth = *flags->max_delta_depth;
+    if (!flags->redis.empty()) {
+      config.remote.url = flags->redis;
+      if (auto s = cache::validate_remote_tier_config(config.remote); !s.ok()) {
+        std::fprintf(stderr, "hearth serve: --redis: %s\n", s.message().c_str());
+        exit_code() = 2;
+        return;
+      }
+    }
     if (!flags->models_dir.empty()) config.models_dir = flags->models_dir;
     if (server::names_a_template_file(flags->chat_template)) {
       // A Jinja file: every model without its own chat_template_file renders with it.

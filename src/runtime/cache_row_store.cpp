@@ -35,6 +35,7 @@ Result<std::shared_ptr<CacheRowStore>> CacheRowStore::open(const CacheOptions& o
   cfg.scheduler = options.pressure;  // validated by Cache::open (an error at start)
   cfg.io = options.io;
   cfg.max_delta_depth = options.max_delta_depth;
+  cfg.remote = options.remote;
   // The runtime gates saves per model; the cache's own policy only sets lookup defaults.
   cfg.policy.min_tokens = 1;
   cfg.policy.cold_min_tokens = 1;

@@ -58,6 +58,15 @@ constexpr Entry kEntries[] = {
     {"runtime_restore_failures", "hearth_request_restore_failures_total", "", 1},
     {"runtime_save_failures", "hearth_request_save_failures_total", "", 1},
     {"runtime_truncate_fallbacks", "hearth_request_truncate_fallbacks_total", "", 1},
+    {"remote_publishes", "hearth_cache_remote_publishes_total", "outcome=\"won\"", 1},
+    {"remote_publish_lost", "hearth_cache_remote_publishes_total", "outcome=\"adopted\"", 1},
+    {"remote_bytes_stored", "hearth_cache_remote_stored_bytes_total", "", 1},
+    {"remote_hits", "hearth_cache_remote_fetches_total", "outcome=\"hit\"", 1},
+    {"remote_misses", "hearth_cache_remote_fetches_total", "outcome=\"miss\"", 1},
+    {"remote_corrupt", "hearth_cache_remote_fetches_total", "outcome=\"corrupt\"", 1},
+    {"remote_errors", "hearth_cache_remote_failures_total", "kind=\"error\"", 1},
+    {"remote_skipped", "hearth_cache_remote_failures_total", "kind=\"skipped_degraded\"", 1},
+    {"remote_recoveries", "hearth_cache_remote_recoveries_total", "", 1},
 };
 
 const char* family_help(const std::string& family) {
@@ -78,6 +87,16 @@ const char* family_help(const std::string& family) {
       {"hearth_cache_longest_prefix_probes_total", "Keys probed by longest-prefix lookups."},
       {"hearth_cache_longest_prefix_seconds_total", "Time spent in longest-prefix lookups."},
       {"hearth_cache_tier_degraded_total", "Times a tier was marked degraded after an I/O error."},
+      {"hearth_cache_remote_publishes_total",
+       "Rows published to the remote (Redis) tier: won, or adopted another node's row."},
+      {"hearth_cache_remote_stored_bytes_total", "Bytes of the rows this node published to Redis."},
+      {"hearth_cache_remote_fetches_total",
+       "Remote-tier fetches: hit (verified row), miss, or corrupt (failed verification or a "
+       "lost chunk: served as a miss)."},
+      {"hearth_cache_remote_failures_total",
+       "Remote-tier operations that failed (error: the tier is marked degraded) or were "
+       "skipped at once while it was degraded."},
+      {"hearth_cache_remote_recoveries_total", "Times the remote tier left the degraded state."},
       {"hearth_cache_orphans_total",
        "Files found by the TTL sweep: valid ones adopted, stale reservations dropped."},
       {"hearth_cache_delta_saves_total",

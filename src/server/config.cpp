@@ -194,6 +194,39 @@ Status read_tier(const toml::table& t, const std::string& prefix, bool has_dir, 
   return OkStatus();
 }
 
+Status read_remote_tier(const toml::table& t, cache::RemoteTierConfig& rc) {
+  TableReader r(t, "tiers.remote");
+  HEARTH_RETURN_IF_ERROR(r.string("url", rc.url));
+  HEARTH_RETURN_IF_ERROR(r.string("key_prefix", rc.key_prefix));
+  int64_t v = 0;
+  struct U32 {
+    const char* key;
+    uint32_t* out;
+    int64_t min;
+  };
+  for (const U32& f :
+       {U32{"ttl_s", &rc.ttl_s, 0}, U32{"timeout_ms", &rc.timeout_ms, 1},
+        U32{"pool_size", &rc.pool_size, 1}, U32{"backoff_max_ms", &rc.backoff_max_ms, 100},
+        U32{"index_poll_ms", &rc.index_poll_ms, 1}}) {
+    v = *f.out;
+    HEARTH_RETURN_IF_ERROR(r.integer(f.key, v, f.min));
+    if (v > UINT32_MAX) {
+      return InvalidArgument(
+          std::string("config: tiers.remote.").append(f.key).append(": too large"));
+    }
+    *f.out = static_cast<uint32_t>(v);
+  }
+  v = static_cast<int64_t>(rc.chunk_bytes);
+  HEARTH_RETURN_IF_ERROR(r.size("chunk_bytes", v));
+  rc.chunk_bytes = static_cast<uint64_t>(v);
+  HEARTH_RETURN_IF_ERROR(r.check_unknown());
+  if (rc.url.empty())
+    return InvalidArgument("config: tiers.remote.url: required (redis://HOST:PORT[/DB])");
+  Status s = cache::validate_remote_tier_config(rc);
+  if (!s.ok()) return InvalidArgument("config: tiers." + s.message());
+  return OkStatus();
+}
+
 Status read_document(const toml::table& root, ServerConfig& c) {
   TableReader r(root, "");
   const toml::table* t = nullptr;
@@ -278,6 +311,8 @@ Status read_document(const toml::table& root, ServerConfig& c) {
     if (tier) HEARTH_RETURN_IF_ERROR(read_tier(*tier, "tiers.ram_file", true, c.ram_file));
     HEARTH_RETURN_IF_ERROR(s.table("disk", tier));
     if (tier) HEARTH_RETURN_IF_ERROR(read_tier(*tier, "tiers.disk", true, c.disk));
+    HEARTH_RETURN_IF_ERROR(s.table("remote", tier));
+    if (tier) HEARTH_RETURN_IF_ERROR(read_remote_tier(*tier, c.remote));
     HEARTH_RETURN_IF_ERROR(s.check_unknown());
   }
 

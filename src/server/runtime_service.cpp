@@ -378,6 +378,7 @@ Result<std::unique_ptr<ServiceApi>> make_runtime_service(const ServerConfig& con
   }
   options.cache.writer_threads = static_cast<int32_t>(config.writer_threads);
   options.cache.max_delta_depth = static_cast<uint32_t>(config.max_delta_depth);
+  options.cache.remote = config.remote;
   // A model without a tier saves to the most durable tier this server runs.
   options.default_tier = config.disk.enabled       ? rt::Tier::kDisk
                          : config.ram_file.enabled ? rt::Tier::kRamFile

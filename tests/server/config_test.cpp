@@ -293,3 +293,28 @@ TEST(ServerConfig, DefaultsAreSafe) {
 
 }  // namespace
 }  // namespace hearth::server
+
+namespace hearth::server {
+namespace {
+
+TEST(ServerConfig, RemoteTierTableIsReadAndValidatedNamingTheField) {
+  ServerConfig c;
+  ASSERT_TRUE(apply("[tiers.remote]\nurl = \"redis://10.1.2.3:6380/2\"\n"
+                    "ttl_s = 600\nchunk_bytes = \"256KiB\"\ntimeout_ms = 50\n",
+                    c)
+                  .ok());
+  EXPECT_EQ(c.remote.url, "redis://10.1.2.3:6380/2");
+  EXPECT_EQ(c.remote.ttl_s, 600u);
+  EXPECT_EQ(c.remote.chunk_bytes, 256u * 1024u);
+  EXPECT_EQ(c.remote.timeout_ms, 50u);
+  EXPECT_NE(error_of("[tiers.remote]\nttl_s = 5").find("tiers.remote.url"), std::string::npos);
+  EXPECT_NE(error_of("[tiers.remote]\nurl = \"http://x\"").find("remote.url"), std::string::npos);
+  EXPECT_NE(
+      error_of("[tiers.remote]\nurl = \"redis://x\"\nchunk_bytes = 10").find("remote.chunk_bytes"),
+      std::string::npos);
+  EXPECT_NE(error_of("[tiers.remote]\nurl = \"redis://x\"\npull = true").find("tiers.remote.pull"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace hearth::server

@@ -15,6 +15,20 @@ namespace hearth::cache {
 
 // Upper bound of CacheConfig::max_delta_depth (a restore opens one row per link).
 inline constexpr uint32_t kMaxDeltaDepth = 64;
+// The remote (Redis) tier, shared by several nodes: see src/cache/remote_tier.h
+// and docs/cache.md "Remote tier".
+struct RemoteTierConfig {
+  std::string url;                    // redis://HOST:PORT[/DB]; empty = tier off
+  uint32_t ttl_s = 0;                 // 0 = rows never expire (Redis's LRU may still evict)
+  uint64_t chunk_bytes = 1ull << 20;  // bytes per SET: bounds how long one command blocks Redis
+  uint32_t timeout_ms = 500;          // connect and per-command timeout
+  uint32_t pool_size = 4;             // idle connections kept
+  uint32_t backoff_max_ms = 5000;     // longest wait between retries while degraded
+  uint32_t index_poll_ms = 200;       // how often the cross-node row index is followed
+  std::string key_prefix = "hearth:";
+};
+// Errors name the field ("remote.chunk_bytes ..."). An empty url is valid (off).
+Status validate_remote_tier_config(const RemoteTierConfig& c);
 
 struct CacheConfig {
   // Tiers: ram is always on (quota 0 disables saves to it); a file tier is on
@@ -52,6 +66,9 @@ struct CacheConfig {
   // page cache are read with O_DIRECT in large aligned requests (src/cache/direct_read.h);
   // 0 = always read through the page cache.
   uint64_t direct_read_min_bytes = 8ull << 20;
+  // The shared remote tier: local saves are published to it, exact and prefix
+  // lookups that miss locally pull its rows into the ram tier.
+  RemoteTierConfig remote;
   // I/O layer for the file tiers; null = posix_io().
   std::shared_ptr<CacheIo> io;
 };

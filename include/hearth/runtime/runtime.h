@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hearth/cache/config.h"
 #include "hearth/cache/io.h"
 #include "hearth/cache/scheduler.h"
 #include "hearth/cache/types.h"
@@ -245,6 +246,8 @@ struct CacheOptions {
   // max_delta_depth; 0 = every row whole). Backends whose KV has no delta layout
   // (BackendInfo::kv_pack_groups = 0) always save whole rows.
   uint32_t max_delta_depth = 8;
+  // The shared remote (Redis) tier; off while remote.url is empty.
+  cache::RemoteTierConfig remote;
   // Memory-pressure eviction (off by default): the cache's poller evicts LRU rows of
   // pressure.evict_tiers while used/total memory is above the high watermark.
   cache::SchedulerConfig pressure;

@@ -3,6 +3,8 @@
 // point the CLI calls. The HTTP API itself is documented in docs/api.md.
 #pragma once
 
+#include "hearth/cache/config.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -69,6 +71,8 @@ struct ServerConfig {
   TierConfig ram{true, "", 0};
   TierConfig ram_file;
   TierConfig disk;
+  // [tiers.remote] / --redis: the shared Redis tier (off while url is empty).
+  cache::RemoteTierConfig remote;
   int64_t writer_threads = 2;
   int64_t max_delta_depth = 8;  // [delta_rows] max_depth / --max-delta-depth; 0 = off
   PressureConfig pressure;

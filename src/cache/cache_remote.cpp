@@ -1,0 +1,77 @@
+// Cache::Impl's remote-tier glue: start, publish after a local save, pull into the
+// ram tier on a local miss, counters. See remote_tier.h for the Redis layout.
+#include "cache/cache_impl.h"
+
+namespace hearth::cache {
+
+namespace {
+thread_local bool t_pulling = false;
+}  // namespace
+
+bool remote_pull_in_progress() {
+  return t_pulling;
+}
+
+Status Cache::Impl::start_remote() {
+  if (cfg.remote.url.empty()) return OkStatus();
+  auto t = RemoteTier::open(cfg.remote);  // a down Redis is not an error: degraded
+  if (!t.ok()) return t.status();
+  remote = std::move(*t);
+  remote_sync = std::make_unique<RemoteSync>(*remote, remote_index, cfg.remote.index_poll_ms);
+  return OkStatus();
+}
+
+void Cache::Impl::remote_publish(const CacheKey& key, std::span<const uint8_t> prefix,
+                                 std::span<const uint8_t> payload) {
+  auto r = remote->publish(key, prefix, payload);
+  if (!r.ok()) return;  // counted by the tier (errors / skipped); local row stands
+  auto info = kvc_parse_meta(prefix, prefix.size() + payload.size());
+  if (info.ok()) remote_index.insert(RemoteRowMeta{key, prefix.size() + payload.size(), *info});
+}
+
+RowPtr Cache::Impl::remote_pull(const CacheKey& key) {
+  auto bytes = remote->fetch(key);  // verified (CRC32C + key replay) or nullopt
+  if (!bytes) return nullptr;
+  auto info = kvc_parse(*bytes, key);
+  if (!info.ok()) return nullptr;
+  KvcBuildMeta m;
+  m.save_reason = info->save_reason;
+  m.quant_bits = info->quant_bits;
+  m.ns = info->ns;
+  m.fingerprint_mode = info->fingerprint_mode;
+  m.tokens = info->tokens;
+  m.context_size = info->context_size;
+  m.creation_time = info->creation_time;
+  m.last_used_time = info->last_used_time;
+  m.hit_count = info->hit_count;
+  m.prompt_text = info->prompt_text;
+  m.hostname = info->hostname;
+  m.version = info->version_string;
+  m.save_reason_detail = info->save_reason_detail;
+  m.extra_tlvs = info->extra_tlvs;
+  std::vector<uint8_t> payload(bytes->begin() + static_cast<std::ptrdiff_t>(info->payload_offset),
+                               bytes->end());
+  bytes->clear();
+  bytes->shrink_to_fit();
+  t_pulling = true;
+  auto saved = do_save(Tier::kRam, m, payload, &payload);
+  t_pulling = false;
+  (void)saved;  // kAlreadyExists: a concurrent pull won; either way look it up
+  return meta.find(key);
+}
+
+void Cache::Impl::remote_counters(std::vector<std::pair<std::string, uint64_t>>& out) const {
+  if (!remote) return;
+  const RemoteCounters c = remote->counters();
+  out.emplace_back("remote_publishes", c.publishes);
+  out.emplace_back("remote_publish_lost", c.publish_lost);
+  out.emplace_back("remote_bytes_stored", c.bytes_stored);
+  out.emplace_back("remote_hits", c.hits);
+  out.emplace_back("remote_misses", c.misses);
+  out.emplace_back("remote_corrupt", c.corrupt);
+  out.emplace_back("remote_errors", c.errors);
+  out.emplace_back("remote_skipped", c.skipped);
+  out.emplace_back("remote_recoveries", c.recoveries);
+}
+
+}  // namespace hearth::cache

@@ -1,0 +1,113 @@
+// The `remote` cache tier: KVC rows in a shared Redis, so several hearth nodes see
+// each other's rows. The bytes stored are exactly a file tier's KVC file (same key,
+// same CRC32C), verified on fetch like a disk row: a corrupt or incomplete remote
+// row is a miss (counted), never wrong output.
+//
+// Layout under key_prefix P (hex = the row key's 64 hex chars):
+//   P chunk:<hex>:<nonce>:<i>   the row's bytes, chunk_bytes per key (one SET each,
+//                               so no single command blocks Redis for long)
+//   P row:<hex>                 manifest "KVR1 <nonce> <n_chunks> <bytes>", written
+//                               last with SET NX: the single-winner publish. Chunks
+//                               are named by the writer's nonce, so a loser's chunks
+//                               never mix with the winner's; the loser deletes its own
+//                               and adopts the winner's row.
+//   P meta                      hash <hex> -> u64 LE row size || KVC prefix (header,
+//                               trailer, prompt, TLVs: tokens and namespace): the
+//                               full-resync source of the cross-node row index
+//   P index                     stream of {key, meta} entries, one per publish
+// Every key gets the TTL when ttl_s > 0. Quota and eviction are Redis's own
+// (maxmemory + an LRU policy); hearth counts what it stored.
+//
+// Degradation: any failure (connect, timeout, error reply such as OOM) marks the
+// tier degraded; while degraded, calls return at once as misses / Unavailable
+// until the backoff (doubling from 100 ms to backoff_max_ms) lets one try through;
+// the first success clears it. Nothing here throws or blocks beyond timeout_ms
+// per command.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache/kvc.h"
+#include "cache/redis_client.h"
+#include "hearth/cache/config.h"
+#include "hearth/cache/key.h"
+#include "hearth/status.h"
+
+namespace hearth::cache {
+
+struct RemoteCounters {
+  uint64_t publishes = 0;     // rows this node published (won)
+  uint64_t publish_lost = 0;  // another node won the key: adopted theirs
+  uint64_t bytes_stored = 0;  // bytes of the rows this node published
+  uint64_t hits = 0;          // fetches that returned a verified row
+  uint64_t misses = 0;        // no row under the key
+  uint64_t corrupt = 0;       // a row failed verification (or lost a chunk): a miss
+  uint64_t errors = 0;        // failed Redis operations (each marks the tier degraded)
+  uint64_t skipped = 0;       // calls answered at once while degraded
+  uint64_t degraded = 0;      // gauge: 1 while degraded
+  uint64_t recoveries = 0;    // degraded -> healthy transitions
+};
+
+// One row learned from the shared index.
+struct RemoteRowMeta {
+  CacheKey key{};
+  uint64_t size = 0;  // whole KVC bytes
+  KvcInfo info;       // tokens, namespace, header fields (payload not fetched)
+};
+
+class RemoteTier {
+ public:
+  // Never fails because Redis is down: the tier then starts degraded. Fails only
+  // on an invalid config.
+  static Result<std::unique_ptr<RemoteTier>> open(RemoteTierConfig cfg);
+  ~RemoteTier();
+
+  enum class Publish { kWon, kAdopted };
+  // `row` is a whole KVC file for `key` (verified here first: nothing unverifiable
+  // is uploaded). kAdopted: another writer published the key first.
+  Result<Publish> publish(const CacheKey& key, std::span<const uint8_t> row);
+  // The same row given as its KVC prefix and its payload (no concatenated copy).
+  Result<Publish> publish(const CacheKey& key, std::span<const uint8_t> prefix,
+                          std::span<const uint8_t> payload);
+  // The row's verified bytes, or nullopt (miss, corrupt, or degraded: counted).
+  std::optional<std::vector<uint8_t>> fetch(const CacheKey& key);
+  // Full resync: every row in the meta hash.
+  Result<std::vector<RemoteRowMeta>> scan_index();
+  // Stream entries after *last_id ("0" = from the start); advances *last_id.
+  Result<std::vector<RemoteRowMeta>> read_index(std::string* last_id);
+
+  RemoteCounters counters() const;
+  bool degraded() const { return degraded_.load(); }
+  const RemoteTierConfig& config() const { return cfg_; }
+
+ private:
+  RemoteTier(RemoteTierConfig cfg, RedisUrl url) : cfg_(std::move(cfg)), url_(std::move(url)) {}
+  // Runs fn on a pooled connection with the degradation bookkeeping.
+  template <typename Fn>
+  auto with_conn(Fn&& fn) -> decltype(fn(std::declval<RedisClient&>()));
+  Result<std::unique_ptr<RedisClient>> take(bool* skipped);
+  void give(std::unique_ptr<RedisClient> c);
+  void note_failure();
+  void note_success();
+  std::string k(std::string_view kind, const std::string& hex) const;
+
+  RemoteTierConfig cfg_;
+  RedisUrl url_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<RedisClient>> pool_;
+  std::chrono::steady_clock::time_point retry_at_{};
+  uint32_t backoff_ms_ = 0;
+  std::atomic<bool> degraded_{false};
+  std::atomic<uint64_t> publishes_{0}, publish_lost_{0}, bytes_stored_{0}, hits_{0}, misses_{0},
+      corrupt_{0}, errors_{0}, skipped_{0}, recoveries_{0};
+};
+
+}  // namespace hearth::cache

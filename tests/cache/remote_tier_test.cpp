@@ -1,0 +1,252 @@
+// The remote (Redis) tier against a real redis-server started per test: publish
+// races between two "nodes", verified fetches, corruption, Redis killed and
+// restarted, and the cross-node row index.
+#include "cache/remote_tier.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "cache/test_util.h"
+#include "testing/redis_server.h"
+
+namespace hearth::cache {
+namespace {
+
+using testing::make_meta;
+using testing::seq_tokens;
+using testing::test_ns;
+
+// A whole KVC file with a payload of `n` bytes filled from `seed`.
+std::vector<uint8_t> make_row(const KvcBuildMeta& meta, size_t n, uint8_t seed) {
+  std::vector<uint8_t> payload(n);
+  for (size_t i = 0; i < n; ++i) payload[i] = static_cast<uint8_t>(seed + i * 31);
+  auto prefix = kvc_build_prefix(meta, payload);
+  EXPECT_TRUE(prefix.ok());
+  std::vector<uint8_t> row = *prefix;
+  row.insert(row.end(), payload.begin(), payload.end());
+  return row;
+}
+
+RemoteTierConfig cfg_for(const hearth::testing::RedisServer& r, uint64_t chunk = 4096) {
+  RemoteTierConfig c;
+  c.url = r.url();
+  c.chunk_bytes = chunk;
+  c.timeout_ms = 300;
+  c.backoff_max_ms = 200;
+  return c;
+}
+
+#define REQUIRE_REDIS(r) \
+  if (!(r).available()) GTEST_SKIP() << (r).why()
+
+TEST(RedisUrl, ParsesAndNamesTheBadField) {
+  auto u = parse_redis_url("redis://10.0.0.5:6380/3");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->host, "10.0.0.5");
+  EXPECT_EQ(u->port, 6380);
+  EXPECT_EQ(u->db, 3);
+  auto d = parse_redis_url("redis://localhost");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->port, 6379);
+  EXPECT_EQ(d->db, 0);
+  EXPECT_NE(parse_redis_url("http://x:1").status().message().find("redis://"), std::string::npos);
+  EXPECT_NE(parse_redis_url("redis://x:99999").status().message().find("port"), std::string::npos);
+  EXPECT_NE(parse_redis_url("redis://x:1/abc").status().message().find("db"), std::string::npos);
+  EXPECT_NE(parse_redis_url("redis://:1").status().message().find("host"), std::string::npos);
+}
+
+TEST(RemoteTierConfig, ValidationNamesTheField) {
+  RemoteTierConfig c;
+  c.url = "redis://h:1";
+  c.chunk_bytes = 10;
+  EXPECT_NE(validate_remote_tier_config(c).message().find("remote.chunk_bytes"), std::string::npos);
+  c.chunk_bytes = 1 << 20;
+  c.timeout_ms = 0;
+  EXPECT_NE(validate_remote_tier_config(c).message().find("remote.timeout_ms"), std::string::npos);
+  c.timeout_ms = 1;
+  c.url = "redis://h:x";
+  EXPECT_NE(validate_remote_tier_config(c).message().find("remote.url"), std::string::npos);
+}
+
+TEST(RemoteTier, ChunkedRowRoundTripsBitIdentical) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(tier.ok()) << tier.status().message();
+  auto meta = make_meta(seq_tokens(64));
+  auto row = make_row(meta, 50000, 7);  // 13 chunks of 4 KiB
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  EXPECT_FALSE((*tier)->fetch(key).has_value());
+  auto p = (*tier)->publish(key, row);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(*p, RemoteTier::Publish::kWon);
+  auto got = (*tier)->fetch(key);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, row);
+  auto c = (*tier)->counters();
+  EXPECT_EQ(c.publishes, 1u);
+  EXPECT_EQ(c.bytes_stored, row.size());
+  EXPECT_EQ(c.hits, 1u);
+  EXPECT_EQ(c.misses, 1u);
+  // A row that does not verify against its key is never uploaded.
+  CacheKey other = key;
+  other[0] ^= 1;
+  EXPECT_FALSE((*tier)->publish(other, row).ok());
+}
+
+TEST(RemoteTier, PublishRaceBetweenTwoNodesHasOneWinnerAndTheLoserAdopts) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto a = RemoteTier::open(cfg_for(redis));
+  auto b = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int round = 0; round < 8; ++round) {
+    auto meta = make_meta(seq_tokens(32, 100 + round * 50));
+    const CacheKey key = make_key(meta.ns, meta.tokens);
+    // Same key, different payload bytes: whoever wins, both nodes must then read
+    // exactly the winner's row.
+    auto row_a = make_row(meta, 40000, 1);
+    auto row_b = make_row(meta, 40000, 2);
+    std::atomic<int> go{0};
+    Result<RemoteTier::Publish> ra = Internal("unset"), rb = Internal("unset");
+    std::thread ta([&] {
+      while (go.load() == 0) {
+      }
+      ra = (*a)->publish(key, row_a);
+    });
+    std::thread tb([&] {
+      while (go.load() == 0) {
+      }
+      rb = (*b)->publish(key, row_b);
+    });
+    go = 1;
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(ra.ok() && rb.ok());
+    EXPECT_NE(*ra, *rb) << "round " << round;  // exactly one won
+    const auto& winner = *ra == RemoteTier::Publish::kWon ? row_a : row_b;
+    EXPECT_EQ((*a)->fetch(key), winner);
+    EXPECT_EQ((*b)->fetch(key), winner);
+  }
+  EXPECT_EQ((*a)->counters().publishes + (*b)->counters().publishes, 8u);
+  EXPECT_EQ((*a)->counters().publish_lost + (*b)->counters().publish_lost, 8u);
+  // The losers removed their chunks: only the winners' remain.
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  auto keys = (*raw)->command({"KEYS", "hearth:chunk:*"});
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(keys->elements.size(), 8u * 10u);  // 40 KB + prefix = 10 chunks of 4 KiB
+}
+
+TEST(RemoteTier, CorruptRemoteRowIsACountedMiss) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(tier.ok());
+  auto meta = make_meta(seq_tokens(16));
+  auto row = make_row(meta, 20000, 3);
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  ASSERT_TRUE((*tier)->publish(key, row).ok());
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  auto keys = (*raw)->command({"KEYS", "hearth:chunk:*:3"});  // a payload chunk
+  ASSERT_TRUE(keys.ok());
+  ASSERT_EQ(keys->elements.size(), 1u);
+  auto chunk = (*raw)->command({"GET", keys->elements[0].str});
+  ASSERT_TRUE(chunk.ok());
+  std::string flipped = chunk->str;
+  flipped[100] = static_cast<char>(flipped[100] ^ 0x40);
+  ASSERT_TRUE((*raw)->command({"SET", keys->elements[0].str, flipped}).ok());
+  EXPECT_FALSE((*tier)->fetch(key).has_value());
+  EXPECT_EQ((*tier)->counters().corrupt, 1u);
+  EXPECT_EQ((*tier)->counters().hits, 0u);
+  // A lost chunk (e.g. evicted by Redis's LRU) is a miss as well.
+  ASSERT_TRUE((*raw)->command({"DEL", keys->elements[0].str}).ok());
+  EXPECT_FALSE((*tier)->fetch(key).has_value());
+  EXPECT_EQ((*tier)->counters().corrupt, 2u);
+  EXPECT_FALSE((*tier)->degraded());
+}
+
+TEST(RemoteTier, RedisKilledDegradesCountsAndRecoversAfterRestart) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(tier.ok());
+  auto meta = make_meta(seq_tokens(16));
+  auto row = make_row(meta, 10000, 5);
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  ASSERT_TRUE((*tier)->publish(key, row).ok());
+  ASSERT_TRUE((*tier)->fetch(key).has_value());  // a pooled connection now exists
+  redis.kill();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE((*tier)->fetch(key).has_value());
+  EXPECT_FALSE((*tier)->publish(key, row).ok());
+  // Degraded calls return at once: 21 calls well under 21 timeouts.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2000));
+  auto c = (*tier)->counters();
+  EXPECT_EQ(c.degraded, 1u);
+  EXPECT_GE(c.errors, 1u);
+  EXPECT_GE(c.skipped, 1u);
+  ASSERT_TRUE(redis.restart());  // empty: no persistence
+  bool recovered = false;
+  for (int i = 0; i < 100 && !recovered; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    recovered = (*tier)->publish(key, row).ok();
+  }
+  ASSERT_TRUE(recovered);
+  EXPECT_FALSE((*tier)->degraded());
+  EXPECT_EQ((*tier)->counters().recoveries, 1u);
+  EXPECT_EQ((*tier)->fetch(key), row);
+}
+
+TEST(RemoteTier, StartsDegradedWhenRedisIsDown) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto cfg = cfg_for(redis);
+  redis.kill();
+  auto tier = RemoteTier::open(cfg);
+  ASSERT_TRUE(tier.ok());
+  EXPECT_TRUE((*tier)->degraded());
+}
+
+TEST(RemoteTier, IndexShowsRowsPublishedByAnotherNode) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto a = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(a.ok());
+  auto meta1 = make_meta(seq_tokens(40, 1000));
+  auto meta2 = make_meta(seq_tokens(24, 5000), test_ns(0x11));
+  auto row1 = make_row(meta1, 9000, 1);
+  auto row2 = make_row(meta2, 9000, 2);
+  ASSERT_TRUE((*a)->publish(make_key(meta1.ns, meta1.tokens), row1).ok());
+  // Node B starts later: the full resync sees A's first row with its tokens and
+  // namespace; the stream then delivers the next one.
+  auto b = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(b.ok());
+  auto all = (*b)->scan_index();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].key, make_key(meta1.ns, meta1.tokens));
+  EXPECT_EQ((*all)[0].info.tokens, meta1.tokens);
+  EXPECT_EQ((*all)[0].info.ns, meta1.ns);
+  EXPECT_EQ((*all)[0].size, row1.size());
+  std::string last = "$";
+  auto none = (*b)->read_index(&last);
+  ASSERT_TRUE(none.ok());
+  last = "0";
+  auto first = (*b)->read_index(&last);
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 1u);
+  ASSERT_TRUE((*a)->publish(make_key(meta2.ns, meta2.tokens), row2).ok());
+  auto next = (*b)->read_index(&last);
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->size(), 1u);
+  EXPECT_EQ((*next)[0].info.tokens, meta2.tokens);
+  EXPECT_EQ((*next)[0].info.ns, meta2.ns);
+  EXPECT_EQ((*b)->fetch((*next)[0].key), row2);
+}
+
+}  // namespace
+}  // namespace hearth::cache
