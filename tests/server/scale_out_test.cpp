@@ -17,12 +17,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -347,6 +349,10 @@ TEST_F(ScaleOut, SecondTurnOnOtherNodeIsWarm) {
 
   // SIGTERM: the node finishes its saves (turn 1's row reaches Redis) and leaves.
   ASSERT_EQ(nodes_[home]->stop(), 0) << nodes_[home]->log();
+  // The other node learns of the row by following the Redis row index every
+  // index_poll_ms (200 ms by default): a row is visible elsewhere within a few polls of
+  // its publish, not at once (docs/scale-out.md).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   const Reply turn2 = complete(front_, turn2_prompt, 8, session, logprobs);
   ASSERT_EQ(turn2.status, 200) << turn2.body.dump() << "\n" << lb_.log();
   EXPECT_EQ(turn2.node, kNodeNames[other]);
