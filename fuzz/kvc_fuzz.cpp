@@ -59,20 +59,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto full = kvc_parse(bytes, info->key());
   if (!full.ok() && full.status().message().empty()) std::abort();
 
-  KvcBuildMeta m;
-  m.save_reason = info->save_reason;
-  m.quant_bits = info->quant_bits;
-  m.ns = info->ns;
-  m.fingerprint_mode = info->fingerprint_mode;
-  m.tokens = info->tokens;
-  m.context_size = info->context_size;
+  KvcBuildMeta m = kvc_build_meta_of(*info);
+  // 0 and "" mean "now" and "this host" to the builder: keep the parsed bytes instead.
   m.creation_time = info->creation_time ? info->creation_time : 1;
   m.last_used_time = info->last_used_time ? info->last_used_time : 1;
-  m.hit_count = info->hit_count;
-  m.prompt_text = info->prompt_text;
   m.hostname = info->hostname.empty() ? "h" : info->hostname;
-  m.version = info->version_string;
-  m.save_reason_detail = info->save_reason_detail;
+  m.extra_tlvs.clear();
   for (const auto& t : info->extra_tlvs) {
     if (t.tag < kTagFingerprint || t.tag > kTagTokenIds) m.extra_tlvs.push_back(t);
   }

@@ -139,16 +139,7 @@ std::shared_ptr<Row> Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f)
   uint64_t age_ns = std::min<uint64_t>(age_s, now / 1000000000ull) * 1000000000ull;
   row->last_used_ns.store(now - age_ns);
   // Rebuild the 48 header bytes from what was parsed (the scan kept no copy).
-  KvcBuildMeta m;
-  m.save_reason = f.info.save_reason;
-  m.quant_bits = f.info.quant_bits;
-  m.ns = f.info.ns;
-  m.tokens = f.info.tokens;
-  m.context_size = f.info.context_size;
-  m.creation_time = f.info.creation_time;
-  m.last_used_time = f.info.last_used_time;
-  m.hit_count = f.info.hit_count;
-  m.delta = f.info.delta;
+  const KvcBuildMeta m = kvc_build_meta_of(f.info);
   auto prefix = kvc_build_prefix_with_crc(m, f.info.payload_length, f.info.payload_crc32c);
   if (prefix.ok()) std::memcpy(row->header.data(), prefix->data(), 48);
   return row;

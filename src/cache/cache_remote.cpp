@@ -34,21 +34,9 @@ RowPtr Cache::Impl::remote_pull(const CacheKey& key) {
   if (!bytes) return nullptr;
   auto info = kvc_parse(*bytes, key);
   if (!info.ok()) return nullptr;
-  KvcBuildMeta m;
-  m.save_reason = info->save_reason;
-  m.quant_bits = info->quant_bits;
-  m.ns = info->ns;
-  m.fingerprint_mode = info->fingerprint_mode;
-  m.tokens = info->tokens;
-  m.context_size = info->context_size;
-  m.creation_time = info->creation_time;
-  m.last_used_time = info->last_used_time;
-  m.hit_count = info->hit_count;
-  m.prompt_text = info->prompt_text;
-  m.hostname = info->hostname;
-  m.version = info->version_string;
-  m.save_reason_detail = info->save_reason_detail;
-  m.extra_tlvs = info->extra_tlvs;
+  // A delta row from Redis (not one hearth publishes) keeps its link, which do_save
+  // refuses: a miss, never a chain this node cannot walk.
+  KvcBuildMeta m = kvc_build_meta_of(*info);
   std::vector<uint8_t> payload(bytes->begin() + static_cast<std::ptrdiff_t>(info->payload_offset),
                                bytes->end());
   bytes->clear();

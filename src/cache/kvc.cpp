@@ -21,7 +21,9 @@ void put_u64(std::vector<uint8_t>& out, uint64_t v) {
 uint32_t get_u32(const uint8_t* p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
-uint64_t get_u64(const uint8_t* p) { return uint64_t(get_u32(p)) | uint64_t(get_u32(p + 4)) << 32; }
+uint64_t get_u64(const uint8_t* p) {
+  return uint64_t(get_u32(p)) | uint64_t(get_u32(p + 4)) << 32;
+}
 
 void put_tlv(std::vector<uint8_t>& out, uint8_t tag, const void* v, size_t n) {
   out.push_back(tag);
@@ -160,7 +162,8 @@ Result<std::vector<uint8_t>> kvc_build_prefix(const KvcBuildMeta& meta,
 
 Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
                                                        uint64_t payload_len, uint32_t crc) {
-  if (static_cast<uint8_t>(meta.save_reason) > 5) return InvalidArgument("save_reason out of range");
+  if (static_cast<uint8_t>(meta.save_reason) > 5)
+    return InvalidArgument("save_reason out of range");
   if (static_cast<uint8_t>(meta.ns.quant) > kMaxQuantByte) {
     return InvalidArgument("quant type byte out of range");
   }
@@ -202,8 +205,8 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
     put_tlv(tlv, kTagDelta, d.data(), d.size());
   }
 
-  uint64_t payload_offset = kKvcHeaderSize + kKvcTrailerSize + 4 + meta.prompt_text.size() + 4 +
-                            tlv.size();
+  uint64_t payload_offset =
+      kKvcHeaderSize + kKvcTrailerSize + 4 + meta.prompt_text.size() + 4 + tlv.size();
   uint64_t now = static_cast<uint64_t>(std::time(nullptr));
 
   std::vector<uint8_t> out;
@@ -233,7 +236,8 @@ Result<std::vector<uint8_t>> kvc_build_prefix_with_crc(const KvcBuildMeta& meta,
 }
 
 Result<uint64_t> kvc_prefix_length(std::span<const uint8_t> first72) {
-  if (first72.size() < kKvcHeaderSize + kKvcTrailerSize) return DataLoss("kvc: file shorter than header+trailer");
+  if (first72.size() < kKvcHeaderSize + kKvcTrailerSize)
+    return DataLoss("kvc: file shorter than header+trailer");
   if (std::memcmp(first72.data(), "KVC", 3) != 0) return DataLoss("kvc: bad magic");
   uint64_t po = get_u64(first72.data() + kKvcHeaderSize);
   if (po < kKvcHeaderSize + kKvcTrailerSize + 8) return DataLoss("kvc: payload_offset too small");
@@ -327,8 +331,12 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
         std::memcpy(info.ns.ctx_params_hash.data(), v, 32);
         have_ctx = true;
         break;
-      case kTagHostname: info.hostname.assign(reinterpret_cast<const char*>(v), len); break;
-      case kTagVersion: info.version_string.assign(reinterpret_cast<const char*>(v), len); break;
+      case kTagHostname:
+        info.hostname.assign(reinterpret_cast<const char*>(v), len);
+        break;
+      case kTagVersion:
+        info.version_string.assign(reinterpret_cast<const char*>(v), len);
+        break;
       case kTagSaveReasonDetail:
         info.save_reason_detail.assign(reinterpret_cast<const char*>(v), len);
         break;
@@ -386,7 +394,8 @@ Result<KvcInfo> kvc_parse_meta(std::span<const uint8_t> bytes, uint64_t file_siz
     }
   }
   if (file_size < info.payload_offset + info.payload_length) return DataLoss("kvc: truncated");
-  if (file_size != info.payload_offset + info.payload_length) return DataLoss("kvc: trailing_bytes");
+  if (file_size != info.payload_offset + info.payload_length)
+    return DataLoss("kvc: trailing_bytes");
   return info;
 }
 
@@ -396,6 +405,26 @@ Result<KvcInfo> kvc_parse(std::span<const uint8_t> whole_file, const CacheKey& e
   if (crc != info.payload_crc32c) return DataLoss("kvc: payload crc32c mismatch");
   if (info.key() != expected) return DataLoss("kvc: key replay mismatch");
   return info;
+}
+
+KvcBuildMeta kvc_build_meta_of(const KvcInfo& info) {
+  KvcBuildMeta m;
+  m.save_reason = info.save_reason;
+  m.quant_bits = info.quant_bits;
+  m.ns = info.ns;
+  m.fingerprint_mode = info.fingerprint_mode;
+  m.tokens = info.tokens;
+  m.context_size = info.context_size;
+  m.creation_time = info.creation_time;
+  m.last_used_time = info.last_used_time;
+  m.hit_count = info.hit_count;
+  m.prompt_text = info.prompt_text;
+  m.hostname = info.hostname;
+  m.version = info.version_string;
+  m.save_reason_detail = info.save_reason_detail;
+  m.extra_tlvs = info.extra_tlvs;
+  m.delta = info.delta;
+  return m;
 }
 
 }  // namespace hearth::cache

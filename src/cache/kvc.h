@@ -98,7 +98,7 @@ struct KvcBuildMeta {
   uint64_t last_used_time = 0;  // 0 = now
   uint32_t hit_count = 0;
   std::string prompt_text;
-  std::string hostname;         // empty = gethostname()
+  std::string hostname;  // empty = gethostname()
   std::string version = "hearth 0.1.0";
   std::string save_reason_detail;
   std::vector<KvcTlv> extra_tlvs;  // e.g. kTagLogits; tags 0x01-0x09 and 0x0B are refused
@@ -138,6 +138,10 @@ struct KvcInfo {
   uint64_t file_size() const { return payload_offset + payload_length; }
   const KvcTlv* find_tlv(uint8_t tag) const;
 };
+
+// The build metadata that writes `info`'s row again (every parsed field, its delta link
+// included): a rescan rebuilding a header, a remote row stored into a local tier.
+KvcBuildMeta kvc_build_meta_of(const KvcInfo& info);
 
 // Bytes preceding the payload (header, trailer, prompt, TLVs); the file is
 // prefix || payload. payload_crc32c is computed here from `payload`.
