@@ -18,25 +18,14 @@
 #include <thread>
 
 #include "gguf_cli_util.h"
+#include "testing/free_port.h"
 
 namespace hearth::cli::testing {
+
+using ::hearth::testing::free_port;
 namespace {
 
 namespace fs = std::filesystem;
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;

@@ -23,7 +23,11 @@
 
 #include <httplib.h>
 
+#include "testing/free_port.h"
+
 namespace hearth::server::testing {
+
+using ::hearth::testing::free_port;
 
 // The haproxy binary ("" when not installed): /usr/sbin is not on every user's PATH.
 inline std::string haproxy_path() {
@@ -31,21 +35,6 @@ inline std::string haproxy_path() {
     if (::access(p, X_OK) == 0) return p;
   }
   return "";
-}
-
-// A loopback port nothing listens on now (bound, read, released).
-inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  ::close(fd);
-  return port;
 }
 
 // Rewrites every "127.0.0.1:PORT" of `cfg` by `ports` (deploy/haproxy.cfg's own port ->
