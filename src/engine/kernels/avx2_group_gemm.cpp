@@ -84,7 +84,7 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
     const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
     xb[t] = reinterpret_cast<const BlockQ8_0*>(row);
     xd[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
-    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_sums_offset(nb));
   }
   __m256 lo[4][NT], hi[4][NT];  // by phase b % 4, then token
   for (int k = 0; k < 4; ++k)

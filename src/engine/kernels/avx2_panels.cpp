@@ -181,7 +181,7 @@ void phase_tokens(const uint8_t* panel, int64_t nb, int p, const uint8_t* x, siz
     const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
     xs[t].blocks = reinterpret_cast<const BlockQ8_0*>(row);
     xs[t].scale = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
-    xs[t].sum = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    xs[t].sum = reinterpret_cast<const int32_t*>(row + q8_0_sums_offset(nb));
   }
   __m256 acc[NT][2];
   phase_pass<Fmt, NT>(panel, nb, p, xs, acc);

@@ -50,7 +50,7 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   const int64_t nb = n / kQK32;
   auto* blocks = reinterpret_cast<BlockQ8_0*>(out);
   float* side_scale = reinterpret_cast<float*>(out + q8_0_side_offset(nb));
-  int32_t* side_sum = reinterpret_cast<int32_t*>(out + q8_0_side_offset(nb) + 4 * nb);
+  int32_t* side_sum = reinterpret_cast<int32_t*>(out + q8_0_sums_offset(nb));
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   // packs interleaves 128-bit lanes; this puts the 8 dwords back in element order.
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);

@@ -121,7 +121,7 @@ void group_dot_q4_0(const void* vw, size_t s, const uint8_t* x, int64_t n, float
   const int64_t nb = n / kQK32;
   const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
   const auto* xd = reinterpret_cast<const float*>(x + q8_0_side_offset(nb));
-  const auto* xsum = reinterpret_cast<const int32_t*>(x + q8_0_side_offset(nb) + 4 * nb);
+  const auto* xsum = reinterpret_cast<const int32_t*>(x + q8_0_sums_offset(nb));
   // The next group's rows (contiguous in a tensor: 8 * s bytes) are fetched while
   // this one is computed, the same fraction of them per block as this group reads.
   const uint8_t* next = w + 8 * s;
@@ -152,7 +152,7 @@ void group_dot_q4_0_interleaved(const void* vg, size_t /*row_stride*/, const uin
   const int64_t nb = n / kQK32;
   const auto* xb = reinterpret_cast<const BlockQ8_0*>(x);
   const auto* xd = reinterpret_cast<const float*>(x + q8_0_side_offset(nb));
-  const auto* xsum = reinterpret_cast<const int32_t*>(x + q8_0_side_offset(nb) + 4 * nb);
+  const auto* xsum = reinterpret_cast<const int32_t*>(x + q8_0_sums_offset(nb));
   const __m256i nib = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 lo_acc[4], hi_acc[4];  // rows 0..7 and 8..15, one per phase

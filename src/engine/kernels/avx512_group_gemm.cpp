@@ -73,7 +73,7 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
     const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
     xb[t] = reinterpret_cast<const BlockQ8_0*>(row);
     xscale[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
-    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_sums_offset(nb));
   }
   __m512 a0[NT], a1[NT], a2[NT], a3[NT];  // phases b % 4 == 0..3
   for (int t = 0; t < NT; ++t) a0[t] = a1[t] = a2[t] = a3[t] = _mm512_setzero_ps();

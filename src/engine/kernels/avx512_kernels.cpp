@@ -139,7 +139,7 @@ void dot32_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, flo
     const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
     xb[t] = reinterpret_cast<const BlockQ8_0*>(row);
     xscale[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
-    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_sums_offset(nb));
     acc[t] = _mm_setzero_ps();
   }
   int64_t b = 0;
@@ -321,7 +321,7 @@ void q8p_gemm_nt(const uint8_t* panel, int n_rows, int64_t nb, const uint8_t* x,
     const uint8_t* row = x + static_cast<size_t>(t) * x_stride;
     xb[t] = reinterpret_cast<const BlockQ8_0*>(row);
     xscale[t] = reinterpret_cast<const float*>(row + q8_0_side_offset(nb));
-    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_side_offset(nb) + 4 * nb);
+    xsum[t] = reinterpret_cast<const int32_t*>(row + q8_0_sums_offset(nb));
   }
   __m512 a0[NT], a1[NT], a2[NT], a3[NT];  // phases b % 4 == 0..3
   for (int t = 0; t < NT; ++t) a0[t] = a1[t] = a2[t] = a3[t] = _mm512_setzero_ps();
@@ -362,7 +362,7 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   const int64_t nb = n / kQK32;
   auto* blocks = reinterpret_cast<BlockQ8_0*>(out);
   float* side_scale = reinterpret_cast<float*>(out + q8_0_side_offset(nb));
-  int32_t* side_sum = reinterpret_cast<int32_t*>(out + q8_0_side_offset(nb) + 4 * nb);
+  int32_t* side_sum = reinterpret_cast<int32_t*>(out + q8_0_sums_offset(nb));
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
   const __m512 half = _mm512_set1_ps(0.5f);
   const __m512 one = _mm512_set1_ps(1.0f);

@@ -29,8 +29,12 @@ gguf::TensorType activation_type(gguf::TensorType weight);
 inline constexpr size_t q8_0_side_offset(int64_t nb) {
   return static_cast<size_t>(nb * 34 + 31) / 32 * 32;
 }
+// Where the nb int32 block sums start (after the nb float scales).
+inline constexpr size_t q8_0_sums_offset(int64_t nb) {
+  return q8_0_side_offset(nb) + static_cast<size_t>(nb) * 4;
+}
 inline constexpr size_t q8_0_working_row_bytes(int64_t nb) {
-  return (q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8 + 31) / 32 * 32;
+  return (q8_0_sums_offset(nb) + static_cast<size_t>(nb) * 4 + 31) / 32 * 32;
 }
 
 // How far ahead of an F16 weight row's reads its decode dot prefetches: one 2048-wide
@@ -55,7 +59,7 @@ inline constexpr size_t f16_working_row_bytes(int64_t n) {
 // side arrays) so rows are fully defined: hashable, comparable byte for byte.
 inline void clear_q8_0_working_padding(uint8_t* out, int64_t nb) {
   const size_t blocks = static_cast<size_t>(nb) * 34;
-  const size_t used = q8_0_side_offset(nb) + static_cast<size_t>(nb) * 8;
+  const size_t used = q8_0_sums_offset(nb) + static_cast<size_t>(nb) * 4;
   std::memset(out + blocks, 0, q8_0_side_offset(nb) - blocks);
   std::memset(out + used, 0, q8_0_working_row_bytes(nb) - used);
 }
