@@ -3,6 +3,13 @@ JOBS ?= 2
 BUILD ?= build
 BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
+# HEARTH_CUDA=1: install NVIDIA's toolkit (scripts/install-deps.sh) and build the CUDA
+# backend too (docs/gpu.md); its tests skip where no GPU is present.
+HEARTH_CUDA ?=
+ifeq ($(HEARTH_CUDA),1)
+CMAKE_FLAGS += -DHEARTH_CUDA=ON
+export HEARTH_CUDA
+endif
 
 .PHONY: all deps build run test asan tsan bench format clean crash-test fuzz screenshots
 

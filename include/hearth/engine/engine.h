@@ -70,6 +70,14 @@ struct EngineOptions {
   // KV is committed at load like the others'): 0 = 8 for an encoder (bert: short
   // contexts), 1 for a decoder (its context may be long).
   int32_t n_embed_seq = 0;
+  // Where the layers run (docs/gpu.md): "cpu" (default) or "cuda:N" (device N; "cuda"
+  // is "cuda:0"). With a GPU, the first n_gpu_layers layers run on it and the rest on
+  // the CPU; -1 (or n_layer or more) puts every layer and the output head on the GPU.
+  // Part of numerics_id(): GPU layers compute other bits than the CPU's, so rows never
+  // cross devices or splits. A build without CUDA, or a machine without that device,
+  // fails the load naming `device`.
+  std::string device = "cpu";
+  int32_t n_gpu_layers = -1;
 };
 
 struct ModelInfo {
@@ -117,6 +125,10 @@ struct ModelInfo {
   bool causal = true;
   bool encoder = false;  // bert: no logits (forward with logits fails), embeddings only
   int32_t n_embed_seq = 1;
+  // "cpu", or the GPU's description ("cuda:0 NVIDIA H200, sm_90") and how many layers
+  // run on it (0 on the CPU; n_layer: all, with the output head).
+  std::string device = "cpu";
+  int32_t n_gpu_layers = 0;
 };
 
 // One token of a batch. pos must equal the sequence's current length when the token is

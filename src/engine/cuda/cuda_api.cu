@@ -1,0 +1,211 @@
+// cuda_api.h over the CUDA runtime (linked statically: the binary needs the driver only).
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "engine/cuda/cuda_api.h"
+
+namespace hearth::engine::cuda {
+namespace {
+
+Error error_of(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return {};
+  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+}
+
+cudaStream_t stream_of(const Stream& s) {
+  return static_cast<cudaStream_t>(s.handle());
+}
+
+}  // namespace
+
+bool available(int device, std::string* why_not) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    if (why_not != nullptr) *why_not = error_of(e, "cudaGetDeviceCount");
+    return false;
+  }
+  if (device < 0 || device >= n) {
+    if (why_not != nullptr) {
+      *why_not = "no CUDA device " + std::to_string(device) + " (this machine has " +
+                 std::to_string(n) + ")";
+    }
+    return false;
+  }
+  return true;
+}
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky "no driver" error
+    return 0;
+  }
+  return n;
+}
+
+Error set_device(int device) {
+  return error_of(cudaSetDevice(device), "cudaSetDevice");
+}
+
+Error device_props(int device, DeviceProps* out) {
+  cudaDeviceProp p{};
+  if (Error e = error_of(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+      !e.empty()) {
+    return e;
+  }
+  out->name = p.name;
+  out->cc_major = p.major;
+  out->cc_minor = p.minor;
+  out->sm_count = p.multiProcessorCount;
+  out->total_mem = p.totalGlobalMem;
+  out->l2_bytes = static_cast<size_t>(p.l2CacheSize);
+  return {};
+}
+
+Stream::~Stream() {
+  if (handle_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+}
+
+Error Stream::create() {
+  cudaStream_t s = nullptr;
+  if (Error e = error_of(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+      !e.empty()) {
+    return e;
+  }
+  if (handle_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+  handle_ = s;
+  return {};
+}
+
+Error Stream::sync() const {
+  return error_of(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)),
+                  "cudaStreamSynchronize");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (data_ != nullptr) cudaFree(data_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_ != nullptr) cudaFree(data_);
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+Error DeviceBuffer::allocate(size_t bytes) {
+  if (data_ != nullptr) cudaFree(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+  if (bytes == 0) return {};
+  void* p = nullptr;
+  if (Error e = error_of(cudaMalloc(&p, bytes), "cudaMalloc"); !e.empty()) {
+    return e + " of " + std::to_string(bytes) + " bytes";
+  }
+  data_ = p;
+  bytes_ = bytes;
+  return {};
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+Error PinnedBuffer::allocate(size_t bytes) {
+  if (data_ != nullptr) cudaFreeHost(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+  if (bytes == 0) return {};
+  void* p = nullptr;
+  if (Error e = error_of(cudaMallocHost(&p, bytes), "cudaMallocHost"); !e.empty()) {
+    return e + " of " + std::to_string(bytes) + " bytes";
+  }
+  data_ = p;
+  bytes_ = bytes;
+  return {};
+}
+
+Error copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return {};
+  return error_of(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_of(stream)),
+                  "cudaMemcpyAsync(host to device)");
+}
+
+Error copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return {};
+  return error_of(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_of(stream)),
+                  "cudaMemcpyAsync(device to host)");
+}
+
+Error copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return {};
+  return error_of(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(stream)),
+                  "cudaMemcpyAsync(device to device)");
+}
+
+Error fill_device(void* dst, int byte, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return {};
+  return error_of(cudaMemsetAsync(dst, byte, bytes, stream_of(stream)), "cudaMemsetAsync");
+}
+
+Error launch_error(const char* what) {
+  return error_of(cudaGetLastError(), what);
+}
+
+Timer::~Timer() {
+  if (begin_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(begin_));
+  if (end_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(end_));
+}
+
+Error Timer::start(const Stream& stream) {
+  if (begin_ == nullptr) {
+    cudaEvent_t b = nullptr, e = nullptr;
+    if (Error err = error_of(cudaEventCreate(&b), "cudaEventCreate"); !err.empty()) return err;
+    if (Error err = error_of(cudaEventCreate(&e), "cudaEventCreate"); !err.empty()) {
+      cudaEventDestroy(b);
+      return err;
+    }
+    begin_ = b;
+    end_ = e;
+  }
+  return error_of(cudaEventRecord(static_cast<cudaEvent_t>(begin_), stream_of(stream)),
+                  "cudaEventRecord");
+}
+
+Error Timer::stop(const Stream& stream, float* ms) {
+  if (begin_ == nullptr) return "Timer::stop without start";
+  if (Error e = error_of(cudaEventRecord(static_cast<cudaEvent_t>(end_), stream_of(stream)),
+                         "cudaEventRecord");
+      !e.empty()) {
+    return e;
+  }
+  if (Error e = error_of(cudaEventSynchronize(static_cast<cudaEvent_t>(end_)),
+                         "cudaEventSynchronize");
+      !e.empty()) {
+    return e;
+  }
+  return error_of(cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(begin_),
+                                       static_cast<cudaEvent_t>(end_)),
+                  "cudaEventElapsedTime");
+}
+
+}  // namespace hearth::engine::cuda

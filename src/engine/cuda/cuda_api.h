@@ -1,0 +1,119 @@
+// The engine's CUDA runtime surface, as plain C++17 host code with no CUDA header, so
+// the engine's C++20 sources call it without nvcc. Compiled (cuda_api.cu) only when the
+// build has CUDA (HEARTH_CUDA=ON defines HEARTH_HAVE_CUDA); nothing outside
+// src/engine/cuda and the engine's GPU glue (engine/model/gpu_layers.*) includes it.
+//
+// Errors are text naming the failed call and the CUDA error ("" is success), turned
+// into Status by the glue: this header stays free of hearth/status.h (C++20).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace hearth::engine::cuda {
+
+using Error = std::string;
+
+// Whether device `device` can be used; else why not (no driver, no such device, a
+// driver older than the runtime), in words.
+bool available(int device, std::string* why_not);
+int device_count();  // 0 when there is no driver or no device
+Error set_device(int device);
+
+struct DeviceProps {
+  std::string name;  // e.g. "NVIDIA H200"
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  size_t total_mem = 0;
+  size_t l2_bytes = 0;
+};
+Error device_props(int device, DeviceProps* out);
+
+// A CUDA stream (non-blocking); every launch and copy of the engine goes on one.
+class Stream {
+ public:
+  Stream() = default;
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Error create();
+  void* handle() const { return handle_; }  // cudaStream_t
+  Error sync() const;                       // waits for everything queued on it
+
+ private:
+  void* handle_ = nullptr;
+};
+
+// Device memory (cudaMalloc), owned; moves, never copies.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& o) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  Error allocate(size_t bytes);  // frees what it held first; contents unspecified
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory (cudaMallocHost): copies from and to it run at the link's peak
+// and asynchronously. Moves, never copies.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& o) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  Error allocate(size_t bytes);
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Asynchronous copies on `stream` (host memory that is not pinned makes them synchronous).
+Error copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream);
+Error copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream);
+Error copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream);
+Error fill_device(void* dst, int byte, size_t bytes, const Stream& stream);
+
+// After a kernel launch: the launch's error (bad configuration, no kernel image for this
+// device), as "<what>: <CUDA error>", or "".
+Error launch_error(const char* what);
+
+// Elapsed device time between two points of a stream, for benchmarks.
+class Timer {
+ public:
+  Timer() = default;
+  ~Timer();
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  Error start(const Stream& stream);
+  // Waits for the stream to reach the stop point; milliseconds since start().
+  Error stop(const Stream& stream, float* ms);
+
+ private:
+  void* begin_ = nullptr;
+  void* end_ = nullptr;
+};
+
+}  // namespace hearth::engine::cuda
