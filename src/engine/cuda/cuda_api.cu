@@ -167,6 +167,14 @@ Error fill_device(void* dst, int byte, size_t bytes, const Stream& stream) {
   return error_of(cudaMemsetAsync(dst, byte, bytes, stream_of(stream)), "cudaMemsetAsync");
 }
 
+Error copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+              size_t height, const Stream& stream) {
+  if (width == 0 || height == 0) return {};
+  return error_of(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height,
+                                    cudaMemcpyDefault, stream_of(stream)),
+                  "cudaMemcpy2DAsync");
+}
+
 Error launch_error(const char* what) {
   return error_of(cudaGetLastError(), what);
 }

@@ -95,6 +95,10 @@ Error copy_to_device(void* dst, const void* src, size_t bytes, const Stream& str
 Error copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream);
 Error copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream);
 Error fill_device(void* dst, int byte, size_t bytes, const Stream& stream);
+// `height` runs of `width` bytes, src_pitch apart at src and dst_pitch apart at dst, in
+// any direction (host or device pointers, told apart by unified addressing); one call.
+Error copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+              size_t height, const Stream& stream);
 
 // After a kernel launch: the launch's error (bad configuration, no kernel image for this
 // device), as "<what>: <CUDA error>", or "".

@@ -73,10 +73,11 @@ Result<std::vector<std::vector<float>>> Engine::embed_batch(
       for (size_t p = 0; p < inputs[i].size(); ++p)
         batch.push_back({inputs[i][p], static_cast<int32_t>(p), seq, false});
     }
-    m.run(batch, nullptr, &hidden);
+    const Status ran = m.run(batch, nullptr, &hidden);
     size_t row = 0;
+    for (size_t i = begin; i < end; ++i) m.kv->set_len(first_seq + static_cast<int32_t>(i - begin), 0);
+    HEARTH_RETURN_IF_ERROR(ran);
     for (size_t i = begin; i < end; ++i) {
-      m.kv->set_len(first_seq + static_cast<int32_t>(i - begin), 0);
       out[i] = pool(hidden.data() + row * e, inputs[i].size(), e, pooling);
       row += inputs[i].size();
     }

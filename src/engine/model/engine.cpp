@@ -170,9 +170,23 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   }
 #endif
 
+  // The layers on a GPU: how many (n_gpu_layers -1 or >= n_layer: all, and the output
+  // head with them; 0: none, the CPU runs everything).
+  HEARTH_ASSIGN_OR_RETURN(const engine::DeviceChoice device,
+                          engine::parse_device_option(options.device));
+  int32_t n_gpu = 0;
+  if (device.device_index >= 0) {
+    if (options.n_gpu_layers < -1) {
+      return InvalidArgument("n_gpu_layers must be -1 (all) or >= 0, got " +
+                             std::to_string(options.n_gpu_layers));
+    }
+    n_gpu = options.n_gpu_layers < 0 ? hp.n_layer : std::min(options.n_gpu_layers, hp.n_layer);
+  }
   impl->pool = std::make_unique<kb::ThreadPool>(options.n_threads);
   impl->info.weights_placement = "file mapping";
-  if (!options.weights_in_place) {
+  // With every layer and the head on the GPU the host reads only token_embd's rows: the
+  // matrices stay in the file mapping, uncopied.
+  if (!options.weights_in_place && n_gpu < hp.n_layer) {
     // A failed allocation is not fatal: the matrices stay readable in the mapping.
     Result<engine::WeightArena> arena = engine::copy_matrices_to_arena(
         impl->w, *impl->pool, engine::kb::active_kernels(), options.on_load_progress);
@@ -190,6 +204,25 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
       engine::KvStore::create(n_kv_seq, hp.n_layer, impl->opts.n_ctx, hp.kv_dim(), options.kv_type,
                               kv_ring(hp, options)));
   impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
+  if (n_gpu > 0) {
+    // The GPU takes the file's own block layout (the arena may have interleaved rows).
+    HEARTH_ASSIGN_OR_RETURN(const engine::ModelWeights file_views,
+                            engine::bind_weights(impl->file, hp));
+    engine::GpuLayersConfig gc;
+    gc.device_index = device.device_index;
+    gc.n_layers = n_gpu;
+    gc.output = n_gpu == hp.n_layer;
+    gc.n_kv_seq = n_kv_seq;
+    gc.n_ctx = impl->opts.n_ctx;
+    gc.n_batch = impl->opts.n_batch;
+    HEARTH_ASSIGN_OR_RETURN(impl->gpu, engine::GpuLayers::create(hp, file_views, options, gc));
+    impl->info.device = impl->gpu->description();
+    impl->info.n_gpu_layers = n_gpu;
+    log::info("engine: " + impl->info.name + ": " + std::to_string(n_gpu) + " of " +
+              std::to_string(hp.n_layer) + " layers" + (gc.output ? " and the output head" : "") +
+              " on " + impl->info.device + " (" + format_bytes(impl->gpu->device_bytes()) +
+              " of device memory)");
+  }
   ForwardScratch& s = impl->s;
   const size_t B = static_cast<size_t>(impl->opts.n_batch);
   s.x.resize(B * hp.n_embd);
@@ -244,8 +277,7 @@ Status Engine::forward(std::span<const BatchToken> batch, std::vector<float>& lo
                        " is an embedding model (no vocabulary head): use embed_batch");
   }
   HEARTH_RETURN_IF_ERROR(impl_->validate(batch, /*allow_private=*/false));
-  impl_->run(batch, &logits_out, nullptr);
-  return OkStatus();
+  return impl_->run(batch, &logits_out, nullptr);
 }
 
 int32_t Engine::seq_len(int32_t seq) const {
@@ -316,6 +348,8 @@ Status Engine::kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) co
         " (the oldest held is " + std::to_string(impl_->kv->oldest(seq)) + ")");
   }
   impl_->kv->pack(seq, n_pos, out);
+  // The GPU layers' runs come first in the packed layout (layers 0 .. n_gpu - 1).
+  if (impl_->gpu) return impl_->gpu->pack(seq, n_pos, out.data());
   return OkStatus();
 }
 
@@ -331,6 +365,12 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
                            std::to_string(n_pos) + " positions, expected " + std::to_string(want));
   }
   impl_->kv->unpack(seq, bytes, n_pos);
+  if (impl_->gpu) {
+    if (Status st = impl_->gpu->unpack(seq, bytes.data(), n_pos); !st.ok()) {
+      impl_->kv->set_len(seq, 0);
+      return st;
+    }
+  }
   return OkStatus();
 }
 
@@ -343,7 +383,14 @@ Status Engine::kv_copy(int32_t src, int32_t dst, int32_t n_pos) {
     return OutOfRange("kv_copy: n_pos " + std::to_string(n_pos) + " is outside [0, " +
                       std::to_string(impl_->kv->len(src)) + "] for seq " + std::to_string(src));
   }
-  return impl_->kv->copy_prefix(src, dst, n_pos);
+  HEARTH_RETURN_IF_ERROR(impl_->kv->copy_prefix(src, dst, n_pos));
+  if (impl_->gpu) {
+    if (Status st = impl_->gpu->copy(src, dst, n_pos); !st.ok()) {
+      impl_->kv->set_len(dst, 0);
+      return st;
+    }
+  }
+  return OkStatus();
 }
 
 Result<std::vector<std::span<uint8_t>>> Engine::kv_import_spans(int32_t seq, int32_t n_pos) {
@@ -352,7 +399,17 @@ Result<std::vector<std::span<uint8_t>>> Engine::kv_import_spans(int32_t seq, int
     return OutOfRange("kv_import_spans: n_pos " + std::to_string(n_pos) + " is outside [0, n_ctx " +
                       std::to_string(impl_->kv->n_ctx()) + "]");
   }
-  return impl_->kv->import_runs(seq, n_pos);
+  std::vector<std::span<uint8_t>> runs = impl_->kv->import_runs(seq, n_pos);
+  if (impl_->gpu && impl_->gpu->n_layers() > 0 && n_pos > 0) {
+    // The GPU layers' runs (the first two per GPU layer) land in pinned staging that the
+    // commit copies to the device in one transfer.
+    HEARTH_ASSIGN_OR_RETURN(std::span<uint8_t> staging, impl_->gpu->import_staging(n_pos));
+    const size_t n_runs = 2 * static_cast<size_t>(impl_->gpu->n_layers());
+    if (runs.size() < n_runs) return Internal("kv_import_spans: fewer runs than GPU layers");
+    const size_t run = staging.size() / n_runs;
+    for (size_t i = 0; i < n_runs; ++i) runs[i] = staging.subspan(i * run, run);
+  }
+  return runs;
 }
 
 Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
@@ -361,6 +418,7 @@ Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
     return OutOfRange("kv_import_commit: n_pos " + std::to_string(n_pos) +
                       " is outside [0, n_ctx " + std::to_string(impl_->kv->n_ctx()) + "]");
   }
+  if (impl_->gpu) HEARTH_RETURN_IF_ERROR(impl_->gpu->import_commit(seq, n_pos));
   impl_->kv->commit_import(seq, n_pos);
   return OkStatus();
 }
@@ -396,7 +454,9 @@ std::string Engine::numerics_id() const {
   const char* kv = "kv=f16;attn=f16q-f32acc-f16p;";
   if (impl_->kv->type() == KvType::kQ8_0) kv = "kv=q8_0;attn=f16q-blockfma-f16p;";
   if (impl_->kv->type() == KvType::kQ4_0) kv = "kv=q4_0;attn=f16q-blockfma-f16p;";
-  return std::string("hearth-engine-2;") + kv + kb::kernels_id() + arch;
+  std::string id = std::string("hearth-engine-2;") + kv + kb::kernels_id() + arch;
+  if (impl_->gpu) id += impl_->gpu->tag();
+  return id;
 }
 
 Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {
@@ -414,8 +474,9 @@ Result<std::vector<float>> Engine::embed(std::span<const int32_t> tokens) {
   }
   HEARTH_RETURN_IF_ERROR(impl_->validate(batch, /*allow_private=*/true));
   std::vector<float> hidden;
-  impl_->run(batch, nullptr, &hidden);
+  const Status ran = impl_->run(batch, nullptr, &hidden);
   impl_->kv->set_len(seq, 0);
+  HEARTH_RETURN_IF_ERROR(ran);
   const size_t e = static_cast<size_t>(impl_->hp.n_embd);
   std::vector<double> acc(e, 0.0);
   for (size_t t = 0; t < tokens.size(); ++t) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/model/attention.h"
+#include "engine/model/gpu_layers.h"
 #include "engine/model/hparams.h"
 #include "engine/model/kernels_bridge.h"
 #include "engine/model/kv_store.h"
@@ -105,6 +106,10 @@ struct Engine::Impl {
   }
   std::unique_ptr<engine::KvStore>
       kv;  // n_seq_max user sequences + n_embed_seq private (embeddings)
+  // The layers on a GPU (EngineOptions::device), null on the CPU. Their KV lives on the
+  // device; kv keeps the lengths and the CPU layers' rows.
+  std::unique_ptr<engine::GpuLayers> gpu;
+  int32_t first_cpu_layer() const { return gpu ? gpu->n_layers() : 0; }
   std::vector<std::vector<LoraUse>> seq_lora;  // Engine::set_lora, per user sequence
   ForwardScratch s;
 
@@ -115,11 +120,13 @@ struct Engine::Impl {
   Status validate(std::span<const BatchToken> batch, bool allow_private);
   // Evaluates a validated batch. logits: n_vocab rows for tokens with logits = true.
   // hidden (optional): final-normed hidden state of every token (n_embd rows).
-  void run(std::span<const BatchToken> batch, std::vector<float>* logits,
-           std::vector<float>* hidden);
+  // Errors come only from the GPU layers (a CUDA failure); the positions of the chunks
+  // evaluated before it stay appended.
+  Status run(std::span<const BatchToken> batch, std::vector<float>* logits,
+             std::vector<float>* hidden);
 
  private:
-  void run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden);
+  Status run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden);
   // bert (bert.cpp): the hidden state of every token, no logits.
   void run_chunk_encoder(std::span<const BatchToken> chunk, float* hidden);
   // Q, K and V of every token of the chunk on one layer: biases, Q/K norms, RoPE; K and

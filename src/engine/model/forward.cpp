@@ -52,8 +52,8 @@ Status Engine::Impl::validate(std::span<const BatchToken> batch, bool allow_priv
   return OkStatus();
 }
 
-void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* logits,
-                       std::vector<float>* hidden) {
+Status Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* logits,
+                         std::vector<float>* hidden) {
   size_t n_out = 0;
   for (const BatchToken& t : batch) n_out += t.logits ? 1 : 0;
   if (logits != nullptr) logits->resize(n_out * static_cast<size_t>(hp.n_vocab));
@@ -75,10 +75,11 @@ void Engine::Impl::run(std::span<const BatchToken> batch, std::vector<float>* lo
     if (hp.encoder) {
       run_chunk_encoder(chunk, hd);
     } else {
-      run_chunk(chunk, lg, hd);
+      HEARTH_RETURN_IF_ERROR(run_chunk(chunk, lg, hd));
     }
     for (const BatchToken& t : chunk) out_done += t.logits ? 1 : 0;
   }
+  return OkStatus();
 }
 
 // Blocks of up to kAttentionBlockTokens tokens of one sequence (in batch order, so in
@@ -220,7 +221,7 @@ void Engine::Impl::ffn_dense(int64_t T, int32_t l) {
   lora_layer(l, engine::LoraTarget::kDown, s.gate.data(), s.proj.data(), T);
 }
 
-void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden) {
+Status Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, float* hidden) {
   const int64_t T = static_cast<int64_t>(chunk.size());
   const int32_t e = hp.n_embd;
   float* x = s.x.data();
@@ -250,8 +251,19 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
     }
   }
 
+  if (gpu) {
+    // The GPU layers first; with all of them and the output head there, the logits
+    // come straight back (hidden states are normed here on the host).
+    const bool head_on_gpu = gpu->has_output() && hidden == nullptr;
+    HEARTH_RETURN_IF_ERROR(gpu->run(chunk, x, s.rope.data(), head_on_gpu ? nullptr : x,
+                                    head_on_gpu ? logits : nullptr));
+    if (head_on_gpu) {
+      for (const BatchToken& t : chunk) kv->append_to(t.seq, std::max(kv->len(t.seq), t.pos + 1));
+      return OkStatus();
+    }
+  }
   plan_attention_blocks(chunk);
-  for (int32_t l = 0; l < hp.n_layer; ++l) {
+  for (int32_t l = first_cpu_layer(); l < hp.n_layer; ++l) {
     const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
     for_each_token(T, e, [&](int64_t t) {
       engine::rms_norm(x + t * e, L.attn_norm.data, e, hp.rms_eps, xn + t * e);
@@ -309,6 +321,7 @@ void Engine::Impl::run_chunk(std::span<const BatchToken> chunk, float* logits, f
       }
     }
   }
+  return OkStatus();
 }
 
 }  // namespace hearth

@@ -27,6 +27,10 @@ Status Engine::set_lora(int32_t seq, std::vector<LoraUse> uses) {
   }
   // Scale 0 is the base model, bit for bit: such a use computes nothing.
   std::erase_if(uses, [](const LoraUse& u) { return u.scale == 0.0f; });
+  if (impl_->gpu && !uses.empty()) {
+    return Unsupported("set_lora: LoRA adapters are not implemented on the GPU layers (device " +
+                       impl_->opts.device + "); load the model with device cpu to use them");
+  }
   impl_->seq_lora.resize(static_cast<size_t>(impl_->opts.n_seq_max));
   impl_->seq_lora[static_cast<size_t>(seq)] = std::move(uses);
   return OkStatus();
