@@ -18,6 +18,9 @@ constexpr ModelPreset kPresets[] = {
     // model, Mistral-7B-v0.2 (rope_theta 1e6, 32,768 positions): long-context benchmarks.
     {"llama", "tinyllama-1.1b-32k", 32000, 2048, 22, 32, 4, 0, 5632, 0, 0, 32768, 1000000.0f, 1e-5f,
      0},
+    // Llama-3-8B's shape (grouped-query attention, 8 KV heads of 128, a 128k vocabulary):
+    // the 7-8B class people run on one GPU, for the GPU benchmarks (docs/gpu.md).
+    {"llama", "llama3-8b", 128256, 4096, 32, 32, 8, 0, 14336, 0, 0, 8192, 500000.0f, 1e-5f, 0},
     // Qwen3: q/k norms, an explicit head size (tiny: 32, not 64 / 4), tied output.
     {"qwen3", "tiny", 512, 64, 2, 4, 2, 32, 192, 0, 0, 512, 1000000.0f, 1e-6f, 0},
     {"qwen3", "small", 32000, 512, 8, 8, 4, 128, 1536, 0, 0, 40960, 1000000.0f, 1e-6f, 0},

@@ -10,6 +10,8 @@
 // GPU machine gets a copy of part of it beside the tests).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -396,6 +398,80 @@ TEST(CudaEngine, EmbeddingsRunOnTheDevice) {
   double dot = 0;
   for (size_t i = 0; i < a->size(); ++i) dot += double((*a)[i]) * (*b)[i];
   EXPECT_GT(dot, 0.999) << "GPU and CPU embeddings point apart (cosine " << dot << ")";
+}
+
+// HEARTH_GPU_BENCH=1 and HEARTH_GPU_BENCH_MODEL=<gguf>: restoring a row into device KV
+// (kv_import_spans, the copy into them, kv_import_commit) against one host-to-device copy
+// of the same bytes from pinned memory, the floor of any restore; and the link's peak.
+TEST(CudaEngineBench, RestoreVsHostToDeviceCopy) {
+  REQUIRE_GPU();
+  const char* on = std::getenv("HEARTH_GPU_BENCH");
+  const char* model = std::getenv("HEARTH_GPU_BENCH_MODEL");
+  if (on == nullptr || model == nullptr) {
+    GTEST_SKIP() << "SKIPPED: set HEARTH_GPU_BENCH=1 and HEARTH_GPU_BENCH_MODEL";
+  }
+#if HEARTH_HAVE_CUDA
+  namespace cu = engine::cuda;
+  EngineOptions o;
+  o.device = "cuda:0";
+  o.n_ctx = 4096;
+  o.n_seq_max = 2;
+  auto loaded = Engine::load(model, o);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  Engine& e = **loaded;
+  const int32_t V = e.info().n_vocab;
+  for (int32_t n : {512, 2048}) {
+    const auto tokens = random_tokens(n, V, 3);
+    ASSERT_TRUE(e.seq_clear(0).ok());
+    std::vector<BatchToken> batch;
+    for (int32_t i = 0; i < n; ++i) batch.push_back({tokens[i], i, 0, i == n - 1});
+    std::vector<float> logits;
+    const auto c0 = std::chrono::steady_clock::now();
+    for (size_t b = 0; b < batch.size(); b += 512) {
+      const auto part = std::span(batch).subspan(b, std::min<size_t>(512, batch.size() - b));
+      ASSERT_TRUE(e.forward(part, logits).ok());
+    }
+    const double cold_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count();
+    std::vector<uint8_t> row;
+    ASSERT_TRUE(e.kv_pack(0, n, row).ok());
+    std::vector<double> restore_ms, h2d_ms;
+    cu::PinnedBuffer pinned;
+    cu::DeviceBuffer dev;
+    cu::Stream stream;
+    ASSERT_TRUE(pinned.allocate(row.size()).empty());
+    ASSERT_TRUE(dev.allocate(row.size()).empty());
+    ASSERT_TRUE(stream.create().empty());
+    std::memcpy(pinned.data(), row.data(), row.size());
+    for (int rep = 0; rep < 11; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto spans = e.kv_import_spans(1, n);
+      ASSERT_TRUE(spans.ok());
+      size_t at = 0;
+      for (std::span<uint8_t> sp : *spans) {
+        std::memcpy(sp.data(), row.data() + at, sp.size());
+        at += sp.size();
+      }
+      ASSERT_TRUE(e.kv_import_commit(1, n).ok());
+      restore_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      cu::Timer timer;
+      float ms = 0;
+      ASSERT_TRUE(timer.start(stream).empty());
+      ASSERT_TRUE(cu::copy_to_device(dev.data(), pinned.data(), row.size(), stream).empty());
+      ASSERT_TRUE(timer.stop(stream, &ms).empty());
+      h2d_ms.push_back(ms);
+    }
+    std::sort(restore_ms.begin(), restore_ms.end());
+    std::sort(h2d_ms.begin(), h2d_ms.end());
+    const double r = restore_ms[restore_ms.size() / 2], h = h2d_ms[h2d_ms.size() / 2];
+    std::printf(
+        "gpu restore %5d tokens: row %.1f MiB, cold prefill %.2f ms, restore %.3f ms (%.1f GB/s), "
+        "pinned host-to-device copy %.3f ms (%.1f GB/s), restore / copy %.2fx, cold / restore %.0fx\n",
+        n, row.size() / 1048576.0, cold_ms, r, row.size() / r / 1e6, h, row.size() / h / 1e6, r / h,
+        cold_ms / r);
+  }
+#endif
 }
 
 }  // namespace
