@@ -57,12 +57,12 @@ std::string no_gpu_reason() {
 #endif
 }
 
-#define REQUIRE_GPU()                                           \
-  do {                                                          \
-    const std::string why = no_gpu_reason();                    \
-    if (!why.empty()) {                                         \
-      GTEST_SKIP() << "SKIPPED: " << why;                       \
-    }                                                           \
+#define REQUIRE_GPU()                        \
+  do {                                       \
+    const std::string why = no_gpu_reason(); \
+    if (!why.empty()) {                      \
+      GTEST_SKIP() << "SKIPPED: " << why;    \
+    }                                        \
   } while (0)
 
 std::unique_ptr<Engine> load_on(const std::string& path, const std::string& device,
@@ -93,9 +93,8 @@ std::vector<int32_t> random_tokens(int32_t n, int32_t n_vocab, uint32_t seed) {
 
 // Feeds `tokens` to seq in chunks of `chunk` (every position's logits), optionally with
 // `other` tokens of sequence other_seq interleaved in every call; returns seq's logits.
-std::vector<float> run_seq(Engine& e, int32_t seq, const std::vector<int32_t>& tokens,
-                           size_t chunk, int32_t other_seq = -1,
-                           const std::vector<int32_t>& other = {}) {
+std::vector<float> run_seq(Engine& e, int32_t seq, const std::vector<int32_t>& tokens, size_t chunk,
+                           int32_t other_seq = -1, const std::vector<int32_t>& other = {}) {
   std::vector<float> out;
   std::vector<float> logits;
   size_t other_at = 0;
@@ -108,7 +107,8 @@ std::vector<float> run_seq(Engine& e, int32_t seq, const std::vector<int32_t>& t
       batch.push_back({other[other_at], static_cast<int32_t>(other_at), other_seq, j == 1});
     }
     const size_t first = batch.size();
-    for (size_t i = b; i < end; ++i) batch.push_back({tokens[i], static_cast<int32_t>(i), seq, true});
+    for (size_t i = b; i < end; ++i)
+      batch.push_back({tokens[i], static_cast<int32_t>(i), seq, true});
     const Status st = e.forward(batch, logits);
     EXPECT_TRUE(st.ok()) << st.to_string();
     if (!st.ok()) return out;
@@ -226,9 +226,9 @@ TEST(CudaEngine, AgreesWithLlamaCppReferenceCases) {
     std::printf("gpu reference %-36s max_abs_diff %.6f mean_abs_diff %.6f top1_violations %d %s\n",
                 fs::path(path).filename().c_str(), r->max_abs_diff, r->mean_abs_diff,
                 r->top1_violations, r->pass ? "PASS" : "FAIL");
-    EXPECT_TRUE(r->pass) << path << ": max " << r->max_abs_diff << " (bound "
-                         << r->bounds.max_abs << "), mean " << r->mean_abs_diff << " (bound "
-                         << r->bounds.mean_abs << "), top-1 misses " << r->top1_violations;
+    EXPECT_TRUE(r->pass) << path << ": max " << r->max_abs_diff << " (bound " << r->bounds.max_abs
+                         << "), mean " << r->mean_abs_diff << " (bound " << r->bounds.mean_abs
+                         << "), top-1 misses " << r->top1_violations;
     ++ran;
   }
   std::printf("gpu reference cases run: %d\n", ran);
@@ -237,10 +237,10 @@ TEST(CudaEngine, AgreesWithLlamaCppReferenceCases) {
 
 // One model per weight type the GPU takes, plus the other architectures.
 const char* const kInvarianceModels[] = {
-    "small-llama-q4_0.gguf",   "small-llama-q8_0.gguf",    "small-llama-q4_k_m.gguf",
-    "small-llama-q5_k_m.gguf", "small-llama-q6_k.gguf",    "small-llama-f16.gguf",
-    "small-llama-bf16.gguf",   "small-llama-f32.gguf",     "small-qwen2-q4_k_m.gguf",
-    "small-qwen3-q4_k_m.gguf", "small-phi3-q8_0.gguf",     "small-llama-tied-f16.gguf",
+    "small-llama-q4_0.gguf",   "small-llama-q8_0.gguf", "small-llama-q4_k_m.gguf",
+    "small-llama-q5_k_m.gguf", "small-llama-q6_k.gguf", "small-llama-f16.gguf",
+    "small-llama-bf16.gguf",   "small-llama-f32.gguf",  "small-qwen2-q4_k_m.gguf",
+    "small-qwen3-q4_k_m.gguf", "small-phi3-q8_0.gguf",  "small-llama-tied-f16.gguf",
 };
 
 TEST(CudaEngine, BatchInvariantOnTheDevice) {
@@ -275,8 +275,8 @@ TEST(CudaEngine, BatchInvariantOnTheDevice) {
       }
       const std::vector<float> got = run_seq(*v.e, 1, tokens, v.chunk, v.other_seq, other);
       const size_t d = first_diff(base, got);
-      EXPECT_EQ(d, base.size()) << v.name << ": logits differ first at position " << d / V
-                                << " id " << d % V << ": " << base[d] << " vs " << got[d];
+      EXPECT_EQ(d, base.size()) << v.name << ": logits differ first at position " << d / V << " id "
+                                << d % V << ": " << base[d] << " vs " << got[d];
       std::vector<uint8_t> kv;
       ASSERT_TRUE(v.e->kv_pack(1, static_cast<int32_t>(tokens.size()), kv).ok());
       EXPECT_TRUE(kv == kv_base) << v.name << ": KV bytes differ";
@@ -370,7 +370,8 @@ TEST(CudaEngine, PartialOffloadAgreesAndStaysInvariant) {
     ASSERT_EQ(a.size(), ref.size());
     EXPECT_EQ(first_diff(a, b), a.size()) << e->info().n_gpu_layers << " GPU layers: not invariant";
     double max_diff = 0;
-    for (size_t i = 0; i < a.size(); ++i) max_diff = std::max(max_diff, std::abs(double(a[i]) - ref[i]));
+    for (size_t i = 0; i < a.size(); ++i)
+      max_diff = std::max(max_diff, std::abs(double(a[i]) - ref[i]));
     std::printf("gpu %d/%d layers: max |logit - cpu logit| %.5f over %zu positions\n",
                 e->info().n_gpu_layers, n_layer, max_diff, tokens.size());
     EXPECT_LT(max_diff, 0.25) << e->info().n_gpu_layers << " GPU layers vs the CPU";
@@ -467,7 +468,8 @@ TEST(CudaEngineBench, RestoreVsHostToDeviceCopy) {
     const double r = restore_ms[restore_ms.size() / 2], h = h2d_ms[h2d_ms.size() / 2];
     std::printf(
         "gpu restore %5d tokens: row %.1f MiB, cold prefill %.2f ms, restore %.3f ms (%.1f GB/s), "
-        "pinned host-to-device copy %.3f ms (%.1f GB/s), restore / copy %.2fx, cold / restore %.0fx\n",
+        "pinned host-to-device copy %.3f ms (%.1f GB/s), restore / copy %.2fx, cold / restore "
+        "%.0fx\n",
         n, row.size() / 1048576.0, cold_ms, r, row.size() / r / 1e6, h, row.size() / h / 1e6, r / h,
         cold_ms / r);
   }

@@ -179,6 +179,42 @@ Error launch_error(const char* what) {
   return error_of(cudaGetLastError(), what);
 }
 
+Graph::~Graph() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (graph_ != nullptr) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+}
+
+Error Graph::begin_capture(const Stream& stream) {
+  return error_of(cudaStreamBeginCapture(stream_of(stream), cudaStreamCaptureModeThreadLocal),
+                  "cudaStreamBeginCapture");
+}
+
+Error Graph::end_capture(const Stream& stream) {
+  cudaGraph_t g = nullptr;
+  if (Error e = error_of(cudaStreamEndCapture(stream_of(stream), &g), "cudaStreamEndCapture");
+      !e.empty()) {
+    if (g != nullptr) cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    return e;
+  }
+  cudaGraphExec_t exec = nullptr;
+  if (Error e = error_of(cudaGraphInstantiateWithFlags(&exec, g, 0), "cudaGraphInstantiate"); !e.empty()) {
+    cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    return e;
+  }
+  if (exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (graph_ != nullptr) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+  graph_ = g;
+  exec_ = exec;
+  return {};
+}
+
+Error Graph::launch(const Stream& stream) const {
+  return error_of(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), stream_of(stream)),
+                  "cudaGraphLaunch");
+}
+
 Timer::~Timer() {
   if (begin_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(begin_));
   if (end_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(end_));

@@ -104,6 +104,28 @@ Error copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, si
 // device), as "<what>: <CUDA error>", or "".
 Error launch_error(const char* what);
 
+// A captured sequence of launches on a stream, replayed with one call (CUDA graphs): a
+// decode step's few hundred small kernels cost one launch's overhead. Capture records the
+// launches and copies made between begin_capture and end_capture without running them;
+// the buffers they name must stay valid and their arguments unchanged between replays.
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  Error begin_capture(const Stream& stream);
+  // Ends the capture and instantiates it; on error the stream is out of capture mode and
+  // the graph is not ready.
+  Error end_capture(const Stream& stream);
+  bool ready() const { return exec_ != nullptr; }
+  Error launch(const Stream& stream) const;
+
+ private:
+  void* graph_ = nullptr;
+  void* exec_ = nullptr;
+};
+
 // Elapsed device time between two points of a stream, for benchmarks.
 class Timer {
  public:

@@ -75,7 +75,8 @@ Result<std::vector<std::vector<float>>> Engine::embed_batch(
     }
     const Status ran = m.run(batch, nullptr, &hidden);
     size_t row = 0;
-    for (size_t i = begin; i < end; ++i) m.kv->set_len(first_seq + static_cast<int32_t>(i - begin), 0);
+    for (size_t i = begin; i < end; ++i)
+      m.kv->set_len(first_seq + static_cast<int32_t>(i - begin), 0);
     HEARTH_RETURN_IF_ERROR(ran);
     for (size_t i = begin; i < end; ++i) {
       out[i] = pool(hidden.data() + row * e, inputs[i].size(), e, pooling);

@@ -56,6 +56,9 @@ uint64_t GpuLayers::device_bytes() const {
 Status GpuLayers::run(std::span<const BatchToken>, const float*, const float*, float*, float*) {
   return Unsupported("no CUDA backend");
 }
+Status GpuLayers::enqueue(int64_t, int64_t, bool) {
+  return Unsupported("no CUDA backend");
+}
 Status GpuLayers::pack(int32_t, int32_t, uint8_t*) const {
   return Unsupported("no CUDA backend");
 }
@@ -77,6 +80,9 @@ Status GpuLayers::import_commit(int32_t, int32_t) {
 #else  // HEARTH_HAVE_CUDA
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "engine/cuda/cuda_api.h"
@@ -93,10 +99,10 @@ Status cuda_status(const cu::Error& e) {
   return Internal("cuda: " + e);
 }
 
-#define HEARTH_CUDA_TRY(expr)                           \
-  do {                                                  \
+#define HEARTH_CUDA_TRY(expr)                                     \
+  do {                                                            \
     if (cu::Error hearth_cuda_e = (expr); !hearth_cuda_e.empty()) \
-      return cuda_status(hearth_cuda_e);                \
+      return cuda_status(hearth_cuda_e);                          \
   } while (0)
 
 // A float vector (norm weight, bias) on the device.
@@ -131,6 +137,11 @@ struct GpuLayers::State {
   cu::PinnedBuffer in_host, out_host;
   cu::PinnedBuffer import_host;  // kv_import staging, grown on demand
   uint64_t device_bytes = 0;
+  // Captured layer passes of small chunks (decode), by (tokens, logits rows, head on the
+  // GPU): replaying one costs one launch instead of a few hundred. Off with
+  // HEARTH_CUDA_GRAPHS=0, or after a capture fails.
+  std::map<std::tuple<int64_t, int64_t, bool>, std::unique_ptr<cu::Graph>> graphs;
+  bool use_graphs = true;
 
   cu::KvLayer kv_layer(int32_t l) const {
     cu::KvLayer v;
@@ -160,7 +171,8 @@ Status upload_vector(const VectorWeight& v, int64_t n, const cu::Stream& s, Devi
                      uint64_t& total) {
   if (v.data == nullptr) return OkStatus();
   HEARTH_RETURN_IF_ERROR(alloc(out.buf, static_cast<size_t>(n) * sizeof(float), total));
-  HEARTH_CUDA_TRY(cu::copy_to_device(out.buf.data(), v.data, static_cast<size_t>(n) * sizeof(float), s));
+  HEARTH_CUDA_TRY(
+      cu::copy_to_device(out.buf.data(), v.data, static_cast<size_t>(n) * sizeof(float), s));
   return cuda_status(s.sync());  // the host vector may be a temporary's
 }
 
@@ -287,8 +299,9 @@ Result<std::unique_ptr<GpuLayers>> GpuLayers::create(const Hparams& hp, const Mo
   }
   need(st->output);
   HEARTH_RETURN_IF_ERROR(alloc(st->mm_scratch, mm, total));
-  HEARTH_RETURN_IF_ERROR(alloc(
-      st->attn_scratch, cu::attention_scratch_bytes(config.n_batch, hp.n_head, config.n_ctx), total));
+  HEARTH_RETURN_IF_ERROR(alloc(st->attn_scratch,
+                               cu::attention_scratch_bytes(config.n_batch, hp.n_head, config.n_ctx),
+                               total));
   // Pinned staging of a chunk's inputs: x, rope, seq, pos, out_rows; outputs: x or logits.
   const size_t in_bytes = B * (e + hp.n_rot) * f + 3 * B * sizeof(int32_t);
   HEARTH_CUDA_TRY(st->in_host.allocate(in_bytes));
@@ -296,6 +309,8 @@ Result<std::unique_ptr<GpuLayers>> GpuLayers::create(const Hparams& hp, const Mo
       std::max(B * e, config.output ? B * static_cast<size_t>(hp.n_vocab) : 0);
   HEARTH_CUDA_TRY(st->out_host.allocate(out_floats * f));
   HEARTH_CUDA_TRY(s.sync());
+  if (const char* g = std::getenv("HEARTH_CUDA_GRAPHS"); g != nullptr && std::string(g) == "0")
+    st->use_graphs = false;
   return std::unique_ptr<GpuLayers>(new GpuLayers(std::move(st)));
 }
 
@@ -322,13 +337,16 @@ std::string GpuLayers::tag() const {
          (st_->cfg.output ? "+out" : "");
 }
 
+// Chunks of up to this many tokens replay a captured graph (decode steps of a few streams).
+constexpr int64_t kGraphTokens = 32;
+
 Status GpuLayers::run(std::span<const BatchToken> chunk, const float* x_in, const float* rope,
                       float* x_out, float* logits) {
   State& S = *st_;
   const Hparams& hp = S.hp;
   const cu::Stream& s = S.stream;
   const int64_t T = static_cast<int64_t>(chunk.size());
-  const int32_t e = hp.n_embd, qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
+  const int32_t e = hp.n_embd;
   if (T < 1 || T > S.cfg.n_batch) {
     return Internal("GpuLayers::run: chunk of " + std::to_string(T) + " tokens (n_batch " +
                     std::to_string(S.cfg.n_batch) + ")");
@@ -356,6 +374,59 @@ Status GpuLayers::run(std::span<const BatchToken> chunk, const float* x_in, cons
   HEARTH_CUDA_TRY(cu::copy_to_device(S.pos.data(), pos_h, idx_bytes, s));
   HEARTH_CUDA_TRY(cu::copy_to_device(S.out_rows.data(), rows_h, idx_bytes, s));
 
+  const bool head = x_out == nullptr;
+  if (head && n_out == 0) {
+    HEARTH_RETURN_IF_ERROR(enqueue(T, 0, false));
+    return cuda_status(s.sync());
+  }
+  const int64_t rows_out = head ? n_out : 0;
+  if (S.use_graphs && T <= kGraphTokens) {
+    std::unique_ptr<cu::Graph>& g = S.graphs[{T, rows_out, head}];
+    if (!g) {
+      g = std::make_unique<cu::Graph>();
+      if (cu::Error err = g->begin_capture(s); !err.empty()) {
+        S.use_graphs = false;
+      } else {
+        // A launcher that cannot be captured (it waits for the device, say) fails the
+        // capture: the launches then run directly from now on, and any real error
+        // shows there.
+        const Status queued = enqueue(T, rows_out, head);
+        const cu::Error ended = g->end_capture(s);
+        if (!queued.ok() || !ended.empty()) {
+          S.use_graphs = false;
+          (void)cu::launch_error("capture");  // clears the capture's error
+        }
+      }
+    }
+    if (S.use_graphs && g->ready()) {
+      HEARTH_CUDA_TRY(g->launch(s));
+    } else {
+      HEARTH_RETURN_IF_ERROR(enqueue(T, rows_out, head));
+    }
+  } else {
+    HEARTH_RETURN_IF_ERROR(enqueue(T, rows_out, head));
+  }
+  if (!head) {
+    HEARTH_CUDA_TRY(cu::copy_to_host(S.out_host.data(), S.x.data(), x_bytes, s));
+    HEARTH_CUDA_TRY(s.sync());
+    std::memcpy(x_out, S.out_host.data(), x_bytes);
+    return OkStatus();
+  }
+  const size_t bytes = static_cast<size_t>(n_out) * hp.n_vocab * sizeof(float);
+  HEARTH_CUDA_TRY(cu::copy_to_host(S.out_host.data(), S.logits.data(), bytes, s));
+  HEARTH_CUDA_TRY(s.sync());
+  std::memcpy(logits, S.out_host.data(), bytes);
+  return OkStatus();
+}
+
+// The launches of one chunk whose inputs are on the device: every GPU layer, then (head)
+// the final norm and output projection of the n_out rows picked by out_rows. Nothing here
+// waits for the device, so it can be captured into a graph.
+Status GpuLayers::enqueue(int64_t T, int64_t n_out, bool head) {
+  State& S = *st_;
+  const Hparams& hp = S.hp;
+  const cu::Stream& s = S.stream;
+  const int32_t e = hp.n_embd, qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
   float* x = S.x.as<float>();
   float* xn = S.xn.as<float>();
   float* q = S.q.as<float>();
@@ -369,17 +440,17 @@ Status GpuLayers::run(std::span<const BatchToken> chunk, const float* x_in, cons
   const int32_t* pos = S.pos.as<const int32_t>();
   void* mm = S.mm_scratch.data();
   const size_t mm_bytes = S.mm_scratch.bytes();
-  auto matmul = [&](const cu::DeviceMatrix& w, const float* in, float* out) {
-    return cu::matmul(w, in, T, out, mm, mm_bytes, s);
+  auto matmul = [&](const cu::DeviceMatrix& w, const float* in, float* out, int64_t n) {
+    return cu::matmul(w, in, n, out, mm, mm_bytes, s);
   };
   const float attn_scale = hp.q_scale > 0 ? 1.0f : 1.0f / std::sqrt(static_cast<float>(hd));
   const float q_scale = hp.q_scale > 0 ? hp.q_scale : 1.0f;
   for (int32_t l = 0; l < S.cfg.n_layers; ++l) {
     const GpuLayer& G = S.layers[static_cast<size_t>(l)];
     HEARTH_CUDA_TRY(cu::rms_norm(x, G.attn_norm.data(), e, hp.rms_eps, T, xn, s));
-    HEARTH_CUDA_TRY(matmul(G.wq, xn, q));
-    HEARTH_CUDA_TRY(matmul(G.wk, xn, k));
-    HEARTH_CUDA_TRY(matmul(G.wv, xn, v));
+    HEARTH_CUDA_TRY(matmul(G.wq, xn, q, T));
+    HEARTH_CUDA_TRY(matmul(G.wk, xn, k, T));
+    HEARTH_CUDA_TRY(matmul(G.wv, xn, v, T));
     if (hp.has_qkv_bias) {
       HEARTH_CUDA_TRY(cu::add_bias(q, G.bq.data(), qd, T, s));
       HEARTH_CUDA_TRY(cu::add_bias(k, G.bk.data(), kvd, T, s));
@@ -389,41 +460,31 @@ Status GpuLayers::run(std::span<const BatchToken> chunk, const float* x_in, cons
       HEARTH_CUDA_TRY(cu::head_rms_norm(q, G.q_norm.data(), hp.n_head, hd, hp.rms_eps, T, s));
       HEARTH_CUDA_TRY(cu::head_rms_norm(k, G.k_norm.data(), hp.n_head_kv, hd, hp.rms_eps, T, s));
     }
-    HEARTH_CUDA_TRY(cu::rope(q, hp.n_head, hd, hp.n_rot, S.rope.as<const float>(), hp.rope_neox, T, s));
+    HEARTH_CUDA_TRY(
+        cu::rope(q, hp.n_head, hd, hp.n_rot, S.rope.as<const float>(), hp.rope_neox, T, s));
     HEARTH_CUDA_TRY(
         cu::rope(k, hp.n_head_kv, hd, hp.n_rot, S.rope.as<const float>(), hp.rope_neox, T, s));
     const cu::KvLayer kv = S.kv_layer(l);
-    HEARTH_CUDA_TRY(cu::store_kv_and_round_q(q, k, v, seq, pos, T, qd, q_scale, kv,
-                                             S.q16.as<uint16_t>(), s));
+    HEARTH_CUDA_TRY(
+        cu::store_kv_and_round_q(q, k, v, seq, pos, T, qd, q_scale, kv, S.q16.as<uint16_t>(), s));
     HEARTH_CUDA_TRY(cu::attention(S.q16.as<const uint16_t>(), kv, seq, pos, T, hp.n_head,
                                   hp.n_head_kv, hd, attn_scale, S.cfg.n_ctx, att,
                                   S.attn_scratch.data(), S.attn_scratch.bytes(), s));
-    HEARTH_CUDA_TRY(matmul(G.wo, att, proj));
+    HEARTH_CUDA_TRY(matmul(G.wo, att, proj, T));
     HEARTH_CUDA_TRY(cu::add_rms_norm(x, proj, G.ffn_norm.data(), e, hp.rms_eps, T, xn, s));
-    HEARTH_CUDA_TRY(matmul(G.w_gate, xn, gate));
-    HEARTH_CUDA_TRY(matmul(G.w_up, xn, up));
+    HEARTH_CUDA_TRY(matmul(G.w_gate, xn, gate, T));
+    HEARTH_CUDA_TRY(matmul(G.w_up, xn, up, T));
     HEARTH_CUDA_TRY(cu::silu_mul(gate, up, T * hp.n_ff, s));
-    HEARTH_CUDA_TRY(matmul(G.w_down, gate, proj));
+    HEARTH_CUDA_TRY(matmul(G.w_down, gate, proj, T));
     HEARTH_CUDA_TRY(cu::add(x, proj, T * e, s));
   }
-  if (x_out != nullptr) {
-    HEARTH_CUDA_TRY(cu::copy_to_host(S.out_host.data(), x, x_bytes, s));
-    HEARTH_CUDA_TRY(s.sync());
-    std::memcpy(x_out, S.out_host.data(), x_bytes);
-    return OkStatus();
-  }
-  if (n_out > 0) {
+  if (head && n_out > 0) {
     float* g = S.gathered.as<float>();
     HEARTH_CUDA_TRY(cu::gather_rows(x, S.out_rows.as<const int32_t>(), n_out, e, g, s));
     HEARTH_CUDA_TRY(cu::rms_norm(g, S.output_norm.data(), e, hp.rms_eps, n_out, g, s));
-    HEARTH_CUDA_TRY(cu::matmul(S.output, g, n_out, S.logits.as<float>(), mm, mm_bytes, s));
-    const size_t bytes = static_cast<size_t>(n_out) * hp.n_vocab * sizeof(float);
-    HEARTH_CUDA_TRY(cu::copy_to_host(S.out_host.data(), S.logits.data(), bytes, s));
-    HEARTH_CUDA_TRY(s.sync());
-    std::memcpy(logits, S.out_host.data(), bytes);
-    return OkStatus();
+    HEARTH_CUDA_TRY(matmul(S.output, g, S.logits.as<float>(), n_out));
   }
-  return cuda_status(s.sync());
+  return OkStatus();
 }
 
 Status GpuLayers::pack(int32_t seq, int32_t n, uint8_t* packed) const {

@@ -31,11 +31,11 @@ Result<DeviceChoice> parse_device_option(const std::string& device);
 
 struct GpuLayersConfig {
   int device_index = 0;
-  int32_t n_layers = 0;       // layers [0, n_layers) run on the GPU
-  bool output = false;        // the final norm and output head too (n_layers == n_layer)
-  int32_t n_kv_seq = 0;       // sequences of KV (the engine's user + private ones)
-  int32_t n_ctx = 0;          // positions per sequence
-  int32_t n_batch = 0;        // most tokens per forward chunk
+  int32_t n_layers = 0;  // layers [0, n_layers) run on the GPU
+  bool output = false;   // the final norm and output head too (n_layers == n_layer)
+  int32_t n_kv_seq = 0;  // sequences of KV (the engine's user + private ones)
+  int32_t n_ctx = 0;     // positions per sequence
+  int32_t n_batch = 0;   // most tokens per forward chunk
 };
 
 class GpuLayers {
@@ -81,6 +81,7 @@ class GpuLayers {
 
  private:
   explicit GpuLayers(std::unique_ptr<State> st);
+  Status enqueue(int64_t T, int64_t n_out, bool head);
   std::unique_ptr<State> st_;
 };
 
