@@ -313,9 +313,13 @@ __global__ void __launch_bounds__(kThreads) k_pv_seq(Params P) {
   }
 }
 
-int32_t chunks_for(int32_t n_ctx) { return (n_ctx + kChunk - 1) / kChunk; }
+int32_t chunks_for(int32_t n_ctx) {
+  return (n_ctx + kChunk - 1) / kChunk;
+}
 
-size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+size_t align256(size_t b) {
+  return (b + 255) / 256 * 256;
+}
 
 size_t stats_bytes(int64_t rows, int32_t nch) {
   const size_t r = static_cast<size_t>(rows) * static_cast<size_t>(nch);
@@ -358,8 +362,7 @@ size_t attention_scratch_bytes(int64_t T, int32_t n_head, int32_t n_ctx) {
   const int32_t nch = chunks_for(n_ctx);
   const int64_t rows = T * n_head;
   const int64_t par_rows = rows < kParallelRows ? rows : kParallelRows;
-  return stats_bytes(rows, nch) +
-         static_cast<size_t>(par_rows) * nch * kMaxHeadDim * sizeof(float);
+  return stats_bytes(rows, nch) + static_cast<size_t>(par_rows) * nch * kMaxHeadDim * sizeof(float);
 }
 
 Error attention(const uint16_t* q16, const KvLayer& kv, const int32_t* seq, const int32_t* pos,
@@ -370,15 +373,15 @@ Error attention(const uint16_t* q16, const KvLayer& kv, const int32_t* seq, cons
   if (head_dim < 32 || head_dim > kMaxHeadDim || head_dim % 32 != 0)
     return bad("head_dim (a multiple of 32 up to 256)", head_dim);
   if (n_head_kv <= 0) return bad("n_head_kv", n_head_kv);
-  if (n_head <= 0 || n_head % n_head_kv != 0) return bad("n_head (a multiple of n_head_kv)", n_head);
+  if (n_head <= 0 || n_head % n_head_kv != 0)
+    return bad("n_head (a multiple of n_head_kv)", n_head);
   if (n_ctx <= 0) return bad("n_ctx", n_ctx);
   if (kv.k == nullptr) return "attention: kv.k is null";
   if (kv.kv_dim < n_head_kv * head_dim || kv.kv_dim % 8 != 0)
     return bad("kv.kv_dim (a multiple of 8, >= n_head_kv * head_dim)", kv.kv_dim);
   if (kv.seq_stride % 8 != 0) return bad("kv.seq_stride (a multiple of 8)", kv.seq_stride);
   if (kv.v_offset % 8 != 0) return bad("kv.v_offset (a multiple of 8)", kv.v_offset);
-  if (reinterpret_cast<uintptr_t>(kv.k) % 16 != 0)
-    return "attention: kv.k is not 16-byte aligned";
+  if (reinterpret_cast<uintptr_t>(kv.k) % 16 != 0) return "attention: kv.k is not 16-byte aligned";
   if (T == 0) return {};
   const int32_t nch = chunks_for(n_ctx);
   const int64_t rows = T * n_head;

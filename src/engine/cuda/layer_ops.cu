@@ -18,7 +18,9 @@ constexpr int kNormThreads = 256;  // one block per token row
 constexpr int kEwThreads = 256;    // element-wise kernels
 constexpr int64_t kMaxGrid = 2147483647;
 
-cudaStream_t raw(const Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
+cudaStream_t raw(const Stream& s) {
+  return static_cast<cudaStream_t>(s.handle());
+}
 
 Error bad(const char* fn, const char* field, long long value) {
   return std::string(fn) + ": bad " + field + " " + std::to_string(value);
@@ -96,8 +98,8 @@ __global__ void k_add_bias(float* x, const float* b, int32_t n, int64_t count) {
 
 // engine/model/rope.cpp rope_apply: a' = fma(a, c, -(b * s)), b' = fma(a, s, b * c).
 // One thread per rotated pair.
-__global__ void k_rope(float* x, int32_t n_heads, int32_t head_dim, int32_t n_rot,
-                       const float* cs, bool neox, int64_t count) {
+__global__ void k_rope(float* x, int32_t n_heads, int32_t head_dim, int32_t n_rot, const float* cs,
+                       bool neox, int64_t count) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const int32_t half = n_rot / 2;
@@ -155,8 +157,8 @@ Error rms_norm(const float* x, const float* w, int32_t n, float eps, int64_t T, 
                const Stream& stream) {
   if (Error e = norm_args("rms_norm", n, T); !e.empty()) return e;
   if (T == 0) return {};
-  k_rms_norm<<<static_cast<unsigned>(T), kNormThreads, 0, raw(stream)>>>(
-      const_cast<float*>(x), nullptr, w, n, eps, y);
+  k_rms_norm<<<static_cast<unsigned>(T), kNormThreads, 0, raw(stream)>>>(const_cast<float*>(x),
+                                                                         nullptr, w, n, eps, y);
   return launch_error("rms_norm");
 }
 
