@@ -234,6 +234,33 @@ TEST_F(CudaLayerOps, StoreKvAndRoundQMatchesFp16Rounding) {
   }
 }
 
+// HEARTH_GPU_BENCH=1: the bandwidth of the norm and SwiGLU over a 512-token batch.
+TEST_F(CudaLayerOps, Bench) {
+  if (!bench_enabled()) GTEST_SKIP() << "set HEARTH_GPU_BENCH=1";
+  const int64_t T = 512;
+  const int32_t n = 4096, n_ff = 11008;
+  DeviceBuffer dx, dw, dy, dg, du;
+  HEARTH_ASSERT_OK(upload(random_floats(T * n, 81u), stream_, &dx));
+  HEARTH_ASSERT_OK(upload(random_floats(n, 82u), stream_, &dw));
+  HEARTH_ASSERT_OK(poisoned<float>(T * n, stream_, &dy));
+  HEARTH_ASSERT_OK(upload(random_floats(T * n_ff, 83u), stream_, &dg));
+  HEARTH_ASSERT_OK(upload(random_floats(T * n_ff, 84u), stream_, &du));
+  float ms = 0;
+  HEARTH_ASSERT_OK(median_ms(
+      stream_, 20,
+      [&] {
+        return rms_norm(dx.as<float>(), dw.as<float>(), n, 1e-5f, T, dy.as<float>(), stream_);
+      },
+      &ms));
+  std::printf("BENCH rms_norm T %lld n %d: %8.4f ms %7.1f GB/s\n", static_cast<long long>(T), n, ms,
+              2.0 * T * n * 4 / ms / 1e6);
+  HEARTH_ASSERT_OK(median_ms(
+      stream_, 20, [&] { return silu_mul(dg.as<float>(), du.as<float>(), T * n_ff, stream_); },
+      &ms));
+  std::printf("BENCH silu_mul T %lld n_ff %d: %8.4f ms %7.1f GB/s\n", static_cast<long long>(T),
+              n_ff, ms, 3.0 * T * n_ff * 4 / ms / 1e6);
+}
+
 }  // namespace
 }  // namespace hearth::engine::cuda
 

@@ -15,10 +15,10 @@
 // exp is the engine's canonical exp (canon.cuh), so up to position kChunk - 1 the
 // output has the CPU reference's bits unless the double sum L rounds differently.
 //
-// Three kernels: k_stats (one block per (chunk, head block, token)) writes m_c and
-// l_c; the P.V runs either chunk-parallel (k_pv_chunk writes o_c, k_combine sums them)
-// when few (token, head) rows are in the call (decode), or one block per (head block,
-// token) looping over the chunks (k_pv_seq, prefill). Both perform the same float
+// When few (token, head) rows are in the call (decode), the chunks run in parallel:
+// k_stats (one block per (chunk, head block, token)) writes m_c and l_c, k_pv_chunk
+// writes each o_c, k_combine sums them. Otherwise (prefill) k_seq, one block per (head
+// block, token), does the same chunk after chunk. Both perform the same float
 // operations in the same order, so the choice (which depends on T) never changes bits.
 // A block serves hpb query heads of one KV head (GQA), sharing the K and V loads.
 #include <cuda_fp16.h>
@@ -215,6 +215,18 @@ __device__ void chunk_pv(const Params& P, Smem<HPB>& sm, int64_t t, int32_t kvh,
   __syncthreads();  // sm.s is rewritten by the next chunk
 }
 
+// Chunk c's stats into the scratch; softmax_totals reads them back (in k_seq, the
+// same threads that wrote them).
+template <int HPB>
+__device__ void store_stats(const Params& P, const Smem<HPB>& sm, int64_t t, int32_t h0,
+                            int32_t c) {
+  if (threadIdx.x < HPB) {
+    const int64_t r = row_of(P, t, h0 + threadIdx.x) * P.nch + c;
+    P.st_m[r] = sm.m[threadIdx.x];
+    P.st_l[r] = sm.l[threadIdx.x];
+  }
+}
+
 template <int HPB>
 __global__ void __launch_bounds__(kThreads) k_stats(Params P) {
   __shared__ Smem<HPB> sm;
@@ -227,11 +239,7 @@ __global__ void __launch_bounds__(kThreads) k_stats(Params P) {
   __syncthreads();
   chunk_stats(sm);
   __syncthreads();
-  if (threadIdx.x < HPB) {
-    const int64_t r = row_of(P, t, h0 + threadIdx.x) * P.nch + c;
-    P.st_m[r] = sm.m[threadIdx.x];
-    P.st_l[r] = sm.l[threadIdx.x];
-  }
+  store_stats(P, sm, t, h0, c);
 }
 
 template <int HPB>
@@ -276,7 +284,7 @@ __global__ void k_combine(Params P, int64_t total) {
 }
 
 template <int HPB>
-__global__ void __launch_bounds__(kThreads) k_pv_seq(Params P) {
+__global__ void __launch_bounds__(kThreads) k_seq(Params P) {
   __shared__ Smem<HPB> sm;
   const int64_t t = blockIdx.z;
   const int32_t h0 = blockIdx.y * HPB;
@@ -288,6 +296,13 @@ __global__ void __launch_bounds__(kThreads) k_pv_seq(Params P) {
   if (pos_ok(P, pos)) {
     load_q(P, sm, t, h0);
     const int32_t nc = pos / kChunk + 1;
+    for (int32_t c = 0; c < nc; ++c) {  // k_stats' work, chunk after chunk
+      chunk_scores(P, sm, t, h0 / P.group, c, pos);
+      __syncthreads();
+      chunk_stats(sm);
+      __syncthreads();
+      store_stats(P, sm, t, h0, c);
+    }
     softmax_totals(P, sm, t, h0, nc);
     for (int32_t c = 0; c < nc; ++c) {
       float o[kMaxPairs][2];
@@ -337,13 +352,13 @@ template <int HPB>
 Error launch(const Params& P, int64_t T, bool parallel, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(P.nch), static_cast<unsigned>(P.n_head / HPB),
                   static_cast<unsigned>(T));
-  k_stats<HPB><<<grid, kThreads, 0, s>>>(P);
-  if (Error e = launch_error("attention k_stats"); !e.empty()) return e;
   if (!parallel) {
     const dim3 g1(1, grid.y, grid.z);
-    k_pv_seq<HPB><<<g1, kThreads, 0, s>>>(P);
-    return launch_error("attention k_pv_seq");
+    k_seq<HPB><<<g1, kThreads, 0, s>>>(P);
+    return launch_error("attention k_seq");
   }
+  k_stats<HPB><<<grid, kThreads, 0, s>>>(P);
+  if (Error e = launch_error("attention k_stats"); !e.empty()) return e;
   k_pv_chunk<HPB><<<grid, kThreads, 0, s>>>(P);
   if (Error e = launch_error("attention k_pv_chunk"); !e.empty()) return e;
   const int64_t total = T * P.n_head * P.head_dim;
