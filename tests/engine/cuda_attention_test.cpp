@@ -229,8 +229,8 @@ TEST(CudaAttentionArgs, ScratchBytesGrowWithT) {
   }
 }
 
-// HEARTH_GPU_BENCH=1: decode attention at 1k / 4k / 16k positions and a 512-token
-// prefill (32 heads, 8 KV heads, head_dim 128); one line each.
+// HEARTH_GPU_BENCH=1: decode attention at 1k / 4k / 16k positions, 8 decoding tokens at 4k, a
+// 512-token prefill (32 heads, 8 KV heads, head_dim 128); one line each.
 TEST_F(CudaAttention, Bench) {
   if (!bench_enabled()) GTEST_SKIP() << "set HEARTH_GPU_BENCH=1";
   const Shape base{32, 8, 128, 16384};
@@ -245,14 +245,14 @@ TEST_F(CudaAttention, Bench) {
     const char* name;
     int32_t first_pos, T;
   };
-  for (const Case c :
-       {Case{"decode 1k", 1023, 1}, Case{"decode 4k", 4095, 1}, Case{"decode 16k", 16383, 1},
-        Case{"prefill 512 at 0", 0, 512}, Case{"prefill 512 at 3584", 3584, 512}}) {
+  for (const Case c : {Case{"decode 1k", 1023, 1}, Case{"decode 4k", 4095, 1},
+                       Case{"decode 16k", 16383, 1}, Case{"decode 8 tokens at 4k", 4088, 8},
+                       Case{"prefill 512 at 0", 0, 512}, Case{"prefill 512 at 3584", 3584, 512}}) {
     std::vector<int32_t> seq(c.T, 0), pos(c.T);
     double kv_bytes = 0, flops = 0;
     for (int32_t t = 0; t < c.T; ++t) {
       pos[t] = c.first_pos + t;
-      kv_bytes = (pos[t] + 1.0) * base.kv_dim() * 2 * 2;  // K and V rows of the last token
+      kv_bytes += (pos[t] + 1.0) * base.kv_dim() * 2 * 2;  // the K and V rows it reads
       flops += (pos[t] + 1.0) * base.head_dim * 4.0 * base.n_head;
     }
     DeviceBuffer dq, ds, dp, dout, scratch;
@@ -272,9 +272,9 @@ TEST_F(CudaAttention, Bench) {
         },
         &ms));
     std::printf(
-        "BENCH attention %-20s T %3d: %8.4f ms  KV read %7.1f GB/s (one pass of K and V)  "
+        "BENCH attention %-22s T %3d: %8.4f ms  KV read %7.1f GB/s (K and V once per token)  "
         "%6.2f TFLOP/s\n",
-        c.name, c.T, ms, c.T == 1 ? kv_bytes / ms / 1e6 : 0.0, flops / ms / 1e9);
+        c.name, c.T, ms, kv_bytes / ms / 1e6, flops / ms / 1e9);
   }
 }
 
