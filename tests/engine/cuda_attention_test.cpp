@@ -7,6 +7,7 @@
 
 #if HEARTH_HAVE_CUDA
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -80,83 +81,100 @@ class CudaAttention : public ::testing::Test {
       return e;
     return download(dout, n_out, stream_, out);
   }
+  void check_reference(const Shape& s, const std::vector<int32_t>& positions);
   Stream stream_;
 };
 
-// Positions 1, 37, 300, 4100 of one sequence in one call (chunk-parallel P.V), and the
-// same four repeated 40 times (T = 160: the per-token P.V loop): both within the
+// Tokens of one sequence at `positions` in one call (chunk-parallel P.V when few), and
+// the same tokens repeated until the call takes the per-token P.V loop: both within the
 // tolerance of attend_reference, and bit-identical to each other.
-TEST_F(CudaAttention, MatchesCpuReference) {
-  const std::vector<int32_t> positions = {1, 37, 300, 4100};
-  for (const int32_t head_dim : {64, 128}) {
-    for (const int32_t group : {1, 4}) {
-      const Shape s{4 * group, 4, head_dim, 4352};
-      SCOPED_TRACE(s.str());
-      const int32_t kv_dim = s.kv_dim();
-      KvStore cpu = KvStore::create(1, 1, s.n_ctx, kv_dim).value();
-      const KvLayer lay = layout(s.n_ctx, kv_dim);
-      std::vector<uint16_t> host(static_cast<size_t>(lay.seq_stride), 0);
-      Lcg rng{static_cast<uint32_t>(head_dim * 10 + group)};
-      for (int32_t p = 0; p <= positions.back(); ++p) {
-        uint16_t* k = cpu.k_row(0, 0, p);
-        uint16_t* v = cpu.v_row(0, 0, p);
-        for (int32_t e = 0; e < kv_dim; ++e) {
-          k[e] = fp32_to_fp16(rng.next());
-          v[e] = fp32_to_fp16(rng.next());
-          host[static_cast<size_t>(p) * kv_dim + e] = k[e];
-          host[lay.v_offset + static_cast<size_t>(p) * kv_dim + e] = v[e];
-        }
-      }
-      DeviceBuffer dkv;
-      HEARTH_ASSERT_OK(upload(host, stream_, &dkv));
-      const size_t q_row = static_cast<size_t>(s.n_head) * head_dim;
-      // Queries up to 4 in size: scores spread over a few units, a real softmax.
-      const auto q16 = random_f16(positions.size() * q_row, 99u + head_dim + group, 4.0f);
-
-      std::vector<float> want(positions.size() * q_row), scores(s.n_ctx), qf(head_dim);
-      for (size_t t = 0; t < positions.size(); ++t) {
-        for (int32_t h = 0; h < s.n_head; ++h) {
-          const size_t off = t * q_row + static_cast<size_t>(h) * head_dim;
-          for (int32_t d = 0; d < head_dim; ++d) qf[d] = fp16_to_fp32(q16[off + d]);
-          attend_reference(cpu, 0, 0, h / group, positions[t], qf.data(), head_dim, s.scale(),
-                           scores.data(), want.data() + off);
-        }
-      }
-      std::vector<float> got;
-      HEARTH_ASSERT_OK(
-          run(s, dkv, std::vector<int32_t>(positions.size(), 0), positions, q16, &got));
-      // Tolerance: 2e-4 absolute + 1e-3 relative (outputs are averages of values in
-      // [-1, 1)); in practice the chunked sums differ from the CPU's by ~1e-7.
-      for (size_t t = 0; t < positions.size(); ++t) {
-        const std::vector<float> w(want.begin() + t * q_row, want.begin() + (t + 1) * q_row);
-        const std::vector<float> g(got.begin() + t * q_row, got.begin() + (t + 1) * q_row);
-        size_t same = 0;
-        for (size_t i = 0; i < w.size(); ++i) same += bits_of(w[i]) == bits_of(g[i]);
-        std::printf("attention %s pos %d: %zu of %zu bit-identical to the CPU\n", s.str().c_str(),
-                    positions[t], same, w.size());
-        EXPECT_EQ(tol_mismatch(w, g, 2e-4, 1e-3,
-                               "pos " + std::to_string(positions[t]) + " (index = head * " +
-                                   std::to_string(head_dim) + " + d)"),
-                  "");
-      }
-      // The same tokens 40 times over: the per-token P.V path, the same bits.
-      std::vector<int32_t> pos_rep, seq_rep;
-      std::vector<uint16_t> q_rep;
-      for (int r = 0; r < 40; ++r) {
-        pos_rep.insert(pos_rep.end(), positions.begin(), positions.end());
-        q_rep.insert(q_rep.end(), q16.begin(), q16.end());
-      }
-      seq_rep.assign(pos_rep.size(), 0);
-      ASSERT_GT(static_cast<int64_t>(pos_rep.size()) * s.n_head, 512) << "must take the P.V loop";
-      std::vector<float> got_rep;
-      HEARTH_ASSERT_OK(run(s, dkv, seq_rep, pos_rep, q_rep, &got_rep));
-      for (int r = 0; r < 40; ++r) {
-        const std::vector<float> g(got_rep.begin() + r * got.size(),
-                                   got_rep.begin() + (r + 1) * got.size());
-        ASSERT_EQ(bit_mismatch(got, g, "repetition " + std::to_string(r) + " of T = 160"), "");
-      }
+void CudaAttention::check_reference(const Shape& s, const std::vector<int32_t>& positions) {
+  const int32_t head_dim = s.head_dim, group = s.n_head / s.n_head_kv;
+  const int32_t max_pos = *std::max_element(positions.begin(), positions.end());
+  const int64_t per_call = static_cast<int64_t>(positions.size()) * s.n_head;
+  const int repeats = static_cast<int>(512 / per_call + 1);
+  SCOPED_TRACE(s.str());
+  const int32_t kv_dim = s.kv_dim();
+  KvStore cpu = KvStore::create(1, 1, s.n_ctx, kv_dim).value();
+  const KvLayer lay = layout(s.n_ctx, kv_dim);
+  std::vector<uint16_t> host(static_cast<size_t>(lay.seq_stride), 0);
+  Lcg rng{static_cast<uint32_t>(head_dim * 10 + group + max_pos)};
+  for (int32_t p = 0; p <= max_pos; ++p) {
+    uint16_t* k = cpu.k_row(0, 0, p);
+    uint16_t* v = cpu.v_row(0, 0, p);
+    for (int32_t e = 0; e < kv_dim; ++e) {
+      k[e] = fp32_to_fp16(rng.next());
+      v[e] = fp32_to_fp16(rng.next());
+      host[static_cast<size_t>(p) * kv_dim + e] = k[e];
+      host[lay.v_offset + static_cast<size_t>(p) * kv_dim + e] = v[e];
     }
   }
+  DeviceBuffer dkv;
+  HEARTH_ASSERT_OK(upload(host, stream_, &dkv));
+  const size_t q_row = static_cast<size_t>(s.n_head) * head_dim;
+  // Queries up to 4 in size: scores spread over a few units, a real softmax.
+  const auto q16 =
+      random_f16(positions.size() * q_row, 99u + head_dim + group + positions[0], 4.0f);
+
+  std::vector<float> want(positions.size() * q_row), scores(s.n_ctx), qf(head_dim);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    for (int32_t h = 0; h < s.n_head; ++h) {
+      const size_t off = t * q_row + static_cast<size_t>(h) * head_dim;
+      for (int32_t d = 0; d < head_dim; ++d) qf[d] = fp16_to_fp32(q16[off + d]);
+      attend_reference(cpu, 0, 0, h / group, positions[t], qf.data(), head_dim, s.scale(),
+                       scores.data(), want.data() + off);
+    }
+  }
+  std::vector<float> got;
+  HEARTH_ASSERT_OK(run(s, dkv, std::vector<int32_t>(positions.size(), 0), positions, q16, &got));
+  // Tolerance: 2e-4 absolute + 1e-3 relative (outputs are averages of values in
+  // [-1, 1)); in practice the chunked sums differ from the CPU's by ~1e-7.
+  for (size_t t = 0; t < positions.size(); ++t) {
+    const std::vector<float> w(want.begin() + t * q_row, want.begin() + (t + 1) * q_row);
+    const std::vector<float> g(got.begin() + t * q_row, got.begin() + (t + 1) * q_row);
+    size_t same = 0;
+    for (size_t i = 0; i < w.size(); ++i) same += bits_of(w[i]) == bits_of(g[i]);
+    std::printf("attention %s pos %d: %zu of %zu bit-identical to the CPU\n", s.str().c_str(),
+                positions[t], same, w.size());
+    EXPECT_EQ(tol_mismatch(w, g, 2e-4, 1e-3,
+                           "pos " + std::to_string(positions[t]) + " (index = head * " +
+                               std::to_string(head_dim) + " + d)"),
+              "");
+  }
+  // The same tokens `repeats` times over: the per-token P.V path, the same bits.
+  std::vector<int32_t> pos_rep, seq_rep;
+  std::vector<uint16_t> q_rep;
+  for (int r = 0; r < repeats; ++r) {
+    pos_rep.insert(pos_rep.end(), positions.begin(), positions.end());
+    q_rep.insert(q_rep.end(), q16.begin(), q16.end());
+  }
+  seq_rep.assign(pos_rep.size(), 0);
+  ASSERT_GT(static_cast<int64_t>(pos_rep.size()) * s.n_head, 512) << "must take the P.V loop";
+  std::vector<float> got_rep;
+  HEARTH_ASSERT_OK(run(s, dkv, seq_rep, pos_rep, q_rep, &got_rep));
+  for (int r = 0; r < repeats; ++r) {
+    const std::vector<float> g(got_rep.begin() + r * got.size(),
+                               got_rep.begin() + (r + 1) * got.size());
+    ASSERT_EQ(bit_mismatch(
+                  got, g,
+                  "repetition " + std::to_string(r) + " of T = " + std::to_string(pos_rep.size())),
+              "");
+  }
+}
+
+TEST_F(CudaAttention, MatchesCpuReference) {
+  for (const int32_t head_dim : {64, 128}) {
+    for (const int32_t group : {1, 4})
+      check_reference({4 * group, 4, head_dim, 4352}, {1, 37, 300, 4100});
+  }
+}
+
+// The other block shapes (8 heads per block, 1 head per block for an odd group), the
+// largest and an odd head_dim, and the last position of a 32k context.
+TEST_F(CudaAttention, OtherShapesMatchCpuReference) {
+  check_reference({8, 1, 256, 9216}, {0, 511, 9000});
+  check_reference({6, 2, 96, 1024}, {2, 255, 256, 700});
+  check_reference({4, 2, 32, 32768}, {32767, 5});
 }
 
 // One token's output alone, in a batch of 7 and in a batch of 300 with tokens of other
