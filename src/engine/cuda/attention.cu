@@ -167,7 +167,7 @@ __device__ void softmax_totals(const Params& P, Smem<HPB>& sm, int64_t t, int32_
     for (int32_t c = 0; c < nc; ++c) {
       const float m = P.st_m[base + c];
       const double f = m == M ? 1.0 : exp(static_cast<double>(m) - static_cast<double>(M));
-      L += P.st_l[base + c] * f;
+      L = __fma_rn(P.st_l[base + c], f, L);  // explicit: no contraction choice left
     }
     sm.big_m[i] = M;
     sm.inv[i] = static_cast<float>(1.0 / L);
