@@ -16,9 +16,9 @@
 // output has the CPU reference's bits unless the double sum L rounds differently.
 //
 // When few (token, head) rows are in the call (decode), the chunks run in parallel:
-// k_stats (one block per (chunk, head block, token)) writes m_c and l_c, k_pv_chunk
-// writes each o_c, k_combine sums them. Otherwise (prefill) k_seq, one block per (head
-// block, token), does the same chunk after chunk. Both perform the same float
+// k_stats (one block per (chunk, head block, token)) writes the scores, m_c and l_c,
+// k_pv_chunk writes each o_c from those scores, k_combine sums the o_c. Otherwise (prefill) k_seq,
+// one block per (head block, token), does the same chunk after chunk. Both perform the same float
 // operations in the same order, so the choice (which depends on T) never changes bits.
 // A block serves hpb query heads of one KV head (GQA), sharing the K and V loads.
 #include <cuda_fp16.h>
@@ -54,6 +54,7 @@ struct Params {
   double* st_l;  // [t][h][c]
   float* st_m;   // [t][h][c]
   float* part;   // [t][h][c][head_dim] (chunk-parallel P.V only)
+  float* sc;     // [t][h][c][kChunk] scaled scores (chunk-parallel only; else recomputed)
   float* out;
 };
 
@@ -179,10 +180,17 @@ __device__ void softmax_totals(const Params& P, Smem<HPB>& sm, int64_t t, int32_
 // in order, of prob * v. Pair k is i = threadIdx.x + k * kThreads: head i / (head_dim /
 // 2), dims 2 * (i % (head_dim / 2)) and the next.
 template <int HPB>
-__device__ void chunk_pv(const Params& P, Smem<HPB>& sm, int64_t t, int32_t kvh, int32_t c,
+__device__ void chunk_pv(const Params& P, Smem<HPB>& sm, int64_t t, int32_t h0, int32_t c,
                          int32_t pos, float (&o)[kMaxPairs][2]) {
-  chunk_scores(P, sm, t, kvh, c, pos);
+  const int32_t kvh = h0 / P.group;
   const int i = threadIdx.x;
+  if (P.sc == nullptr) {
+    chunk_scores(P, sm, t, kvh, c, pos);
+  } else {  // k_stats' scores of this chunk, the same bits chunk_scores gives
+#pragma unroll
+    for (int h = 0; h < HPB; ++h)
+      sm.s[h][i] = P.sc[(row_of(P, t, h0 + h) * P.nch + c) * kChunk + i];
+  }
   const bool live = c * kChunk + i <= pos;
 #pragma unroll
   for (int h = 0; h < HPB; ++h) {
@@ -236,6 +244,9 @@ __global__ void __launch_bounds__(kThreads) k_stats(Params P) {
   if (!pos_ok(P, pos) || c * kChunk > pos) return;
   load_q(P, sm, t, h0);
   chunk_scores(P, sm, t, h0 / P.group, c, pos);
+#pragma unroll
+  for (int h = 0; h < HPB; ++h)  // every slot of the chunk, -inf past pos
+    P.sc[(row_of(P, t, h0 + h) * P.nch + c) * kChunk + threadIdx.x] = sm.s[h][threadIdx.x];
   __syncthreads();
   chunk_stats(sm);
   __syncthreads();
@@ -249,10 +260,10 @@ __global__ void __launch_bounds__(kThreads) k_pv_chunk(Params P) {
   const int32_t c = blockIdx.x, h0 = blockIdx.y * HPB;
   const int32_t pos = P.pos[t];
   if (!pos_ok(P, pos) || c * kChunk > pos) return;
-  load_q(P, sm, t, h0);
+  if (P.sc == nullptr) load_q(P, sm, t, h0);  // else chunk_pv reads k_stats' scores
   softmax_totals(P, sm, t, h0, pos / kChunk + 1);
   float o[kMaxPairs][2];
-  chunk_pv(P, sm, t, h0 / P.group, c, pos, o);
+  chunk_pv(P, sm, t, h0, c, pos, o);
   const int half_dim = P.head_dim / 2;
 #pragma unroll
   for (int k = 0; k < kMaxPairs; ++k) {
@@ -306,7 +317,7 @@ __global__ void __launch_bounds__(kThreads) k_seq(Params P) {
     softmax_totals(P, sm, t, h0, nc);
     for (int32_t c = 0; c < nc; ++c) {
       float o[kMaxPairs][2];
-      chunk_pv(P, sm, t, h0 / P.group, c, pos, o);
+      chunk_pv(P, sm, t, h0, c, pos, o);
 #pragma unroll
       for (int k = 0; k < kMaxPairs; ++k) {
         tot[k][0] = __fadd_rn(tot[k][0], o[k][0]);
@@ -377,7 +388,8 @@ size_t attention_scratch_bytes(int64_t T, int32_t n_head, int32_t n_ctx) {
   const int32_t nch = chunks_for(n_ctx);
   const int64_t rows = T * n_head;
   const int64_t par_rows = rows < kParallelRows ? rows : kParallelRows;
-  return stats_bytes(rows, nch) + static_cast<size_t>(par_rows) * nch * kMaxHeadDim * sizeof(float);
+  return stats_bytes(rows, nch) +
+         static_cast<size_t>(par_rows) * nch * (kMaxHeadDim + kChunk) * sizeof(float);
 }
 
 Error attention(const uint16_t* q16, const KvLayer& kv, const int32_t* seq, const int32_t* pos,
@@ -403,7 +415,7 @@ Error attention(const uint16_t* q16, const KvLayer& kv, const int32_t* seq, cons
   const bool parallel = rows <= kParallelRows;
   const size_t sb = stats_bytes(rows, nch);
   const size_t need =
-      sb + (parallel ? static_cast<size_t>(rows) * nch * head_dim * sizeof(float) : 0);
+      sb + (parallel ? static_cast<size_t>(rows) * nch * (head_dim + kChunk) * sizeof(float) : 0);
   if (scratch == nullptr || scratch_bytes < need)
     return "attention: scratch_bytes " + std::to_string(scratch_bytes) + " < " +
            std::to_string(need) + " needed";
@@ -423,6 +435,7 @@ Error attention(const uint16_t* q16, const KvLayer& kv, const int32_t* seq, cons
   P.st_l = reinterpret_cast<double*>(base);
   P.st_m = reinterpret_cast<float*>(base + r * sizeof(double));
   P.part = parallel ? reinterpret_cast<float*>(base + sb) : nullptr;
+  P.sc = parallel ? P.part + r * head_dim : nullptr;
   P.out = out;
   cudaStream_t s = static_cast<cudaStream_t>(stream.handle());
   switch (hpb_for(P.group)) {
