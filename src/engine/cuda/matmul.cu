@@ -1,0 +1,435 @@
+// The GPU matmul of every weight type (matmul.h): y[t][r] = sum_k W[r][k] * x[t][k].
+//
+// Numerics (this device's numerics; the CPU's are in src/engine/model/attention.h and
+// src/engine/matmul.h, and the two differ):
+// - Quantized weights (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): each activation row is quantized
+//   per 32-element block b to int8: amax = max |x|, d = amax / 127 (round to nearest),
+//   q = round_half_even(x * (1 / d)) clamped to [-127, 127] (q = 0 when d = 0); the block
+//   keeps d and the exact integer sum of its q. Each 32-block of a weight row then gives
+//   an exact integer dot (__dp4a) and one float contribution, with explicit rounding:
+//     Q4_0, Q8_0:  c = (dw * d) * float(dot(w - offset, q))
+//     Q4_K, Q5_K:  c = d * ((dw*sc) * float(dot(w, q)) - (dmin*mn) * float(sum(q)))
+//     Q6_K:        c = (dw * d) * float(sc0 * dot(first 16) + sc1 * dot(last 16))
+// - Float weights (F32, F16, BF16): the float activations as they are, c accumulated by
+//   fp32 fused multiply-adds (__fmaf_rn), element by element in k order.
+// - Order of the sum (the batch-invariance contract): K is cut into segments of 256
+//   elements (the last one may be shorter); a segment's partial starts at +0.0 and adds its
+//   contributions in k order; y is partial[0] + partial[1] + ... added left to right. That
+//   order depends on cols only, never on n_tokens or on which tokens share the call.
+//
+// Parallelism: a group of L lanes (8, 16 or 32, from the segment count) owns one row and
+// a tile of up to 8 tokens; its lanes compute segments s = lane, lane + L, ... (each weight
+// segment is read once and reused for the tile's tokens), park the partials in shared
+// memory, then one lane per token adds them in segment order. Launch shapes change with
+// n_tokens (the tile width 1, 2, 4 or 8); the per-output arithmetic does not.
+//
+// Device layouts written by upload_matrix (every row 16-byte aligned):
+//   Q4_0  data: 16 quant bytes per block (GGUF qs)    aux: fp16 d per block
+//   Q8_0  data: 32 int8 per block                     aux: fp16 d per block
+//   Q4_K, Q5_K  data: the GGUF super-blocks as they are (144 / 176 bytes)
+//   Q6_K  data: ql, qh, scales per super-block (208 bytes)  aux: fp16 d per super-block
+//   F32, F16, BF16  data: the GGUF rows as they are
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/matmul.h"
+#include "engine/cuda/matmul_segments.cuh"
+
+namespace hearth::engine::cuda {
+namespace {
+
+// gguf::TensorType values (hearth/gguf/gguf.h is C++20; cuda_matmul_test pins them).
+constexpr int32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
+                  kBF16 = 30;
+
+constexpr int kWarpsPerCta = 4;
+constexpr int kMaxTile = 8;
+constexpr size_t kMaxSharedBytes = 48 * 1024;
+
+bool is_float_type(int32_t t) {
+  return t == kF32 || t == kF16 || t == kBF16;
+}
+
+// Elements per block of the GGUF layout, and bytes of one GGUF block.
+void gguf_block(int32_t t, int64_t* elems, int64_t* bytes) {
+  switch (t) {
+    case kF32:
+      *elems = 1, *bytes = 4;
+      return;
+    case kF16:
+    case kBF16:
+      *elems = 1, *bytes = 2;
+      return;
+    case kQ4_0:
+      *elems = 32, *bytes = 18;
+      return;
+    case kQ8_0:
+      *elems = 32, *bytes = 34;
+      return;
+    case kQ4_K:
+      *elems = 256, *bytes = 144;
+      return;
+    case kQ5_K:
+      *elems = 256, *bytes = 176;
+      return;
+    case kQ6_K:
+      *elems = 256, *bytes = 210;
+      return;
+    default:
+      *elems = 0, *bytes = 0;
+  }
+}
+
+// Bytes per row of the device layout (data, aux).
+void device_row_bytes(int32_t t, int64_t cols, size_t* data, size_t* aux) {
+  const auto nb = static_cast<size_t>(cols / 32), nsb = static_cast<size_t>(cols / 256);
+  *aux = 0;
+  switch (t) {
+    case kQ4_0:
+      *data = nb * 16, *aux = nb * 2;
+      return;
+    case kQ8_0:
+      *data = nb * 32, *aux = nb * 2;
+      return;
+    case kQ4_K:
+      *data = nsb * 144;
+      return;
+    case kQ5_K:
+      *data = nsb * 176;
+      return;
+    case kQ6_K:
+      *data = nsb * 208, *aux = nsb * 2;
+      return;
+    case kF32:
+      *data = static_cast<size_t>(cols) * 4;
+      return;
+    default:  // F16, BF16
+      *data = static_cast<size_t>(cols) * 2;
+  }
+}
+
+size_t align256(size_t n) {
+  return (n + 255) / 256 * 256;
+}
+
+struct ScratchLayout {
+  size_t aq = 0, ad = 0, as = 0, total = 0;
+};
+
+ScratchLayout scratch_layout(int64_t n_tokens, int64_t cols) {
+  ScratchLayout l;
+  const auto n = static_cast<size_t>(std::max<int64_t>(n_tokens, 0));
+  const auto c = static_cast<size_t>(std::max<int64_t>(cols, 0));
+  const size_t nb = (c + 31) / 32;
+  l.aq = 0;
+  l.ad = align256(n * c);
+  l.as = l.ad + align256(n * nb * sizeof(float));
+  l.total = l.as + align256(n * nb * sizeof(int));
+  return l;
+}
+
+std::string shape_text(const DeviceMatrix& w, int64_t n_tokens) {
+  return "(type " + std::to_string(w.type) + ", rows " + std::to_string(w.rows) + ", cols " +
+         std::to_string(w.cols) + ", n_tokens " + std::to_string(n_tokens) + ")";
+}
+
+cudaStream_t raw(const Stream& s) {
+  return static_cast<cudaStream_t>(s.handle());
+}
+
+// One warp per (token, 32-block): lane i holds element i.
+__global__ void quantize_activations(const float* __restrict__ x, int64_t n_tokens, int64_t cols,
+                                     int8_t* __restrict__ aq, float* __restrict__ ad,
+                                     int* __restrict__ as) {
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int64_t nb = cols / mm::kQBlock;
+  if (warp >= n_tokens * nb) return;  // uniform per warp
+  const int64_t t = warp / nb, b = warp % nb;
+  const int64_t i = t * cols + b * mm::kQBlock + lane;
+  const float v = x[i];
+  float amax = fabsf(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = __fdiv_rn(amax, 127.0f);
+  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+  int q = __float2int_rn(__fmul_rn(v, id));
+  q = max(-127, min(127, q));
+  int sum = q;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  aq[i] = static_cast<int8_t>(q);
+  if (lane == 0) {
+    ad[t * nb + b] = d;
+    as[t * nb + b] = sum;
+  }
+}
+
+struct Params {
+  const uint8_t* data;
+  const uint16_t* aux;
+  const float* x;  // float activations (float weight types)
+  mm::Act act;     // quantized activations (quantized weight types)
+  float* y;
+  int64_t rows, cols, n_tokens, nseg;
+  int lanes_per_row;
+};
+
+template <int TYPE, int NT>
+__device__ __forceinline__ void segment(const Params& p, int64_t r, int64_t s, int64_t t0,
+                                        int ntile, float acc[NT]) {
+  if constexpr (TYPE == kQ4_0) {
+    mm::segment_q4_0<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
+  } else if constexpr (TYPE == kQ8_0) {
+    mm::segment_q8_0<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
+  } else if constexpr (TYPE == kQ4_K) {
+    mm::segment_q4_k<NT>(p.data, r, s, p.act, t0, ntile, acc);
+  } else if constexpr (TYPE == kQ5_K) {
+    mm::segment_q5_k<NT>(p.data, r, s, p.act, t0, ntile, acc);
+  } else if constexpr (TYPE == kQ6_K) {
+    mm::segment_q6_k<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
+  } else if constexpr (TYPE == kF32) {
+    mm::segment_float<NT>(mm::LoadF32{reinterpret_cast<const float*>(p.data)}, r, s, p.x, p.cols,
+                          t0, ntile, acc);
+  } else if constexpr (TYPE == kF16) {
+    mm::segment_float<NT>(mm::LoadF16{reinterpret_cast<const uint16_t*>(p.data)}, r, s, p.x, p.cols,
+                          t0, ntile, acc);
+  } else {
+    mm::segment_float<NT>(mm::LoadBF16{reinterpret_cast<const uint16_t*>(p.data)}, r, s, p.x,
+                          p.cols, t0, ntile, acc);
+  }
+}
+
+// Block: kWarpsPerCta warps, each 32 / L rows; grid: (row groups, token tiles of NT).
+template <int TYPE, int NT>
+__global__ void __launch_bounds__(kWarpsPerCta * 32) matmul_kernel(const Params p) {
+  extern __shared__ float partials[];  // [row slot][segment][NT]
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int warp = static_cast<int>(threadIdx.x >> 5);
+  const int L = p.lanes_per_row;
+  const int rows_per_warp = 32 / L;
+  const int group = lane / L, j = lane % L;
+  const int slot = warp * rows_per_warp + group;
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * (kWarpsPerCta * rows_per_warp) + slot;
+  const int64_t t0 = static_cast<int64_t>(blockIdx.y) * NT;
+  const int ntile = static_cast<int>(min(static_cast<int64_t>(NT), p.n_tokens - t0));
+  float* mine = partials + static_cast<int64_t>(slot) * p.nseg * NT;
+  if (r < p.rows) {
+    for (int64_t s = j; s < p.nseg; s += L) {
+      float acc[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+      segment<TYPE, NT>(p, r, s, t0, ntile, acc);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) mine[s * NT + t] = acc[t];
+    }
+  }
+  __syncwarp();
+  if (r < p.rows) {
+    for (int t = j; t < ntile; t += L) {
+      float y = mine[t];
+      for (int64_t s = 1; s < p.nseg; ++s) y = __fadd_rn(y, mine[s * NT + t]);
+      p.y[(t0 + t) * p.rows + r] = y;
+    }
+  }
+}
+
+template <int TYPE, int NT>
+Error launch_tile(const Params& p, const Stream& stream) {
+  const int rows_per_cta = kWarpsPerCta * (32 / p.lanes_per_row);
+  const dim3 grid(static_cast<unsigned>((p.rows + rows_per_cta - 1) / rows_per_cta),
+                  static_cast<unsigned>((p.n_tokens + NT - 1) / NT));
+  const size_t shared = static_cast<size_t>(rows_per_cta) * p.nseg * NT * sizeof(float);
+  matmul_kernel<TYPE, NT><<<grid, kWarpsPerCta * 32, shared, raw(stream)>>>(p);
+  return launch_error("matmul_kernel");
+}
+
+template <int TYPE>
+Error launch_type(const Params& p, const Stream& stream) {
+  if (p.n_tokens <= 1) return launch_tile<TYPE, 1>(p, stream);
+  if (p.n_tokens <= 2) return launch_tile<TYPE, 2>(p, stream);
+  if (p.n_tokens <= 4) return launch_tile<TYPE, 4>(p, stream);
+  return launch_tile<TYPE, kMaxTile>(p, stream);
+}
+
+}  // namespace
+
+bool matmul_supports(int32_t type) {
+  switch (type) {
+    case kF32:
+    case kF16:
+    case kBF16:
+    case kQ4_0:
+    case kQ8_0:
+    case kQ4_K:
+    case kQ5_K:
+    case kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
+                    const Stream& stream, DeviceMatrix* out) {
+  if (!matmul_supports(type)) {
+    return "upload_matrix: type " + std::to_string(type) + " is not a matmul weight type";
+  }
+  if (rows <= 0 || cols <= 0) {
+    return "upload_matrix: rows " + std::to_string(rows) + " and cols " + std::to_string(cols) +
+           " must be positive";
+  }
+  int64_t elems = 0, block_bytes = 0;
+  gguf_block(type, &elems, &block_bytes);
+  const int64_t multiple = is_float_type(type) ? 8 : elems;
+  if (cols % multiple != 0) {
+    return "upload_matrix: cols " + std::to_string(cols) + " is not a multiple of " +
+           std::to_string(multiple) + " for type " + std::to_string(type);
+  }
+  const auto gguf_row = static_cast<size_t>(cols / elems * block_bytes);
+  if (row_bytes < gguf_row) {
+    return "upload_matrix: row_bytes " + std::to_string(row_bytes) + " < " +
+           std::to_string(gguf_row) + " for cols " + std::to_string(cols);
+  }
+  if (host == nullptr) return "upload_matrix: host is null";
+  size_t data_row = 0, aux_row = 0;
+  device_row_bytes(type, cols, &data_row, &aux_row);
+  const auto n = static_cast<size_t>(rows);
+  std::vector<uint8_t> data(n * data_row), aux(n * aux_row);
+  const auto* src = static_cast<const uint8_t*>(host);
+  const int64_t nblocks = cols / elems;
+  for (size_t r = 0; r < n; ++r) {
+    const uint8_t* row = src + r * row_bytes;
+    uint8_t* drow = data.data() + r * data_row;
+    uint8_t* arow = aux.data() + r * aux_row;
+    if (type == kQ4_0 || type == kQ8_0) {
+      const int64_t qbytes = block_bytes - 2;
+      for (int64_t b = 0; b < nblocks; ++b) {
+        std::memcpy(arow + b * 2, row + b * block_bytes, 2);
+        std::memcpy(drow + b * qbytes, row + b * block_bytes + 2, static_cast<size_t>(qbytes));
+      }
+    } else if (type == kQ6_K) {
+      for (int64_t b = 0; b < nblocks; ++b) {
+        std::memcpy(drow + b * 208, row + b * 210, 208);  // ql, qh, scales
+        std::memcpy(arow + b * 2, row + b * 210 + 208, 2);
+      }
+    } else {
+      std::memcpy(drow, row, data_row);
+    }
+  }
+  DeviceMatrix m;
+  m.type = type;
+  m.rows = rows;
+  m.cols = cols;
+  if (Error e = m.data.allocate(data.size()); !e.empty()) return "upload_matrix: " + e;
+  if (Error e = copy_to_device(m.data.data(), data.data(), data.size(), stream); !e.empty()) {
+    return "upload_matrix: " + e;
+  }
+  if (!aux.empty()) {
+    if (Error e = m.aux.allocate(aux.size()); !e.empty()) return "upload_matrix: " + e;
+    if (Error e = copy_to_device(m.aux.data(), aux.data(), aux.size(), stream); !e.empty()) {
+      return "upload_matrix: " + e;
+    }
+  }
+  if (Error e = stream.sync(); !e.empty()) return "upload_matrix: " + e;
+  *out = std::move(m);
+  return {};
+}
+
+size_t matmul_scratch_bytes(int64_t n_tokens, int64_t cols, int64_t /*rows*/) {
+  return scratch_layout(n_tokens, cols).total;
+}
+
+Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, void* scratch,
+             size_t scratch_bytes, const Stream& stream) {
+  if (!matmul_supports(w.type)) {
+    return "matmul: weight type " + std::to_string(w.type) + " is not supported";
+  }
+  if (n_tokens < 0) return "matmul: n_tokens " + std::to_string(n_tokens) + " is negative";
+  if (n_tokens == 0) return {};
+  if (w.rows <= 0 || w.cols <= 0) return "matmul: empty matrix " + shape_text(w, n_tokens);
+  int64_t elems = 0, block_bytes = 0;
+  gguf_block(w.type, &elems, &block_bytes);
+  const bool quantized = !is_float_type(w.type);
+  if (w.cols % (quantized ? elems : 8) != 0) {
+    return "matmul: cols " + std::to_string(w.cols) + " does not fit the type " +
+           shape_text(w, n_tokens);
+  }
+  size_t data_row = 0, aux_row = 0;
+  device_row_bytes(w.type, w.cols, &data_row, &aux_row);
+  if (w.data.bytes() < data_row * static_cast<size_t>(w.rows) ||
+      w.aux.bytes() < aux_row * static_cast<size_t>(w.rows)) {
+    return "matmul: the device matrix holds " + std::to_string(w.data.bytes()) + " + " +
+           std::to_string(w.aux.bytes()) + " bytes, too few for " + shape_text(w, n_tokens) +
+           " (not made by upload_matrix?)";
+  }
+  if (x == nullptr || y == nullptr) return "matmul: x or y is null";
+  if (!quantized && reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return "matmul: x is not 16-byte aligned (float weight types load it by 16 bytes)";
+  }
+  const int64_t max_tokens = static_cast<int64_t>(65535) * kMaxTile;
+  if (n_tokens > max_tokens) {
+    return "matmul: n_tokens " + std::to_string(n_tokens) + " > " + std::to_string(max_tokens);
+  }
+  Params p{};
+  p.data = w.data.as<const uint8_t>();
+  p.aux = w.aux.as<const uint16_t>();
+  p.x = x;
+  p.y = y;
+  p.rows = w.rows;
+  p.cols = w.cols;
+  p.n_tokens = n_tokens;
+  p.nseg = (w.cols + mm::kSegment - 1) / mm::kSegment;
+  p.lanes_per_row = p.nseg > 16 ? 32 : (p.nseg > 8 ? 16 : 8);
+  const size_t shared = static_cast<size_t>(kWarpsPerCta) * (32 / p.lanes_per_row) *
+                        static_cast<size_t>(p.nseg) * kMaxTile * sizeof(float);
+  if (shared > kMaxSharedBytes) {
+    return "matmul: cols " + std::to_string(w.cols) + " needs " + std::to_string(shared) +
+           " bytes of shared memory (at most " + std::to_string(kMaxSharedBytes) + ")";
+  }
+  if (quantized) {
+    const ScratchLayout l = scratch_layout(n_tokens, w.cols);
+    if (scratch == nullptr || scratch_bytes < l.total) {
+      return "matmul: scratch_bytes " + std::to_string(scratch == nullptr ? 0 : scratch_bytes) +
+             " < " + std::to_string(l.total) + " needed for " + shape_text(w, n_tokens);
+    }
+    if (reinterpret_cast<uintptr_t>(scratch) % 256 != 0) {
+      return "matmul: scratch is not 256-byte aligned";
+    }
+    auto* base = static_cast<uint8_t*>(scratch);
+    auto* aq = reinterpret_cast<int8_t*>(base + l.aq);
+    auto* ad = reinterpret_cast<float*>(base + l.ad);
+    auto* as = reinterpret_cast<int*>(base + l.as);
+    const int64_t warps = n_tokens * (w.cols / mm::kQBlock);
+    const int64_t threads = 256;
+    const int64_t blocks = (warps * 32 + threads - 1) / threads;
+    quantize_activations<<<static_cast<unsigned>(blocks), threads, 0, raw(stream)>>>(
+        x, n_tokens, w.cols, aq, ad, as);
+    if (Error e = launch_error("matmul: quantize_activations"); !e.empty()) return e;
+    p.act = mm::Act{aq, ad, as, w.cols, w.cols / mm::kQBlock};
+  }
+  switch (w.type) {
+    case kQ4_0:
+      return launch_type<kQ4_0>(p, stream);
+    case kQ8_0:
+      return launch_type<kQ8_0>(p, stream);
+    case kQ4_K:
+      return launch_type<kQ4_K>(p, stream);
+    case kQ5_K:
+      return launch_type<kQ5_K>(p, stream);
+    case kQ6_K:
+      return launch_type<kQ6_K>(p, stream);
+    case kF32:
+      return launch_type<kF32>(p, stream);
+    case kF16:
+      return launch_type<kF16>(p, stream);
+    default:
+      return launch_type<kBF16>(p, stream);
+  }
+}
+
+}  // namespace hearth::engine::cuda
