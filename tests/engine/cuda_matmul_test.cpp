@@ -81,6 +81,22 @@ HostMatrix make_matrix(TensorType t, int64_t rows, int64_t cols, uint32_t seed, 
   return m;
 }
 
+// x as the documented activation quantization leaves it (matmul.cu): per 32 values,
+// d = amax / 127 and q = round_half_even(x * (1 / d)), then q * d in double.
+std::vector<float> q8_activations(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b + i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0 ? 1.0f / d : 0.0f;
+    for (size_t i = 0; i < 32; ++i) {
+      out[b + i] = static_cast<float>(std::nearbyint(x[b + i] * id) * static_cast<double>(d));
+    }
+  }
+  return out;
+}
+
 // ref[t * rows + r] = sum_k W[r][k] * x[t][k] in double over the dequantized weights.
 std::vector<double> reference(const HostMatrix& m, const std::vector<float>& x, int64_t n) {
   std::vector<double> ref(static_cast<size_t>(n * m.rows));
@@ -153,6 +169,73 @@ void expect_close(const std::vector<float>& y, const std::vector<double>& ref, i
     EXPECT_LT(rel, tol) << what << ": token " << t << " relative error " << rel
                         << "; worst r=" << worst_r << " got " << y[t * rows + worst_r]
                         << " expected " << ref[t * rows + worst_r];
+  }
+}
+
+// Tolerances: Q8 activations (int8 per 32 values) leave ~0.3% relative error on a random
+// dot; 1e-2 bounds it. Float weights keep float activations: fp32 accumulation, 1e-5.
+double tolerance(TensorType t) {
+  return is_float(t) ? 1e-5 : 1e-2;
+}
+
+std::vector<float> on_host(const HostMatrix& h, const std::vector<float>& x, int64_t n) {
+  std::vector<float> y(static_cast<size_t>(n * h.rows), std::nanf(""));
+  const Error e = matmul_on_host(id(h.type), h.rows, h.cols, h.bytes.data(), h.row_bytes, x.data(),
+                                 n, y.data());
+  EXPECT_EQ(e, "");
+  return y;
+}
+
+// The device's bits against matmul_on_host's: reports the first difference.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want, int64_t rows,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (bits(got[i]) != bits(want[i])) {
+      ADD_FAILURE() << what << ": y[t=" << i / static_cast<size_t>(rows)
+                    << "][r=" << i % static_cast<size_t>(rows) << "] = " << got[i] << " (0x"
+                    << std::hex << bits(got[i]) << ") on the device, " << want[i] << " (0x"
+                    << bits(want[i]) << std::dec << ") by matmul_on_host";
+      return;
+    }
+  }
+}
+
+// The kernels' arithmetic, run on the host (no GPU needed), against the double reference:
+// the device layouts, the block decoding and the segment order are checked here on any
+// machine; the device tests then check the GPU against it bit for bit.
+TEST(CudaMatmul, HostArithmeticMatchesTheDoubleReference) {
+  struct Case {
+    TensorType type;
+    int64_t rows, cols;
+  };
+  std::vector<Case> cases;
+  for (TensorType t : gpu_types()) {
+    cases.push_back({t, 64, 256});
+    cases.push_back({t, 37, 2304});
+  }
+  cases.push_back({TensorType::kQ4_0, 21, 2080});  // 65 blocks: a short last segment
+  cases.push_back({TensorType::kQ8_0, 21, 2080});
+  cases.push_back({TensorType::kQ4_0, 5, 32});
+  cases.push_back({TensorType::kF16, 9, 1000});
+  cases.push_back({TensorType::kF32, 9, 8});
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    for (bool quantize : {true, false}) {
+      const int64_t n = 3;
+      const HostMatrix h = make_matrix(c.type, c.rows, c.cols, ++seed, quantize);
+      const std::vector<float> x = gaussian(static_cast<size_t>(n * c.cols), ++seed);
+      const std::string what = describe(c.type, c.rows, c.cols, n)
+                                   .append(quantize ? " (quantized)" : " (random blocks)");
+      const std::vector<float> y = on_host(h, x, n);
+      // Against the exact product: the activation quantization's error, bounded for
+      // realistic (quantizer-made) weights.
+      if (quantize) expect_close(y, reference(h, x, n), h.rows, n, tolerance(c.type), what);
+      // Against the exact product of the quantized activations: only the fp32 rounding of
+      // the block sums is left, for any weights.
+      const std::vector<float> xq = is_float(c.type) ? x : q8_activations(x);
+      expect_close(y, reference(h, xq, n), h.rows, n, 1e-5, what + " vs q8 activations");
+    }
   }
 }
 
@@ -232,12 +315,6 @@ TEST(CudaMatmul, MatmulRejectsTooSmallScratch) {
   EXPECT_EQ(s.sync(), "");
 }
 
-// Tolerances: Q8 activations (int8 per 32 values) leave ~0.3% relative error on a random
-// dot; 1e-2 bounds it. Float weights keep float activations: fp32 accumulation, 1e-5.
-double tolerance(TensorType t) {
-  return is_float(t) ? 1e-5 : 1e-2;
-}
-
 struct Shape {
   int64_t rows, cols;
 };
@@ -262,6 +339,7 @@ TEST(CudaMatmul, MatchesTheDoubleReferenceForEveryTypeAndShape) {
       std::vector<float> y;
       ASSERT_EQ(run_matmul(w, x, n, s, &y), "") << what;
       expect_close(y, reference(h, x, n), h.rows, n, tolerance(t), what);
+      if (sh.rows * sh.cols <= 2048 * 2048) expect_same_bits(y, on_host(h, x, n), h.rows, what);
     }
   }
 }
@@ -286,6 +364,7 @@ TEST(CudaMatmul, MatchesTheReferenceWithAShortLastSegment) {
       std::vector<float> y;
       ASSERT_EQ(run_matmul(w, x, n, s, &y), "") << what;
       expect_close(y, reference(h, x, n), h.rows, n, tolerance(t), what);
+      expect_same_bits(y, on_host(h, x, n), h.rows, what);
     }
   }
 }

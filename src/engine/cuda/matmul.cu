@@ -155,10 +155,8 @@ __global__ void quantize_activations(const float* __restrict__ x, int64_t n_toke
   float amax = fabsf(v);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-  const float d = __fdiv_rn(amax, 127.0f);
-  const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-  int q = __float2int_rn(__fmul_rn(v, id));
-  q = max(-127, min(127, q));
+  const float d = mm::act_scale(amax);
+  const int q = mm::act_quant(v, d);
   int sum = q;
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -180,8 +178,7 @@ struct Params {
 };
 
 template <int TYPE, int NT>
-__device__ __forceinline__ void segment(const Params& p, int64_t r, int64_t s, int64_t t0,
-                                        int ntile, float acc[NT]) {
+MM_HD void segment(const Params& p, int64_t r, int64_t s, int64_t t0, int ntile, float acc[NT]) {
   if constexpr (TYPE == kQ4_0) {
     mm::segment_q4_0<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
   } else if constexpr (TYPE == kQ8_0) {
@@ -232,7 +229,7 @@ __global__ void __launch_bounds__(kWarpsPerCta * 32) matmul_kernel(const Params 
   if (r < p.rows) {
     for (int t = j; t < ntile; t += L) {
       float y = mine[t];
-      for (int64_t s = 1; s < p.nseg; ++s) y = __fadd_rn(y, mine[s * NT + t]);
+      for (int64_t s = 1; s < p.nseg; ++s) y = mm::fadd(y, mine[s * NT + t]);
       p.y[(t0 + t) * p.rows + r] = y;
     }
   }
@@ -256,6 +253,84 @@ Error launch_type(const Params& p, const Stream& stream) {
   return launch_tile<TYPE, kMaxTile>(p, stream);
 }
 
+// The checks upload_matrix and matmul_on_host share, before any CUDA call.
+Error check_matrix(const char* who, int32_t type, int64_t rows, int64_t cols, const void* host,
+                   size_t row_bytes) {
+  const std::string w(who);
+  if (!matmul_supports(type)) {
+    return w + ": type " + std::to_string(type) + " is not a matmul weight type";
+  }
+  if (rows <= 0 || cols <= 0) {
+    return w + ": rows " + std::to_string(rows) + " and cols " + std::to_string(cols) +
+           " must be positive";
+  }
+  int64_t elems = 0, block_bytes = 0;
+  gguf_block(type, &elems, &block_bytes);
+  const int64_t multiple = is_float_type(type) ? 8 : elems;
+  if (cols % multiple != 0) {
+    return w + ": cols " + std::to_string(cols) + " is not a multiple of " +
+           std::to_string(multiple) + " for type " + std::to_string(type);
+  }
+  const auto gguf_row = static_cast<size_t>(cols / elems * block_bytes);
+  if (row_bytes < gguf_row) {
+    return w + ": row_bytes " + std::to_string(row_bytes) + " < " + std::to_string(gguf_row) +
+           " for cols " + std::to_string(cols);
+  }
+  if (host == nullptr) return w + ": host is null";
+  return {};
+}
+
+// GGUF rows (row_bytes apart) -> the device layout described at the top of this file.
+void repack(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
+            std::vector<uint8_t>* data, std::vector<uint8_t>* aux) {
+  int64_t elems = 0, block_bytes = 0;
+  gguf_block(type, &elems, &block_bytes);
+  size_t data_row = 0, aux_row = 0;
+  device_row_bytes(type, cols, &data_row, &aux_row);
+  const auto n = static_cast<size_t>(rows);
+  data->assign(n * data_row, 0);
+  aux->assign(n * aux_row, 0);
+  const auto* src = static_cast<const uint8_t*>(host);
+  const int64_t nblocks = cols / elems;
+  for (size_t r = 0; r < n; ++r) {
+    const uint8_t* row = src + r * row_bytes;
+    uint8_t* drow = data->data() + r * data_row;
+    uint8_t* arow = aux->data() + r * aux_row;
+    if (type == kQ4_0 || type == kQ8_0) {
+      const int64_t qbytes = block_bytes - 2;
+      for (int64_t b = 0; b < nblocks; ++b) {
+        std::memcpy(arow + b * 2, row + b * block_bytes, 2);
+        std::memcpy(drow + b * qbytes, row + b * block_bytes + 2, static_cast<size_t>(qbytes));
+      }
+    } else if (type == kQ6_K) {
+      for (int64_t b = 0; b < nblocks; ++b) {
+        std::memcpy(drow + b * 208, row + b * 210, 208);  // ql, qh, scales
+        std::memcpy(arow + b * 2, row + b * 210 + 208, 2);
+      }
+    } else {
+      std::memcpy(drow, row, data_row);
+    }
+  }
+}
+
+// matmul_kernel's arithmetic, one (token, row) at a time on the host.
+template <int TYPE>
+void run_on_host(const Params& p) {
+  std::vector<float> part(static_cast<size_t>(p.nseg));
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    for (int64_t r = 0; r < p.rows; ++r) {
+      for (int64_t s = 0; s < p.nseg; ++s) {
+        float acc[1] = {0.0f};
+        segment<TYPE, 1>(p, r, s, t, 1, acc);
+        part[static_cast<size_t>(s)] = acc[0];
+      }
+      float y = part[0];
+      for (int64_t s = 1; s < p.nseg; ++s) y = mm::fadd(y, part[static_cast<size_t>(s)]);
+      p.y[t * p.rows + r] = y;
+    }
+  }
+}
+
 }  // namespace
 
 bool matmul_supports(int32_t type) {
@@ -276,51 +351,11 @@ bool matmul_supports(int32_t type) {
 
 Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
                     const Stream& stream, DeviceMatrix* out) {
-  if (!matmul_supports(type)) {
-    return "upload_matrix: type " + std::to_string(type) + " is not a matmul weight type";
+  if (Error e = check_matrix("upload_matrix", type, rows, cols, host, row_bytes); !e.empty()) {
+    return e;
   }
-  if (rows <= 0 || cols <= 0) {
-    return "upload_matrix: rows " + std::to_string(rows) + " and cols " + std::to_string(cols) +
-           " must be positive";
-  }
-  int64_t elems = 0, block_bytes = 0;
-  gguf_block(type, &elems, &block_bytes);
-  const int64_t multiple = is_float_type(type) ? 8 : elems;
-  if (cols % multiple != 0) {
-    return "upload_matrix: cols " + std::to_string(cols) + " is not a multiple of " +
-           std::to_string(multiple) + " for type " + std::to_string(type);
-  }
-  const auto gguf_row = static_cast<size_t>(cols / elems * block_bytes);
-  if (row_bytes < gguf_row) {
-    return "upload_matrix: row_bytes " + std::to_string(row_bytes) + " < " +
-           std::to_string(gguf_row) + " for cols " + std::to_string(cols);
-  }
-  if (host == nullptr) return "upload_matrix: host is null";
-  size_t data_row = 0, aux_row = 0;
-  device_row_bytes(type, cols, &data_row, &aux_row);
-  const auto n = static_cast<size_t>(rows);
-  std::vector<uint8_t> data(n * data_row), aux(n * aux_row);
-  const auto* src = static_cast<const uint8_t*>(host);
-  const int64_t nblocks = cols / elems;
-  for (size_t r = 0; r < n; ++r) {
-    const uint8_t* row = src + r * row_bytes;
-    uint8_t* drow = data.data() + r * data_row;
-    uint8_t* arow = aux.data() + r * aux_row;
-    if (type == kQ4_0 || type == kQ8_0) {
-      const int64_t qbytes = block_bytes - 2;
-      for (int64_t b = 0; b < nblocks; ++b) {
-        std::memcpy(arow + b * 2, row + b * block_bytes, 2);
-        std::memcpy(drow + b * qbytes, row + b * block_bytes + 2, static_cast<size_t>(qbytes));
-      }
-    } else if (type == kQ6_K) {
-      for (int64_t b = 0; b < nblocks; ++b) {
-        std::memcpy(drow + b * 208, row + b * 210, 208);  // ql, qh, scales
-        std::memcpy(arow + b * 2, row + b * 210 + 208, 2);
-      }
-    } else {
-      std::memcpy(drow, row, data_row);
-    }
-  }
+  std::vector<uint8_t> data, aux;
+  repack(type, rows, cols, host, row_bytes, &data, &aux);
   DeviceMatrix m;
   m.type = type;
   m.rows = rows;
@@ -337,6 +372,78 @@ Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, 
   }
   if (Error e = stream.sync(); !e.empty()) return "upload_matrix: " + e;
   *out = std::move(m);
+  return {};
+}
+
+Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
+                     const float* x, int64_t n_tokens, float* y) {
+  if (Error e = check_matrix("matmul_on_host", type, rows, cols, host, row_bytes); !e.empty()) {
+    return e;
+  }
+  if (n_tokens < 0) return "matmul_on_host: n_tokens " + std::to_string(n_tokens) + " is negative";
+  if (x == nullptr || y == nullptr) return "matmul_on_host: x or y is null";
+  std::vector<uint8_t> data, aux;
+  repack(type, rows, cols, host, row_bytes, &data, &aux);
+  const int64_t nb = cols / mm::kQBlock;
+  std::vector<int8_t> aq;
+  std::vector<float> ad;
+  std::vector<int> as;
+  if (!is_float_type(type)) {
+    aq.resize(static_cast<size_t>(n_tokens * cols));
+    ad.resize(static_cast<size_t>(n_tokens * nb));
+    as.resize(static_cast<size_t>(n_tokens * nb));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t b = 0; b < nb; ++b) {
+        const float* xb = x + t * cols + b * mm::kQBlock;
+        float amax = 0.0f;
+        for (int i = 0; i < mm::kQBlock; ++i) amax = std::max(amax, std::fabs(xb[i]));
+        const float d = mm::act_scale(amax);
+        int sum = 0;
+        for (int i = 0; i < mm::kQBlock; ++i) {
+          const int q = mm::act_quant(xb[i], d);
+          aq[static_cast<size_t>(t * cols + b * mm::kQBlock + i)] = static_cast<int8_t>(q);
+          sum += q;
+        }
+        ad[static_cast<size_t>(t * nb + b)] = d;
+        as[static_cast<size_t>(t * nb + b)] = sum;
+      }
+    }
+  }
+  Params p{};
+  p.data = data.data();
+  p.aux = reinterpret_cast<const uint16_t*>(aux.data());
+  p.x = x;
+  p.y = y;
+  p.rows = rows;
+  p.cols = cols;
+  p.n_tokens = n_tokens;
+  p.nseg = (cols + mm::kSegment - 1) / mm::kSegment;
+  p.act = mm::Act{aq.data(), ad.data(), as.data(), cols, nb};
+  switch (type) {
+    case kQ4_0:
+      run_on_host<kQ4_0>(p);
+      break;
+    case kQ8_0:
+      run_on_host<kQ8_0>(p);
+      break;
+    case kQ4_K:
+      run_on_host<kQ4_K>(p);
+      break;
+    case kQ5_K:
+      run_on_host<kQ5_K>(p);
+      break;
+    case kQ6_K:
+      run_on_host<kQ6_K>(p);
+      break;
+    case kF32:
+      run_on_host<kF32>(p);
+      break;
+    case kF16:
+      run_on_host<kF16>(p);
+      break;
+    default:
+      run_on_host<kBF16>(p);
+  }
   return {};
 }
 

@@ -44,4 +44,10 @@ size_t matmul_scratch_bytes(int64_t n_tokens, int64_t cols, int64_t rows);
 Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, void* scratch,
              size_t scratch_bytes, const Stream& stream);
 
+// matmul()'s arithmetic run on the host over a GGUF matrix (as upload_matrix takes it) and
+// host x / y: the same bits as the device (the rounding of every step is explicit), for
+// tests without a GPU and for checking the device against it bit for bit. Slow.
+Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
+                     const float* x, int64_t n_tokens, float* y);
+
 }  // namespace hearth::engine::cuda
