@@ -32,11 +32,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/cuda/matmul.h"
+#include "engine/cuda/matmul_mma.cuh"
 #include "engine/cuda/matmul_segments.cuh"
 
 namespace hearth::engine::cuda {
@@ -47,6 +50,19 @@ constexpr int32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 
                   kBF16 = 30;
 
 constexpr int kWarpsPerCta = 4;
+// The tensor-core path takes calls of at least this many tokens (either path gives the same
+// bits: the switch is for speed only).
+constexpr int64_t kMmaMinTokens = 32;
+
+// Off unless HEARTH_CUDA_MMA=1 or set_matmul_tensor_cores(true): the path has not run on a
+// device yet (cuda_matmul_test's TensorCore* tests check it bit for bit).
+std::atomic<bool>& tensor_cores_flag() {
+  static std::atomic<bool> on([] {
+    const char* v = std::getenv("HEARTH_CUDA_MMA");
+    return v != nullptr && v[0] == '1';
+  }());
+  return on;
+}
 constexpr int kMaxTile = 8;
 constexpr size_t kMaxSharedBytes = 48 * 1024;
 
@@ -246,7 +262,21 @@ Error launch_tile(const Params& p, const Stream& stream) {
 }
 
 template <int TYPE>
+Error launch_mma(const Params& p, const Stream& stream) {
+  const dim3 grid(static_cast<unsigned>((p.rows + mm::kMmaRows - 1) / mm::kMmaRows),
+                  static_cast<unsigned>((p.n_tokens + mm::kMmaTokens - 1) / mm::kMmaTokens));
+  mm::matmul_mma_kernel<TYPE><<<grid, mm::kMmaWarps * 32, 0, raw(stream)>>>(
+      p.data, p.aux, p.act, p.y, p.rows, p.n_tokens, p.nseg);
+  return launch_error("matmul_mma_kernel");
+}
+
+template <int TYPE>
 Error launch_type(const Params& p, const Stream& stream) {
+  if constexpr (TYPE != kF32 && TYPE != kF16 && TYPE != kBF16) {
+    if (p.n_tokens >= kMmaMinTokens && tensor_cores_flag().load()) {
+      return launch_mma<TYPE>(p, stream);
+    }
+  }
   if (p.n_tokens <= 1) return launch_tile<TYPE, 1>(p, stream);
   if (p.n_tokens <= 2) return launch_tile<TYPE, 2>(p, stream);
   if (p.n_tokens <= 4) return launch_tile<TYPE, 4>(p, stream);
@@ -332,6 +362,14 @@ void run_on_host(const Params& p) {
 }
 
 }  // namespace
+
+void set_matmul_tensor_cores(bool on) {
+  tensor_cores_flag().store(on);
+}
+
+bool matmul_tensor_cores() {
+  return tensor_cores_flag().load();
+}
 
 bool matmul_supports(int32_t type) {
   switch (type) {

@@ -27,7 +27,7 @@ namespace hearth::engine::cuda::mm {
 
 MM_HD float fmul(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return fmul(a, b);
+  return __fmul_rn(a, b);
 #else
   volatile float r = a * b;  // volatile: no contraction with a neighbouring add
   return r;
@@ -35,7 +35,7 @@ MM_HD float fmul(float a, float b) {
 }
 MM_HD float fadd(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return fadd(a, b);
+  return __fadd_rn(a, b);
 #else
   volatile float r = a + b;
   return r;
@@ -43,7 +43,7 @@ MM_HD float fadd(float a, float b) {
 }
 MM_HD float fsub(float a, float b) {
 #ifdef __CUDA_ARCH__
-  return fsub(a, b);
+  return __fsub_rn(a, b);
 #else
   volatile float r = a - b;
   return r;
@@ -51,21 +51,21 @@ MM_HD float fsub(float a, float b) {
 }
 MM_HD float ffma(float a, float b, float c) {
 #ifdef __CUDA_ARCH__
-  return ffma(a, b, c);
+  return __fmaf_rn(a, b, c);
 #else
   return std::fma(a, b, c);
 #endif
 }
 MM_HD float i2f(int v) {
 #ifdef __CUDA_ARCH__
-  return i2f(v);
+  return __int2float_rn(v);
 #else
   return static_cast<float>(v);
 #endif
 }
 MM_HD int sdot4(int a, int b, int c) {
 #ifdef __CUDA_ARCH__
-  return sdot4(a, b, c);
+  return __dp4a(a, b, c);
 #else
   for (int i = 0; i < 4; ++i) {
     c += static_cast<int>(static_cast<int8_t>((a >> (8 * i)) & 0xFF)) *
@@ -77,7 +77,7 @@ MM_HD int sdot4(int a, int b, int c) {
 // Byte-wise a - b modulo 256.
 MM_HD uint32_t vsub4(uint32_t a, uint32_t b) {
 #ifdef __CUDA_ARCH__
-  return vsub4(a, b);
+  return __vsub4(a, b);
 #else
   uint32_t r = 0;
   for (int i = 0; i < 4; ++i) {
