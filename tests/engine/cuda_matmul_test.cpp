@@ -52,6 +52,13 @@ bool is_float(TensorType t) {
     ASSERT_EQ(set_device(0), "");                   \
   } while (0)
 
+// Restores the tensor-core switch a test changes.
+struct TensorCoresScope {
+  explicit TensorCoresScope(bool on) : was(matmul_tensor_cores()) { set_matmul_tensor_cores(on); }
+  ~TensorCoresScope() { set_matmul_tensor_cores(was); }
+  bool was;
+};
+
 struct HostMatrix {
   TensorType type = TensorType::kF32;
   int64_t rows = 0, cols = 0;
@@ -376,33 +383,65 @@ TEST(CudaMatmul, OutputsAreBitwiseIndependentOfTheBatch) {
   Stream s;
   ASSERT_EQ(s.create(), "");
   uint32_t seed = 5000;
-  for (TensorType t : gpu_types()) {
-    // K-quants: 9 super-blocks (16 lanes a row); others: 73 blocks, a short last segment.
-    const int64_t rows = 333,
-                  cols = t == TensorType::kQ4_K || t == TensorType::kQ5_K || t == TensorType::kQ6_K
-                             ? 2304
-                             : 2336;
-    const HostMatrix h = make_matrix(t, rows, cols, ++seed, true);
-    DeviceMatrix w;
-    ASSERT_EQ(upload_matrix(id(t), h.rows, h.cols, h.bytes.data(), h.row_bytes, s, &w), "");
-    const std::vector<float> token = gaussian(static_cast<size_t>(cols), ++seed);
-    std::vector<float> alone;
-    ASSERT_EQ(run_matmul(w, token, 1, s, &alone), "");
-    for (const auto& [n, pos] :
-         std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {7, 3}, {300, 211}}) {
-      std::vector<float> x = gaussian(static_cast<size_t>(n * cols), ++seed);
-      std::copy(token.begin(), token.end(), x.begin() + pos * cols);
-      std::vector<float> y;
-      ASSERT_EQ(run_matmul(w, x, n, s, &y), "");
-      for (int64_t r = 0; r < rows; ++r) {
-        const float got = y[pos * rows + r];
-        if (bits(got) != bits(alone[r])) {
-          ADD_FAILURE() << describe(t, rows, cols, n) << ": token at position " << pos << ", row "
-                        << r << ": " << got << " (0x" << std::hex << bits(got) << ") in the batch, "
-                        << alone[r] << " (0x" << bits(alone[r]) << std::dec << ") alone";
-          break;
+  for (bool tensor_cores : {false, true}) {
+    const TensorCoresScope scope(tensor_cores);
+    for (TensorType t : gpu_types()) {
+      // K-quants: 9 super-blocks (16 lanes a row); others: 73 blocks, a short last segment.
+      const int64_t rows = 333, cols = t == TensorType::kQ4_K || t == TensorType::kQ5_K ||
+                                               t == TensorType::kQ6_K
+                                           ? 2304
+                                           : 2336;
+      const HostMatrix h = make_matrix(t, rows, cols, ++seed, true);
+      DeviceMatrix w;
+      ASSERT_EQ(upload_matrix(id(t), h.rows, h.cols, h.bytes.data(), h.row_bytes, s, &w), "");
+      const std::vector<float> token = gaussian(static_cast<size_t>(cols), ++seed);
+      std::vector<float> alone;
+      ASSERT_EQ(run_matmul(w, token, 1, s, &alone), "");
+      for (const auto& [n, pos] :
+           std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {7, 3}, {300, 211}}) {
+        std::vector<float> x = gaussian(static_cast<size_t>(n * cols), ++seed);
+        std::copy(token.begin(), token.end(), x.begin() + pos * cols);
+        std::vector<float> y;
+        ASSERT_EQ(run_matmul(w, x, n, s, &y), "");
+        for (int64_t r = 0; r < rows; ++r) {
+          const float got = y[pos * rows + r];
+          if (bits(got) != bits(alone[r])) {
+            ADD_FAILURE() << describe(t, rows, cols, n) << (tensor_cores ? " (tensor cores)" : "")
+                          << ": token at position " << pos << ", row " << r << ": " << got << " (0x"
+                          << std::hex << bits(got) << ") in the batch, " << alone[r] << " (0x"
+                          << bits(alone[r]) << std::dec << ") alone";
+            break;
+          }
         }
       }
+    }
+  }
+}
+
+// The int8 mma.sync path (calls of 32 tokens or more with the switch on) against the host
+// arithmetic, bit for bit: 150 rows (a partial 64-row tile), 32 and 100 tokens (partial
+// 64-token tiles), Q4_0 / Q8_0 with a short last segment.
+TEST(CudaMatmul, TensorCorePathGivesTheHostBits) {
+  REQUIRE_GPU();
+  const TensorCoresScope scope(true);
+  Stream s;
+  ASSERT_EQ(s.create(), "");
+  uint32_t seed = 7000;
+  for (TensorType t : gpu_types()) {
+    if (is_float(t)) continue;
+    const bool k_quant = block_geometry(t).block_size == 256;
+    const int64_t rows = 150, cols = k_quant ? 2304 : 2080;
+    for (int64_t n : {32, 100}) {
+      const HostMatrix h = make_matrix(t, rows, cols, ++seed, true);
+      const std::vector<float> x = gaussian(static_cast<size_t>(n * cols), ++seed);
+      const std::string what = describe(t, rows, cols, n).append(" (tensor cores)");
+      DeviceMatrix w;
+      ASSERT_EQ(upload_matrix(id(t), h.rows, h.cols, h.bytes.data(), h.row_bytes, s, &w), "")
+          << what;
+      std::vector<float> y;
+      ASSERT_EQ(run_matmul(w, x, n, s, &y), "") << what;
+      expect_close(y, reference(h, x, n), h.rows, n, tolerance(t), what);
+      expect_same_bits(y, on_host(h, x, n), h.rows, what);
     }
   }
 }
@@ -430,52 +469,57 @@ TEST(CudaMatmul, Bench) {
   const std::vector<Case> cases = {{4096, 4096, 1}, {14336, 4096, 1}, {4096, 4096, 512}};
   for (TensorType t : gpu_types()) {
     for (const Case& c : cases) {
-      const HostMatrix h = make_matrix(t, c.rows, c.cols, 77, false);
-      const size_t wbytes = h.bytes.size();
-      const size_t copies =
-          c.n > 1 ? 1
-                  : std::min<size_t>(32, std::max<size_t>(1, (4 * props.l2_bytes) / wbytes + 1));
-      std::vector<DeviceMatrix> ws(copies);
-      for (auto& w : ws) {
-        ASSERT_EQ(upload_matrix(id(t), h.rows, h.cols, h.bytes.data(), h.row_bytes, s, &w), "");
-      }
-      const std::vector<float> x = gaussian(static_cast<size_t>(c.n * c.cols), 3);
-      DeviceBuffer dx, dy, scratch;
-      const size_t sb = matmul_scratch_bytes(c.n, c.cols, c.rows);
-      ASSERT_EQ(dx.allocate(x.size() * sizeof(float)), "");
-      ASSERT_EQ(dy.allocate(static_cast<size_t>(c.n * c.rows) * sizeof(float)), "");
-      ASSERT_EQ(scratch.allocate(sb), "");
-      ASSERT_EQ(copy_to_device(dx.data(), x.data(), x.size() * sizeof(float), s), "");
-      auto pass = [&]() {
-        for (const auto& w : ws) {
-          const Error e = matmul(w, dx.as<float>(), c.n, dy.as<float>(), scratch.data(), sb, s);
-          if (!e.empty()) return e;
+      for (bool tensor_cores : {false, true}) {
+        if (tensor_cores && (c.n == 1 || is_float(t))) continue;
+        const TensorCoresScope scope(tensor_cores);
+        const HostMatrix h = make_matrix(t, c.rows, c.cols, 77, false);
+        const size_t wbytes = h.bytes.size();
+        const size_t copies =
+            c.n > 1 ? 1
+                    : std::min<size_t>(32, std::max<size_t>(1, (4 * props.l2_bytes) / wbytes + 1));
+        std::vector<DeviceMatrix> ws(copies);
+        for (auto& w : ws) {
+          ASSERT_EQ(upload_matrix(id(t), h.rows, h.cols, h.bytes.data(), h.row_bytes, s, &w), "");
         }
-        return Error();
-      };
-      ASSERT_EQ(pass(), "");  // warm-up
-      std::vector<float> ms;
-      const int reps = c.n > 1 ? 10 : 20;
-      for (int i = 0; i < reps; ++i) {
-        Timer timer;
-        ASSERT_EQ(timer.start(s), "");
-        ASSERT_EQ(pass(), "");
-        float m = 0;
-        ASSERT_EQ(timer.stop(s, &m), "");
-        ms.push_back(m / static_cast<float>(copies));
+        const std::vector<float> x = gaussian(static_cast<size_t>(c.n * c.cols), 3);
+        DeviceBuffer dx, dy, scratch;
+        const size_t sb = matmul_scratch_bytes(c.n, c.cols, c.rows);
+        ASSERT_EQ(dx.allocate(x.size() * sizeof(float)), "");
+        ASSERT_EQ(dy.allocate(static_cast<size_t>(c.n * c.rows) * sizeof(float)), "");
+        ASSERT_EQ(scratch.allocate(sb), "");
+        ASSERT_EQ(copy_to_device(dx.data(), x.data(), x.size() * sizeof(float), s), "");
+        auto pass = [&]() {
+          for (const auto& w : ws) {
+            const Error e = matmul(w, dx.as<float>(), c.n, dy.as<float>(), scratch.data(), sb, s);
+            if (!e.empty()) return e;
+          }
+          return Error();
+        };
+        ASSERT_EQ(pass(), "");  // warm-up
+        std::vector<float> ms;
+        const int reps = c.n > 1 ? 10 : 20;
+        for (int i = 0; i < reps; ++i) {
+          Timer timer;
+          ASSERT_EQ(timer.start(s), "");
+          ASSERT_EQ(pass(), "");
+          float m = 0;
+          ASSERT_EQ(timer.stop(s, &m), "");
+          ms.push_back(m / static_cast<float>(copies));
+        }
+        const double sec = median(ms) * 1e-3;
+        if (c.n == 1) {
+          std::printf("bench %-5s decode  %5lldx%lld n=1:   %8.2f us  %7.1f GB/s of weights\n",
+                      quant_type_name(t), static_cast<long long>(c.rows),
+                      static_cast<long long>(c.cols), sec * 1e6, wbytes / sec * 1e-9);
+        } else {
+          std::printf("bench %-5s prefill %5lldx%lld n=%lld: %8.2f us  %7.2f TFLOP/s%s\n",
+                      quant_type_name(t), static_cast<long long>(c.rows),
+                      static_cast<long long>(c.cols), static_cast<long long>(c.n), sec * 1e6,
+                      2.0 * c.rows * c.cols * c.n / sec * 1e-12,
+                      tensor_cores ? " (tensor cores)" : "");
+        }
+        std::fflush(stdout);
       }
-      const double sec = median(ms) * 1e-3;
-      if (c.n == 1) {
-        std::printf("bench %-5s decode  %5lldx%lld n=1:   %8.2f us  %7.1f GB/s of weights\n",
-                    quant_type_name(t), static_cast<long long>(c.rows),
-                    static_cast<long long>(c.cols), sec * 1e6, wbytes / sec * 1e-9);
-      } else {
-        std::printf("bench %-5s prefill %5lldx%lld n=%lld: %8.2f us  %7.2f TFLOP/s\n",
-                    quant_type_name(t), static_cast<long long>(c.rows),
-                    static_cast<long long>(c.cols), static_cast<long long>(c.n), sec * 1e6,
-                    2.0 * c.rows * c.cols * c.n / sec * 1e-12);
-      }
-      std::fflush(stdout);
     }
   }
 }
