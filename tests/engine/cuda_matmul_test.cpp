@@ -59,6 +59,10 @@ struct TensorCoresScope {
   bool was;
 };
 
+struct Shape {
+  int64_t rows, cols;
+};
+
 struct HostMatrix {
   TensorType type = TensorType::kF32;
   int64_t rows = 0, cols = 0;
@@ -201,8 +205,8 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
     if (bits(got[i]) != bits(want[i])) {
       ADD_FAILURE() << what << ": y[t=" << i / static_cast<size_t>(rows)
                     << "][r=" << i % static_cast<size_t>(rows) << "] = " << got[i] << " (0x"
-                    << std::hex << bits(got[i]) << ") on the device, " << want[i] << " (0x"
-                    << bits(want[i]) << std::dec << ") by matmul_on_host";
+                    << std::hex << bits(got[i]) << ") got, " << want[i] << " (0x" << bits(want[i])
+                    << std::dec << ") expected (matmul_on_host)";
       return;
     }
   }
@@ -242,6 +246,49 @@ TEST(CudaMatmul, HostArithmeticMatchesTheDoubleReference) {
       // the block sums is left, for any weights.
       const std::vector<float> xq = is_float(c.type) ? x : q8_activations(x);
       expect_close(y, reference(h, xq, n), h.rows, n, 1e-5, what + " vs q8 activations");
+    }
+  }
+}
+
+// The host arithmetic in token tiles of 1 and 8 (as the device takes them): a token's bits
+// alone and at positions 3 and 11 of batches of 7 and 13.
+TEST(CudaMatmul, HostArithmeticIsBatchInvariant) {
+  uint32_t seed = 300;
+  for (TensorType t : gpu_types()) {
+    const int64_t rows = 19, cols = block_geometry(t).block_size == 256 ? 2304 : 2336;
+    const HostMatrix h = make_matrix(t, rows, cols, ++seed, true);
+    const std::vector<float> token = gaussian(static_cast<size_t>(cols), ++seed);
+    const std::vector<float> alone = on_host(h, token, 1);
+    for (const auto& [n, pos] : std::vector<std::pair<int64_t, int64_t>>{{7, 3}, {13, 11}}) {
+      std::vector<float> x = gaussian(static_cast<size_t>(n * cols), ++seed);
+      std::copy(token.begin(), token.end(), x.begin() + pos * cols);
+      const std::vector<float> y = on_host(h, x, n);
+      const std::vector<float> mine(y.begin() + pos * rows, y.begin() + (pos + 1) * rows);
+      expect_same_bits(mine, alone, rows, describe(t, rows, cols, n));
+    }
+  }
+}
+
+// The tensor-core kernel decodes the weight blocks with its own code (row_block, four lanes'
+// shares of a fragment row): run on the host, it must give the __dp4a path's bits.
+TEST(CudaMatmul, HostTensorCoreDecodeGivesTheSameBits) {
+  uint32_t seed = 500;
+  for (TensorType t : gpu_types()) {
+    if (is_float(t)) continue;
+    const bool k_quant = block_geometry(t).block_size == 256;
+    for (const Shape& sh :
+         std::vector<Shape>{{37, k_quant ? 2304 : 2080}, {5, k_quant ? 256 : 32}}) {
+      for (bool quantize : {true, false}) {
+        const int64_t n = 3;
+        const HostMatrix h = make_matrix(t, sh.rows, sh.cols, ++seed, quantize);
+        const std::vector<float> x = gaussian(static_cast<size_t>(n * sh.cols), ++seed);
+        std::vector<float> y(static_cast<size_t>(n * sh.rows));
+        ASSERT_EQ(matmul_on_host(id(t), h.rows, h.cols, h.bytes.data(), h.row_bytes, x.data(), n,
+                                 y.data(), true),
+                  "");
+        expect_same_bits(y, on_host(h, x, n), h.rows,
+                         describe(t, sh.rows, sh.cols, n).append(" tensor-core decode"));
+      }
     }
   }
 }
@@ -321,10 +368,6 @@ TEST(CudaMatmul, MatmulRejectsTooSmallScratch) {
   EXPECT_NE(e.find("scratch_bytes 0"), std::string::npos) << e;
   EXPECT_EQ(s.sync(), "");
 }
-
-struct Shape {
-  int64_t rows, cols;
-};
 
 TEST(CudaMatmul, MatchesTheDoubleReferenceForEveryTypeAndShape) {
   REQUIRE_GPU();

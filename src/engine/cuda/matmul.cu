@@ -343,22 +343,74 @@ void repack(int32_t type, int64_t rows, int64_t cols, const void* host, size_t r
   }
 }
 
-// matmul_kernel's arithmetic, one (token, row) at a time on the host.
-template <int TYPE>
-void run_on_host(const Params& p) {
-  std::vector<float> part(static_cast<size_t>(p.nseg));
-  for (int64_t t = 0; t < p.n_tokens; ++t) {
+// matmul_kernel's arithmetic on the host, token tiles of NT as the device takes them.
+template <int TYPE, int NT>
+void run_tiles_on_host(const Params& p) {
+  std::vector<float> part(static_cast<size_t>(p.nseg * NT));
+  for (int64_t t0 = 0; t0 < p.n_tokens; t0 += NT) {
+    const int ntile = static_cast<int>(std::min<int64_t>(NT, p.n_tokens - t0));
     for (int64_t r = 0; r < p.rows; ++r) {
       for (int64_t s = 0; s < p.nseg; ++s) {
-        float acc[1] = {0.0f};
-        segment<TYPE, 1>(p, r, s, t, 1, acc);
-        part[static_cast<size_t>(s)] = acc[0];
+        float acc[NT];
+        for (int t = 0; t < NT; ++t) acc[t] = 0.0f;
+        segment<TYPE, NT>(p, r, s, t0, ntile, acc);
+        for (int t = 0; t < NT; ++t) part[static_cast<size_t>(s * NT + t)] = acc[t];
       }
-      float y = part[0];
-      for (int64_t s = 1; s < p.nseg; ++s) y = mm::fadd(y, part[static_cast<size_t>(s)]);
+      for (int t = 0; t < ntile; ++t) {
+        float y = part[static_cast<size_t>(t)];
+        for (int64_t s = 1; s < p.nseg; ++s) y = mm::fadd(y, part[static_cast<size_t>(s * NT + t)]);
+        p.y[(t0 + t) * p.rows + r] = y;
+      }
+    }
+  }
+}
+
+// matmul_mma_kernel's arithmetic on the host: each 32-block decoded through row_block (the
+// four lanes' shares of an A fragment row), its integer dot, the same float steps.
+template <int TYPE>
+void run_mma_on_host(const Params& p) {
+  const mm::Act& a = p.act;
+  for (int64_t t = 0; t < p.n_tokens; ++t) {
+    for (int64_t r = 0; r < p.rows; ++r) {
+      float y = 0.0f;
+      for (int64_t s = 0; s < p.nseg; ++s) {
+        float part = 0.0f;
+        for (int j = 0; j < mm::kSegBlocks && s * mm::kSegBlocks + j < a.nb; ++j) {
+          const int64_t b = s * mm::kSegBlocks + j;
+          const int8_t* q = a.aq + t * a.cols + b * mm::kQBlock;
+          mm::RowBlock w[4];
+          int dot0 = 0, dot1 = 0;
+          for (int i = 0; i < 4; ++i) {
+            w[i] = mm::row_block<TYPE>(p.data, p.aux, a.nb, r, s, j, i);
+            dot0 = mm::sdot4(
+                static_cast<int>(w[i].lo),
+                static_cast<int>(mm::ld32(reinterpret_cast<const uint8_t*>(q + 4 * i))), dot0);
+            dot1 = mm::sdot4(
+                static_cast<int>(w[i].hi),
+                static_cast<int>(mm::ld32(reinterpret_cast<const uint8_t*>(q + 16 + 4 * i))), dot1);
+          }
+          const float asf = mm::i2f(a.as[t * a.nb + b]);
+          const float ad = a.ad[t * a.nb + b];
+          const float c = TYPE == kQ6_K ? mm::contribution<TYPE>(w[0], dot0, dot1, ad, asf)
+                                        : mm::contribution<TYPE>(w[0], dot0 + dot1, 0, ad, asf);
+          part = mm::fadd(part, c);
+        }
+        y = s == 0 ? part : mm::fadd(y, part);
+      }
       p.y[t * p.rows + r] = y;
     }
   }
+}
+
+template <int TYPE>
+void run_on_host(const Params& p, bool tensor_core_path) {
+  if constexpr (TYPE != kF32 && TYPE != kF16 && TYPE != kBF16) {
+    if (tensor_core_path) return run_mma_on_host<TYPE>(p);
+  }
+  if (p.n_tokens <= 1) return run_tiles_on_host<TYPE, 1>(p);
+  if (p.n_tokens <= 2) return run_tiles_on_host<TYPE, 2>(p);
+  if (p.n_tokens <= 4) return run_tiles_on_host<TYPE, 4>(p);
+  return run_tiles_on_host<TYPE, kMaxTile>(p);
 }
 
 }  // namespace
@@ -414,7 +466,7 @@ Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, 
 }
 
 Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
-                     const float* x, int64_t n_tokens, float* y) {
+                     const float* x, int64_t n_tokens, float* y, bool tensor_core_path) {
   if (Error e = check_matrix("matmul_on_host", type, rows, cols, host, row_bytes); !e.empty()) {
     return e;
   }
@@ -459,28 +511,28 @@ Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host,
   p.act = mm::Act{aq.data(), ad.data(), as.data(), cols, nb};
   switch (type) {
     case kQ4_0:
-      run_on_host<kQ4_0>(p);
+      run_on_host<kQ4_0>(p, tensor_core_path);
       break;
     case kQ8_0:
-      run_on_host<kQ8_0>(p);
+      run_on_host<kQ8_0>(p, tensor_core_path);
       break;
     case kQ4_K:
-      run_on_host<kQ4_K>(p);
+      run_on_host<kQ4_K>(p, tensor_core_path);
       break;
     case kQ5_K:
-      run_on_host<kQ5_K>(p);
+      run_on_host<kQ5_K>(p, tensor_core_path);
       break;
     case kQ6_K:
-      run_on_host<kQ6_K>(p);
+      run_on_host<kQ6_K>(p, tensor_core_path);
       break;
     case kF32:
-      run_on_host<kF32>(p);
+      run_on_host<kF32>(p, tensor_core_path);
       break;
     case kF16:
-      run_on_host<kF16>(p);
+      run_on_host<kF16>(p, tensor_core_path);
       break;
     default:
-      run_on_host<kBF16>(p);
+      run_on_host<kBF16>(p, tensor_core_path);
   }
   return {};
 }

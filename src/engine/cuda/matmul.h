@@ -54,7 +54,9 @@ bool matmul_tensor_cores();
 // matmul()'s arithmetic run on the host over a GGUF matrix (as upload_matrix takes it) and
 // host x / y: the same bits as the device (the rounding of every step is explicit), for
 // tests without a GPU and for checking the device against it bit for bit. Slow.
+// tensor_core_path: decode the blocks as the tensor-core kernel does (quantized types; the
+// bits must not change).
 Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
-                     const float* x, int64_t n_tokens, float* y);
+                     const float* x, int64_t n_tokens, float* y, bool tensor_core_path = false);
 
 }  // namespace hearth::engine::cuda

@@ -35,12 +35,19 @@ __device__ __forceinline__ void mma_s8(int c[4], uint32_t a0, uint32_t a1, uint3
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t ld32(const uint8_t* p) {
+MM_HD uint32_t ld32(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
   return *reinterpret_cast<const uint32_t*>(p);
+#else
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
 }
 
 // One weight row's 32-block as this lane's share of an A fragment: lo = values 4i..4i+3,
 // hi = values 16+4i..16+4i+3 (signed int8 each), and the block's float parameters.
+// (Host-callable: matmul_on_host's tensor-core variant decodes through it.)
 struct RowBlock {
   uint32_t lo = 0, hi = 0;
   float p0 = 0.0f, p1 = 0.0f;  // Q4_0/Q8_0/Q6_K: d; K-quants with mins: d*sc, dmin*mn
@@ -48,8 +55,8 @@ struct RowBlock {
 };
 
 template <int TYPE>
-__device__ __forceinline__ RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb,
-                                              int64_t r, int64_t s, int j, int i) {
+MM_HD RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb, int64_t r, int64_t s,
+                         int j, int i) {
   RowBlock o;
   const int64_t nsb = nb / kSegBlocks;
   if constexpr (TYPE == 2) {  // Q4_0
@@ -103,8 +110,7 @@ __device__ __forceinline__ RowBlock row_block(const uint8_t* data, const uint16_
 
 // The block's contribution for one (row, token), as the __dp4a path computes it.
 template <int TYPE>
-__device__ __forceinline__ float contribution(const RowBlock& w, int dot, int dot1, float ad,
-                                              float asf) {
+MM_HD float contribution(const RowBlock& w, int dot, int dot1, float ad, float asf) {
   if constexpr (TYPE == 12 || TYPE == 13) {
     const float v = fsub(fmul(w.p0, i2f(dot)), fmul(w.p1, asf));
     return fmul(ad, v);
