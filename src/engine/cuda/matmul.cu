@@ -23,6 +23,12 @@
 // memory, then one lane per token adds them in segment order. Launch shapes change with
 // n_tokens (the tile width 1, 2, 4 or 8); the per-output arithmetic does not.
 //
+// Tensor cores (matmul_mma.cuh, off by default: set_matmul_tensor_cores): calls of 32 tokens
+// or more of the quantized types may take an int8 mma.sync kernel instead. Its 32-block
+// integer dots are the same exact integers, and every float step above is the same operation
+// in the same order, so the bits do not change with the path (tests compare both with
+// matmul_on_host).
+//
 // Device layouts written by upload_matrix (every row 16-byte aligned):
 //   Q4_0  data: 16 quant bytes per block (GGUF qs)    aux: fp16 d per block
 //   Q8_0  data: 32 int8 per block                     aux: fp16 d per block
