@@ -32,8 +32,9 @@
 // Device layouts written by upload_matrix (every row 16-byte aligned):
 //   Q4_0  data: 16 quant bytes per block (GGUF qs)    aux: fp16 d per block
 //   Q8_0  data: 32 int8 per block                     aux: fp16 d per block
-//   Q4_K, Q5_K  data: the GGUF super-blocks as they are (144 / 176 bytes)
-//   Q6_K  data: ql, qh, scales per super-block (208 bytes)  aux: fp16 d per super-block
+//   Q4_K, Q5_K  data: the GGUF super-blocks (144 / 176 bytes) as 16-byte chunks, chunk c of
+//               super-block s of a row at (c * nsb + s) * 16 (coalesced across lanes)
+//   Q6_K  data: ql, qh, scales (208 bytes) chunked likewise  aux: fp16 d per super-block
 //   F32, F16, BF16  data: the GGUF rows as they are
 #include <cuda_runtime.h>
 
@@ -338,10 +339,15 @@ void repack(int32_t type, int64_t rows, int64_t cols, const void* host, size_t r
         std::memcpy(arow + b * 2, row + b * block_bytes, 2);
         std::memcpy(drow + b * qbytes, row + b * block_bytes + 2, static_cast<size_t>(qbytes));
       }
-    } else if (type == kQ6_K) {
+    } else if (type == kQ4_K || type == kQ5_K || type == kQ6_K) {
+      // 16-byte chunk c of super-block b at (c * nblocks + b) * 16 (mm::SuperBlock); Q6_K
+      // without its d (into aux).
+      const int64_t chunks = type == kQ6_K ? 13 : block_bytes / 16;
       for (int64_t b = 0; b < nblocks; ++b) {
-        std::memcpy(drow + b * 208, row + b * 210, 208);  // ql, qh, scales
-        std::memcpy(arow + b * 2, row + b * 210 + 208, 2);
+        for (int64_t c = 0; c < chunks; ++c) {
+          std::memcpy(drow + (c * nblocks + b) * 16, row + b * block_bytes + c * 16, 16);
+        }
+        if (type == kQ6_K) std::memcpy(arow + b * 2, row + b * 210 + 208, 2);
       }
     } else {
       std::memcpy(drow, row, data_row);

@@ -71,39 +71,36 @@ MM_HD RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb, i
     o.hi = ld32(data + blk * 32 + 16 + 4 * i);
     o.p0 = half_bits_to_float(aux[blk]);
   } else if constexpr (TYPE == 12 || TYPE == 13) {  // Q4_K, Q5_K
-    const uint8_t* sb = data + (r * nsb + s) * (TYPE == 12 ? 144 : 176);
-    const uint32_t h = ld32(sb);
+    const SuperBlock sb{data + r * nsb * (TYPE == 12 ? 144 : 176), nsb, s};
+    const uint32_t h = ld32(sb.at(0));
     int sc[8], mn[8];
-    unpack_k4_scales(ld32(sb + 4), ld32(sb + 8), ld32(sb + 12), sc, mn);
-    const uint8_t* qs = sb + (TYPE == 12 ? 16 : 48) + (j / 2) * 32;
+    unpack_k4_scales(ld32(sb.at(4)), ld32(sb.at(8)), ld32(sb.at(12)), sc, mn);
+    const int qs = (TYPE == 12 ? 16 : 48) + (j / 2) * 32;  // byte offsets in the super-block
     const int shift = 4 * (j & 1);
-    o.lo = (ld32(qs + 4 * i) >> shift) & 0x0F0F0F0Fu;
-    o.hi = (ld32(qs + 16 + 4 * i) >> shift) & 0x0F0F0F0Fu;
+    o.lo = (ld32(sb.at(qs + 4 * i)) >> shift) & 0x0F0F0F0Fu;
+    o.hi = (ld32(sb.at(qs + 16 + 4 * i)) >> shift) & 0x0F0F0F0Fu;
     if constexpr (TYPE == 13) {
-      const uint8_t* qh = sb + 16;
-      o.lo |= ((ld32(qh + 4 * i) >> j) & 0x01010101u) << 4;
-      o.hi |= ((ld32(qh + 16 + 4 * i) >> j) & 0x01010101u) << 4;
+      o.lo |= ((ld32(sb.at(16 + 4 * i)) >> j) & 0x01010101u) << 4;
+      o.hi |= ((ld32(sb.at(32 + 4 * i)) >> j) & 0x01010101u) << 4;
     }
     const float d = half_bits_to_float(static_cast<uint16_t>(h & 0xFFFF));
     const float dmin = half_bits_to_float(static_cast<uint16_t>(h >> 16));
     o.p0 = fmul(d, i2f(sc[j]));
     o.p1 = fmul(dmin, i2f(mn[j]));
   } else {  // Q6_K (repacked: ql 128, qh 64, scales 16; d in aux)
-    const int64_t sbi = r * nsb + s;
-    const uint8_t* sb = data + sbi * 208;
+    const SuperBlock sb{data + r * nsb * 208, nsb, s};
     const int h = j / 4, m = j % 4;
-    const uint8_t* ql = sb + h * 64 + (m & 1) * 32;
-    const uint8_t* qh = sb + 128 + h * 32;
+    const int ql = h * 64 + (m & 1) * 32, qh = 128 + h * 32;  // byte offsets
     const int sl = 4 * (m >> 1), shh = 2 * m;
-    const uint32_t lo =
-        ((ld32(ql + 4 * i) >> sl) & 0x0F0F0F0Fu) | (((ld32(qh + 4 * i) >> shh) & 0x03030303u) << 4);
-    const uint32_t hi = ((ld32(ql + 16 + 4 * i) >> sl) & 0x0F0F0F0Fu) |
-                        (((ld32(qh + 16 + 4 * i) >> shh) & 0x03030303u) << 4);
+    const uint32_t lo = ((ld32(sb.at(ql + 4 * i)) >> sl) & 0x0F0F0F0Fu) |
+                        (((ld32(sb.at(qh + 4 * i)) >> shh) & 0x03030303u) << 4);
+    const uint32_t hi = ((ld32(sb.at(ql + 16 + 4 * i)) >> sl) & 0x0F0F0F0Fu) |
+                        (((ld32(sb.at(qh + 16 + 4 * i)) >> shh) & 0x03030303u) << 4);
     o.lo = vsub4(lo, 0x20202020u);
     o.hi = vsub4(hi, 0x20202020u);
-    o.sc0 = static_cast<int>(static_cast<int8_t>(sb[192 + h * 8 + 2 * m]));
-    o.sc1 = static_cast<int>(static_cast<int8_t>(sb[192 + h * 8 + 2 * m + 1]));
-    o.p0 = half_bits_to_float(aux[sbi]);
+    o.sc0 = static_cast<int>(static_cast<int8_t>(*sb.at(192 + h * 8 + 2 * m)));
+    o.sc1 = static_cast<int>(static_cast<int8_t>(*sb.at(192 + h * 8 + 2 * m + 1)));
+    o.p0 = half_bits_to_float(aux[r * nsb + s]);
   }
   return o;
 }

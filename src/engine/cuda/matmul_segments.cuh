@@ -247,6 +247,17 @@ MM_HD void segment_q8_0(const uint8_t* data, const uint16_t* aux, int64_t r, int
   }
 }
 
+// A K-quant super-block in the device layout: a row's super-blocks are stored as 16-byte
+// chunks, chunk c of super-block s at (c * nsb + s) * 16 from the row's start, so that the
+// lanes reading super-blocks s, s+1, ... read consecutive 16 bytes (coalesced).
+struct SuperBlock {
+  const uint8_t* row;
+  int64_t nsb, s;
+  MM_HD const uint8_t* at(int byte) const {
+    return row + ((byte >> 4) * nsb + s) * 16 + (byte & 15);
+  }
+};
+
 // The 8 six-bit scales and mins of a Q4_K / Q5_K super-block from its 12 scale bytes
 // (words u0, u1, u2), as k4_scale_min in src/engine/quant/scales.h.
 MM_HD void unpack_k4_scales(uint32_t u0, uint32_t u1, uint32_t u2, int sc[8], int mn[8]) {
@@ -282,17 +293,17 @@ MM_HD void accumulate_k_min(const int w[8], float dsc, float dmn, const Act& a, 
   }
 }
 
-// Q4_K: the GGUF super-block as it is (144 bytes: d, dmin, 12 scale bytes, 128 qs).
+// Q4_K: the GGUF super-block (144 bytes: d, dmin, 12 scale bytes, 128 qs), chunked.
 template <int NT>
 MM_HD void segment_q4_k(const uint8_t* data, int64_t r, int64_t s, const Act& a, int64_t t0,
                         int ntile, float acc[NT]) {
   const int64_t nsb = a.nb / kSegBlocks;
-  const uint8_t* p = data + (r * nsb + s) * 144;
-  const uint4 h = ld16(p);
+  const SuperBlock sb{data + r * nsb * 144, nsb, s};
+  const uint4 h = ld16(sb.at(0));
   uint32_t q[32];
   MM_UNROLL
   for (int i = 0; i < 8; ++i) {
-    const uint4 v = ld16(p + 16 * (1 + i));
+    const uint4 v = ld16(sb.at(16 * (1 + i)));
     q[4 * i] = v.x;
     q[4 * i + 1] = v.y;
     q[4 * i + 2] = v.z;
@@ -316,23 +327,23 @@ MM_HD void segment_q4_k(const uint8_t* data, int64_t r, int64_t s, const Act& a,
   }
 }
 
-// Q5_K: the GGUF super-block as it is (176 bytes: d, dmin, 12 scale bytes, 32 qh, 128 qs).
+// Q5_K: the GGUF super-block (176 bytes: d, dmin, 12 scale bytes, 32 qh, 128 qs), chunked.
 template <int NT>
 MM_HD void segment_q5_k(const uint8_t* data, int64_t r, int64_t s, const Act& a, int64_t t0,
                         int ntile, float acc[NT]) {
   const int64_t nsb = a.nb / kSegBlocks;
-  const uint8_t* p = data + (r * nsb + s) * 176;
-  const uint4 h = ld16(p);
+  const SuperBlock sb{data + r * nsb * 176, nsb, s};
+  const uint4 h = ld16(sb.at(0));
   uint32_t qh[8];
   {
-    const uint4 v0 = ld16(p + 16), v1 = ld16(p + 32);
+    const uint4 v0 = ld16(sb.at(16)), v1 = ld16(sb.at(32));
     qh[0] = v0.x, qh[1] = v0.y, qh[2] = v0.z, qh[3] = v0.w;
     qh[4] = v1.x, qh[5] = v1.y, qh[6] = v1.z, qh[7] = v1.w;
   }
   uint32_t q[32];
   MM_UNROLL
   for (int i = 0; i < 8; ++i) {
-    const uint4 v = ld16(p + 16 * (3 + i));
+    const uint4 v = ld16(sb.at(16 * (3 + i)));
     q[4 * i] = v.x;
     q[4 * i + 1] = v.y;
     q[4 * i + 2] = v.z;
@@ -358,7 +369,7 @@ MM_HD void segment_q5_k(const uint8_t* data, int64_t r, int64_t s, const Act& a,
   }
 }
 
-// Q6_K repacked: data = 208 bytes per super-block (ql 128, qh 64, scales 16, as in GGUF),
+// Q6_K repacked: data = 208 bytes per super-block (ql 128, qh 64, scales 16, as in GGUF; chunked),
 // aux = its fp16 d. 32-block g = 4 h + m: ql[64 h + 32 (m & 1) + l] nibble (m >> 1),
 // qh[32 h + l] bits 2m..2m+1, scale sc[8 h + 2 m] for l < 16 and sc[8 h + 2 m + 1] after;
 // value d * sc * (q - 32). acc += (d * da) * (sc0 * dot0 + sc1 * dot1).
@@ -366,12 +377,11 @@ template <int NT>
 MM_HD void segment_q6_k(const uint8_t* data, const uint16_t* aux, int64_t r, int64_t s,
                         const Act& a, int64_t t0, int ntile, float acc[NT]) {
   const int64_t nsb = a.nb / kSegBlocks;
-  const int64_t sb = r * nsb + s;
-  const uint8_t* p = data + sb * 208;
+  const SuperBlock blk{data + r * nsb * 208, nsb, s};
   uint32_t u[52];
   MM_UNROLL
   for (int i = 0; i < 13; ++i) {
-    const uint4 v = ld16(p + 16 * i);
+    const uint4 v = ld16(blk.at(16 * i));
     u[4 * i] = v.x;
     u[4 * i + 1] = v.y;
     u[4 * i + 2] = v.z;
@@ -380,7 +390,7 @@ MM_HD void segment_q6_k(const uint8_t* data, const uint16_t* aux, int64_t r, int
   const uint32_t* ql = u;        // 32 words
   const uint32_t* qh = u + 32;   // 16 words
   const uint32_t* scw = u + 48;  // 4 words: 16 int8 scales
-  const float d = half_bits_to_float(aux[sb]);
+  const float d = half_bits_to_float(aux[r * nsb + s]);
   MM_UNROLL
   for (int g = 0; g < 8; ++g) {
     const int h = g / 4, m = g % 4;
