@@ -29,13 +29,16 @@
 // in the same order, so the bits do not change with the path (tests compare both with
 // matmul_on_host).
 //
-// Device layouts written by upload_matrix (every row 16-byte aligned):
-//   Q4_0  data: 16 quant bytes per block (GGUF qs)    aux: fp16 d per block
-//   Q8_0  data: 32 int8 per block                     aux: fp16 d per block
-//   Q4_K, Q5_K  data: the GGUF super-blocks (144 / 176 bytes) as 16-byte chunks, chunk c of
-//               super-block s of a row at (c * nsb + s) * 16 (coalesced across lanes)
-//   Q6_K  data: ql, qh, scales (208 bytes) chunked likewise  aux: fp16 d per super-block
-//   F32, F16, BF16  data: the GGUF rows as they are
+// Device layout written by upload_matrix: each row is cut into its K segments (256 values)
+// and every segment's bytes into 16-byte chunks; chunk c of segment s sits at
+// (c * nseg + s) * 16 from the row's start (mm::SegmentChunks), so the lanes that read
+// neighbouring segments read neighbouring 16 bytes. A segment's bytes:
+//   Q4_0, Q8_0  the quants of its 8 blocks (16 / 32 bytes each); aux: fp16 d per block
+//   Q4_K, Q5_K  the GGUF super-block (144 / 176 bytes)
+//   Q6_K  ql, qh, scales of the super-block (208 bytes); aux: fp16 d per super-block
+//   F32, F16, BF16  its values
+// A short last segment (Q4_0 / Q8_0 / float rows whose cols is not a multiple of 256) is
+// zero-padded.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -107,31 +110,32 @@ void gguf_block(int32_t t, int64_t* elems, int64_t* bytes) {
   }
 }
 
-// Bytes per row of the device layout (data, aux).
+// Bytes per row of the device layout (data, aux): nseg segments of 16-byte chunks.
 void device_row_bytes(int32_t t, int64_t cols, size_t* data, size_t* aux) {
-  const auto nb = static_cast<size_t>(cols / 32), nsb = static_cast<size_t>(cols / 256);
+  const auto nb = static_cast<size_t>(cols / 32);
+  const auto nseg = static_cast<size_t>((cols + mm::kSegment - 1) / mm::kSegment);
   *aux = 0;
   switch (t) {
     case kQ4_0:
-      *data = nb * 16, *aux = nb * 2;
+      *data = nseg * 128, *aux = nb * 2;
       return;
     case kQ8_0:
-      *data = nb * 32, *aux = nb * 2;
+      *data = nseg * 256, *aux = nb * 2;
       return;
     case kQ4_K:
-      *data = nsb * 144;
+      *data = nseg * 144;
       return;
     case kQ5_K:
-      *data = nsb * 176;
+      *data = nseg * 176;
       return;
     case kQ6_K:
-      *data = nsb * 208, *aux = nsb * 2;
+      *data = nseg * 208, *aux = nseg * 2;
       return;
     case kF32:
-      *data = static_cast<size_t>(cols) * 4;
+      *data = nseg * mm::kSegment * 4;
       return;
     default:  // F16, BF16
-      *data = static_cast<size_t>(cols) * 2;
+      *data = nseg * mm::kSegment * 2;
   }
 }
 
@@ -213,14 +217,11 @@ MM_HD void segment(const Params& p, int64_t r, int64_t s, int64_t t0, int ntile,
   } else if constexpr (TYPE == kQ6_K) {
     mm::segment_q6_k<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
   } else if constexpr (TYPE == kF32) {
-    mm::segment_float<NT>(mm::LoadF32{reinterpret_cast<const float*>(p.data)}, r, s, p.x, p.cols,
-                          t0, ntile, acc);
+    mm::segment_float<NT>(mm::LoadF32{p.data, p.nseg}, r, s, p.x, p.cols, t0, ntile, acc);
   } else if constexpr (TYPE == kF16) {
-    mm::segment_float<NT>(mm::LoadF16{reinterpret_cast<const uint16_t*>(p.data)}, r, s, p.x, p.cols,
-                          t0, ntile, acc);
+    mm::segment_float<NT>(mm::LoadF16{p.data, p.nseg}, r, s, p.x, p.cols, t0, ntile, acc);
   } else {
-    mm::segment_float<NT>(mm::LoadBF16{reinterpret_cast<const uint16_t*>(p.data)}, r, s, p.x,
-                          p.cols, t0, ntile, acc);
+    mm::segment_float<NT>(mm::LoadBF16{p.data, p.nseg}, r, s, p.x, p.cols, t0, ntile, acc);
   }
 }
 
@@ -324,33 +325,42 @@ void repack(int32_t type, int64_t rows, int64_t cols, const void* host, size_t r
   gguf_block(type, &elems, &block_bytes);
   size_t data_row = 0, aux_row = 0;
   device_row_bytes(type, cols, &data_row, &aux_row);
+  const int64_t nseg = (cols + mm::kSegment - 1) / mm::kSegment;
+  const auto chunks = static_cast<int64_t>(data_row) / 16 / nseg;  // per segment
   const auto n = static_cast<size_t>(rows);
   data->assign(n * data_row, 0);
   aux->assign(n * aux_row, 0);
   const auto* src = static_cast<const uint8_t*>(host);
   const int64_t nblocks = cols / elems;
+  const bool legacy = type == kQ4_0 || type == kQ8_0;
+  std::vector<uint8_t> seg(static_cast<size_t>(chunks * 16));
   for (size_t r = 0; r < n; ++r) {
     const uint8_t* row = src + r * row_bytes;
     uint8_t* drow = data->data() + r * data_row;
     uint8_t* arow = aux->data() + r * aux_row;
-    if (type == kQ4_0 || type == kQ8_0) {
-      const int64_t qbytes = block_bytes - 2;
-      for (int64_t b = 0; b < nblocks; ++b) {
-        std::memcpy(arow + b * 2, row + b * block_bytes, 2);
-        std::memcpy(drow + b * qbytes, row + b * block_bytes + 2, static_cast<size_t>(qbytes));
-      }
-    } else if (type == kQ4_K || type == kQ5_K || type == kQ6_K) {
-      // 16-byte chunk c of super-block b at (c * nblocks + b) * 16 (mm::SuperBlock); Q6_K
-      // without its d (into aux).
-      const int64_t chunks = type == kQ6_K ? 13 : block_bytes / 16;
-      for (int64_t b = 0; b < nblocks; ++b) {
-        for (int64_t c = 0; c < chunks; ++c) {
-          std::memcpy(drow + (c * nblocks + b) * 16, row + b * block_bytes + c * 16, 16);
+    for (int64_t b = 0; legacy && b < nblocks; ++b) {
+      std::memcpy(arow + b * 2, row + b * block_bytes, 2);  // d
+    }
+    for (int64_t b = 0; type == kQ6_K && b < nblocks; ++b) {
+      std::memcpy(arow + b * 2, row + b * block_bytes + 208, 2);  // d
+    }
+    for (int64_t s = 0; s < nseg; ++s) {
+      std::fill(seg.begin(), seg.end(), 0);
+      if (legacy) {  // the quants of blocks 8s .. 8s+7
+        const int64_t qbytes = block_bytes - 2;
+        for (int64_t j = 0; j < mm::kSegBlocks && s * mm::kSegBlocks + j < nblocks; ++j) {
+          std::memcpy(seg.data() + j * qbytes, row + (s * mm::kSegBlocks + j) * block_bytes + 2,
+                      static_cast<size_t>(qbytes));
         }
-        if (type == kQ6_K) std::memcpy(arow + b * 2, row + b * 210 + 208, 2);
+      } else if (elems == mm::kSegment) {  // a K-quant super-block (Q6_K without its d)
+        std::memcpy(seg.data(), row + s * block_bytes, seg.size());
+      } else {  // 256 float values, fewer in a short last segment
+        const int64_t k0 = s * mm::kSegment, len = std::min<int64_t>(mm::kSegment, cols - k0);
+        std::memcpy(seg.data(), row + k0 * block_bytes, static_cast<size_t>(len * block_bytes));
       }
-    } else {
-      std::memcpy(drow, row, data_row);
+      for (int64_t c = 0; c < chunks; ++c) {
+        std::memcpy(drow + (c * nseg + s) * 16, seg.data() + c * 16, 16);
+      }
     }
   }
 }

@@ -61,17 +61,21 @@ MM_HD RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb, i
   const int64_t nsb = nb / kSegBlocks;
   if constexpr (TYPE == 2) {  // Q4_0
     const int64_t blk = r * nb + s * kSegBlocks + j;
-    const uint32_t u = ld32(data + blk * 16 + 4 * i);
+    const int64_t nseg = (nb + kSegBlocks - 1) / kSegBlocks;
+    const SegmentChunks seg{data + r * nseg * 128, nseg, s};
+    const uint32_t u = ld32(seg.at(j * 16 + 4 * i));
     o.lo = vsub4(u & 0x0F0F0F0Fu, 0x08080808u);
     o.hi = vsub4((u >> 4) & 0x0F0F0F0Fu, 0x08080808u);
     o.p0 = half_bits_to_float(aux[blk]);
   } else if constexpr (TYPE == 8) {  // Q8_0
     const int64_t blk = r * nb + s * kSegBlocks + j;
-    o.lo = ld32(data + blk * 32 + 4 * i);
-    o.hi = ld32(data + blk * 32 + 16 + 4 * i);
+    const int64_t nseg = (nb + kSegBlocks - 1) / kSegBlocks;
+    const SegmentChunks seg{data + r * nseg * 256, nseg, s};
+    o.lo = ld32(seg.at(j * 32 + 4 * i));
+    o.hi = ld32(seg.at(j * 32 + 16 + 4 * i));
     o.p0 = half_bits_to_float(aux[blk]);
   } else if constexpr (TYPE == 12 || TYPE == 13) {  // Q4_K, Q5_K
-    const SuperBlock sb{data + r * nsb * (TYPE == 12 ? 144 : 176), nsb, s};
+    const SegmentChunks sb{data + r * nsb * (TYPE == 12 ? 144 : 176), nsb, s};
     const uint32_t h = ld32(sb.at(0));
     int sc[8], mn[8];
     unpack_k4_scales(ld32(sb.at(4)), ld32(sb.at(8)), ld32(sb.at(12)), sc, mn);
@@ -88,7 +92,7 @@ MM_HD RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb, i
     o.p0 = fmul(d, i2f(sc[j]));
     o.p1 = fmul(dmin, i2f(mn[j]));
   } else {  // Q6_K (repacked: ql 128, qh 64, scales 16; d in aux)
-    const SuperBlock sb{data + r * nsb * 208, nsb, s};
+    const SegmentChunks sb{data + r * nsb * 208, nsb, s};
     const int h = j / 4, m = j % 4;
     const int ql = h * 64 + (m & 1) * 32, qh = 128 + h * 32;  // byte offsets
     const int sl = 4 * (m >> 1), shh = 2 * m;

@@ -163,6 +163,19 @@ struct Act {
   int64_t nb;
 };
 
+// A row's K segment in the device layout: every row is stored as 16-byte chunks, chunk c of
+// segment s at (c * nseg + s) * 16 from the row's start (a short last segment zero-padded),
+// so that the lanes reading segments s, s+1, ... read consecutive 16 bytes (coalesced).
+// The bytes of a segment: Q4_0 / Q8_0 its blocks' quants, K-quants the super-block, float
+// types its 256 values.
+struct SegmentChunks {
+  const uint8_t* row;
+  int64_t nseg, s;
+  MM_HD const uint8_t* at(int byte) const {
+    return row + ((byte >> 4) * nseg + s) * 16 + (byte & 15);
+  }
+};
+
 // Activation quantization of one 32-block whose largest |x| is amax: the scale d and the
 // int8 value of each x.
 MM_HD float act_scale(float amax) {
@@ -214,11 +227,13 @@ MM_HD void accumulate_scaled(const int w[8], float dw, const Act& a, int64_t t0,
 template <int NT>
 MM_HD void segment_q4_0(const uint8_t* data, const uint16_t* aux, int64_t r, int64_t s,
                         const Act& a, int64_t t0, int ntile, float acc[NT]) {
+  const int64_t nseg = (a.nb + kSegBlocks - 1) / kSegBlocks;
+  const SegmentChunks seg{data + r * nseg * 128, nseg, s};
   const int64_t b0 = s * kSegBlocks;
   const int64_t b1 = min64(b0 + kSegBlocks, a.nb);
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t blk = r * a.nb + b;
-    const uint4 q = ld16(data + blk * 16);
+    const uint4 q = ld16(seg.at(static_cast<int>(b - b0) * 16));
     const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
     int w[8];
     MM_UNROLL
@@ -235,28 +250,20 @@ MM_HD void segment_q4_0(const uint8_t* data, const uint16_t* aux, int64_t r, int
 template <int NT>
 MM_HD void segment_q8_0(const uint8_t* data, const uint16_t* aux, int64_t r, int64_t s,
                         const Act& a, int64_t t0, int ntile, float acc[NT]) {
+  const int64_t nseg = (a.nb + kSegBlocks - 1) / kSegBlocks;
+  const SegmentChunks seg{data + r * nseg * 256, nseg, s};
   const int64_t b0 = s * kSegBlocks;
   const int64_t b1 = min64(b0 + kSegBlocks, a.nb);
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t blk = r * a.nb + b;
-    const uint4 q0 = ld16(data + blk * 32), q1 = ld16(data + blk * 32 + 16);
+    const int off = static_cast<int>(b - b0) * 32;
+    const uint4 q0 = ld16(seg.at(off)), q1 = ld16(seg.at(off + 16));
     const int w[8] = {static_cast<int>(q0.x), static_cast<int>(q0.y), static_cast<int>(q0.z),
                       static_cast<int>(q0.w), static_cast<int>(q1.x), static_cast<int>(q1.y),
                       static_cast<int>(q1.z), static_cast<int>(q1.w)};
     accumulate_scaled<NT>(w, half_bits_to_float(aux[blk]), a, t0, ntile, b, acc);
   }
 }
-
-// A K-quant super-block in the device layout: a row's super-blocks are stored as 16-byte
-// chunks, chunk c of super-block s at (c * nsb + s) * 16 from the row's start, so that the
-// lanes reading super-blocks s, s+1, ... read consecutive 16 bytes (coalesced).
-struct SuperBlock {
-  const uint8_t* row;
-  int64_t nsb, s;
-  MM_HD const uint8_t* at(int byte) const {
-    return row + ((byte >> 4) * nsb + s) * 16 + (byte & 15);
-  }
-};
 
 // The 8 six-bit scales and mins of a Q4_K / Q5_K super-block from its 12 scale bytes
 // (words u0, u1, u2), as k4_scale_min in src/engine/quant/scales.h.
@@ -298,7 +305,7 @@ template <int NT>
 MM_HD void segment_q4_k(const uint8_t* data, int64_t r, int64_t s, const Act& a, int64_t t0,
                         int ntile, float acc[NT]) {
   const int64_t nsb = a.nb / kSegBlocks;
-  const SuperBlock sb{data + r * nsb * 144, nsb, s};
+  const SegmentChunks sb{data + r * nsb * 144, nsb, s};
   const uint4 h = ld16(sb.at(0));
   uint32_t q[32];
   MM_UNROLL
@@ -332,7 +339,7 @@ template <int NT>
 MM_HD void segment_q5_k(const uint8_t* data, int64_t r, int64_t s, const Act& a, int64_t t0,
                         int ntile, float acc[NT]) {
   const int64_t nsb = a.nb / kSegBlocks;
-  const SuperBlock sb{data + r * nsb * 176, nsb, s};
+  const SegmentChunks sb{data + r * nsb * 176, nsb, s};
   const uint4 h = ld16(sb.at(0));
   uint32_t qh[8];
   {
@@ -377,7 +384,7 @@ template <int NT>
 MM_HD void segment_q6_k(const uint8_t* data, const uint16_t* aux, int64_t r, int64_t s,
                         const Act& a, int64_t t0, int ntile, float acc[NT]) {
   const int64_t nsb = a.nb / kSegBlocks;
-  const SuperBlock blk{data + r * nsb * 208, nsb, s};
+  const SegmentChunks blk{data + r * nsb * 208, nsb, s};
   uint32_t u[52];
   MM_UNROLL
   for (int i = 0; i < 13; ++i) {
@@ -437,7 +444,7 @@ MM_HD void segment_float(const Load8& load, int64_t r, int64_t s, const float* x
   const int64_t k1 = min64(k0 + kSegment, cols);
   for (int64_t k = k0; k < k1; k += 8) {
     float w[8];
-    load(r * cols + k, w);
+    load(r, k, w);
     MM_UNROLL
     for (int t = 0; t < NT; ++t) {
       if (t < ntile) {
@@ -458,19 +465,29 @@ MM_HD void segment_float(const Load8& load, int64_t r, int64_t s, const float* x
   }
 }
 
+// Element k of row r of a float matrix in the chunked layout (esize bytes a value).
+MM_HD const uint8_t* float_at(const uint8_t* p, int64_t nseg, int esize, int64_t r, int64_t k) {
+  const SegmentChunks seg{p + r * nseg * kSegment * esize, nseg, k / kSegment};
+  return seg.at(static_cast<int>(k % kSegment) * esize);
+}
+
 struct LoadF32 {
-  const float* p;
-  MM_HD void operator()(int64_t idx, float w[8]) const {
-    const float4 a = ld16f(p + idx), b = ld16f(p + idx + 4);
+  const uint8_t* p;
+  int64_t nseg;
+  MM_HD void operator()(int64_t r, int64_t k, float w[8]) const {
+    // k % 8 == 0: values k..k+3 and k+4..k+7 are two whole chunks
+    const float4 a = ld16f(reinterpret_cast<const float*>(float_at(p, nseg, 4, r, k))),
+                 b = ld16f(reinterpret_cast<const float*>(float_at(p, nseg, 4, r, k + 4)));
     w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
     w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
   }
 };
 
 struct LoadF16 {
-  const uint16_t* p;
-  MM_HD void operator()(int64_t idx, float w[8]) const {
-    const uint4 v = ld16(p + idx);
+  const uint8_t* p;
+  int64_t nseg;
+  MM_HD void operator()(int64_t r, int64_t k, float w[8]) const {
+    const uint4 v = ld16(float_at(p, nseg, 2, r, k));
     const uint32_t u[4] = {v.x, v.y, v.z, v.w};
     MM_UNROLL
     for (int i = 0; i < 4; ++i) {
@@ -481,9 +498,10 @@ struct LoadF16 {
 };
 
 struct LoadBF16 {
-  const uint16_t* p;
-  MM_HD void operator()(int64_t idx, float w[8]) const {
-    const uint4 v = ld16(p + idx);
+  const uint8_t* p;
+  int64_t nseg;
+  MM_HD void operator()(int64_t r, int64_t k, float w[8]) const {
+    const uint4 v = ld16(float_at(p, nseg, 2, r, k));
     const uint32_t u[4] = {v.x, v.y, v.z, v.w};
     MM_UNROLL
     for (int i = 0; i < 4; ++i) {
