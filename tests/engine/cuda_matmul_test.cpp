@@ -45,6 +45,12 @@ bool is_float(TensorType t) {
   return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kBF16;
 }
 
+// Tolerances: Q8 activations (int8 per 32 values) leave ~0.3% relative error on a random
+// dot; 1e-2 bounds it. Float weights keep float activations: fp32 accumulation, 1e-5.
+double tolerance(TensorType t) {
+  return is_float(t) ? 1e-5 : 1e-2;
+}
+
 #define REQUIRE_GPU()                               \
   do {                                              \
     std::string why_;                               \
@@ -183,10 +189,19 @@ void expect_close(const std::vector<float>& y, const std::vector<double>& ref, i
   }
 }
 
-// Tolerances: Q8 activations (int8 per 32 values) leave ~0.3% relative error on a random
-// dot; 1e-2 bounds it. Float weights keep float activations: fp32 accumulation, 1e-5.
-double tolerance(TensorType t) {
-  return is_float(t) ? 1e-5 : 1e-2;
+// Both bounds: against the exact product (the activation quantization's error; only for
+// quantizer-made weights, where 1e-2 holds) and against the exact product of the quantized
+// activations (only the fp32 rounding of the block sums is left: 1e-5 for any weights).
+void expect_matches_reference(const std::vector<float>& y, const HostMatrix& h,
+                              const std::vector<float>& x, int64_t n, bool quantized_weights,
+                              const std::string& what) {
+  if (quantized_weights || is_float(h.type)) {
+    expect_close(y, reference(h, x, n), h.rows, n, tolerance(h.type), what);
+  }
+  if (!is_float(h.type)) {
+    expect_close(y, reference(h, q8_activations(x), n), h.rows, n, 1e-5,
+                 std::string(what).append(" vs q8 activations"));
+  }
 }
 
 std::vector<float> on_host(const HostMatrix& h, const std::vector<float>& x, int64_t n) {
@@ -238,14 +253,7 @@ TEST(CudaMatmul, HostArithmeticMatchesTheDoubleReference) {
       const std::vector<float> x = gaussian(static_cast<size_t>(n * c.cols), ++seed);
       const std::string what = describe(c.type, c.rows, c.cols, n)
                                    .append(quantize ? " (quantized)" : " (random blocks)");
-      const std::vector<float> y = on_host(h, x, n);
-      // Against the exact product: the activation quantization's error, bounded for
-      // realistic (quantizer-made) weights.
-      if (quantize) expect_close(y, reference(h, x, n), h.rows, n, tolerance(c.type), what);
-      // Against the exact product of the quantized activations: only the fp32 rounding of
-      // the block sums is left, for any weights.
-      const std::vector<float> xq = is_float(c.type) ? x : q8_activations(x);
-      expect_close(y, reference(h, xq, n), h.rows, n, 1e-5, what + " vs q8 activations");
+      expect_matches_reference(on_host(h, x, n), h, x, n, quantize, what);
     }
   }
 }
@@ -388,7 +396,7 @@ TEST(CudaMatmul, MatchesTheDoubleReferenceForEveryTypeAndShape) {
           << what;
       std::vector<float> y;
       ASSERT_EQ(run_matmul(w, x, n, s, &y), "") << what;
-      expect_close(y, reference(h, x, n), h.rows, n, tolerance(t), what);
+      expect_matches_reference(y, h, x, n, quantize, what);
       if (sh.rows * sh.cols <= 2048 * 2048) expect_same_bits(y, on_host(h, x, n), h.rows, what);
     }
   }
@@ -413,7 +421,7 @@ TEST(CudaMatmul, MatchesTheReferenceWithAShortLastSegment) {
           << what;
       std::vector<float> y;
       ASSERT_EQ(run_matmul(w, x, n, s, &y), "") << what;
-      expect_close(y, reference(h, x, n), h.rows, n, tolerance(t), what);
+      expect_matches_reference(y, h, x, n, true, what);
       expect_same_bits(y, on_host(h, x, n), h.rows, what);
     }
   }
@@ -483,7 +491,7 @@ TEST(CudaMatmul, TensorCorePathGivesTheHostBits) {
           << what;
       std::vector<float> y;
       ASSERT_EQ(run_matmul(w, x, n, s, &y), "") << what;
-      expect_close(y, reference(h, x, n), h.rows, n, tolerance(t), what);
+      expect_matches_reference(y, h, x, n, true, what);
       expect_same_bits(y, on_host(h, x, n), h.rows, what);
     }
   }
