@@ -616,8 +616,8 @@ Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, 
       return "matmul: scratch_bytes " + std::to_string(scratch == nullptr ? 0 : scratch_bytes) +
              " < " + std::to_string(l.total) + " needed for " + shape_text(w, n_tokens);
     }
-    if (reinterpret_cast<uintptr_t>(scratch) % 256 != 0) {
-      return "matmul: scratch is not 256-byte aligned";
+    if (reinterpret_cast<uintptr_t>(scratch) % 16 != 0) {
+      return "matmul: scratch is not 16-byte aligned";
     }
     auto* base = static_cast<uint8_t*>(scratch);
     auto* aq = reinterpret_cast<int8_t*>(base + l.aq);

@@ -40,7 +40,9 @@ Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, 
 size_t matmul_scratch_bytes(int64_t n_tokens, int64_t cols, int64_t rows);
 
 // y[t * w.rows + r] = sum over k of W[r][k] * x[t * w.cols + k], t < n_tokens.
-// x, y and scratch are device pointers; asynchronous on `stream`.
+// x, y and scratch are device pointers; asynchronous on `stream`. y must not overlap x or
+// scratch; scratch is 16-byte aligned, and so is x for the float weight types (errors
+// name the misaligned pointer). The numerics are described at the top of matmul.cu.
 Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, void* scratch,
              size_t scratch_bytes, const Stream& stream);
 
