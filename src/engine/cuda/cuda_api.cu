@@ -242,14 +242,14 @@ Error Timer::stop(const Stream& stream, float* ms) {
       !e.empty()) {
     return e;
   }
-  if (Error e = error_of(cudaEventSynchronize(static_cast<cudaEvent_t>(end_)),
-                         "cudaEventSynchronize");
+  if (Error e =
+          error_of(cudaEventSynchronize(static_cast<cudaEvent_t>(end_)), "cudaEventSynchronize");
       !e.empty()) {
     return e;
   }
-  return error_of(cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(begin_),
-                                       static_cast<cudaEvent_t>(end_)),
-                  "cudaEventElapsedTime");
+  return error_of(
+      cudaEventElapsedTime(ms, static_cast<cudaEvent_t>(begin_), static_cast<cudaEvent_t>(end_)),
+      "cudaEventElapsedTime");
 }
 
 }  // namespace hearth::engine::cuda

@@ -40,8 +40,25 @@ Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, 
 size_t matmul_scratch_bytes(int64_t n_tokens, int64_t cols, int64_t rows);
 
 // y[t * w.rows + r] = sum over k of W[r][k] * x[t * w.cols + k], t < n_tokens.
-// x, y and scratch are device pointers; asynchronous on `stream`.
+// x, y and scratch are device pointers; asynchronous on `stream`. y must not overlap x or
+// scratch; scratch is 16-byte aligned, and so is x for the float weight types (errors
+// name the misaligned pointer). The numerics are described at the top of matmul.cu.
 Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, void* scratch,
              size_t scratch_bytes, const Stream& stream);
+
+// Whether matmul() runs calls of 32 tokens or more of the quantized types on the tensor
+// cores (int8 mma.sync) rather than __dp4a: the same bits either way, faster prefill. Off
+// by default until it has been checked on a device; HEARTH_CUDA_MMA=1 in the environment
+// turns it on at start.
+void set_matmul_tensor_cores(bool on);
+bool matmul_tensor_cores();
+
+// matmul()'s arithmetic run on the host over a GGUF matrix (as upload_matrix takes it) and
+// host x / y: the same bits as the device (the rounding of every step is explicit), for
+// tests without a GPU and for checking the device against it bit for bit. Slow.
+// tensor_core_path: decode the blocks as the tensor-core kernel does (quantized types; the
+// bits must not change).
+Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
+                     const float* x, int64_t n_tokens, float* y, bool tensor_core_path = false);
 
 }  // namespace hearth::engine::cuda
