@@ -46,9 +46,9 @@ TEST(DeviceSpec, RefusesEverythingElseQuotingTheText) {
 TEST(DeviceSpec, LayerCounts) {
   const DeviceSpec cpu;
   const DeviceSpec gpu{DeviceSpec::Kind::kCuda, 0};
-  for (int64_t ok : {-1, 0, 1, 20, 999}) EXPECT_TRUE(check_n_gpu_layers(ok, gpu).ok()) << ok;
-  for (int64_t ok : {-1, 0}) EXPECT_TRUE(check_n_gpu_layers(ok, cpu).ok()) << ok;
-  for (int64_t bad : {-2, -100, int64_t{1} << 40}) {
+  for (int64_t ok : {-1L, 0L, 1L, 20L, 999L}) EXPECT_TRUE(check_n_gpu_layers(ok, gpu).ok()) << ok;
+  for (int64_t ok : {-1L, 0L}) EXPECT_TRUE(check_n_gpu_layers(ok, cpu).ok()) << ok;
+  for (int64_t bad : {int64_t{-2}, int64_t{-100}, int64_t{1} << 40}) {
     Status s = check_n_gpu_layers(bad, gpu);
     EXPECT_EQ(s.code(), ErrorCode::kInvalidArgument) << bad;
     EXPECT_THAT(s.message(), HasSubstr(std::to_string(bad)));
