@@ -9,6 +9,9 @@ HEARTH_CUDA ?=
 ifeq ($(HEARTH_CUDA),1)
 CMAKE_FLAGS += -DHEARTH_CUDA=ON
 export HEARTH_CUDA
+# A build tree configured earlier without CUDA is switched to it (the cache keeps it on).
+CUDA_RECONFIGURE = grep -q '^HEARTH_CUDA:BOOL=ON' $(BUILD)/CMakeCache.txt || \
+	cmake -S . -B $(BUILD) -DHEARTH_CUDA=ON
 endif
 
 .PHONY: all deps build run test asan tsan bench format clean crash-test fuzz screenshots
@@ -22,6 +25,7 @@ $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
+	$(CUDA_RECONFIGURE)
 	cmake --build $(BUILD) -j$(JOBS)
 
 # `make run` builds only what it runs (the hearth binary, not the tests), quietly: the
@@ -32,6 +36,7 @@ run: deps
 	@echo "make run: building hearth (log: $(RUN_LOG))"
 	@{ test -f $(BUILD)/CMakeCache.txt || \
 	   cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS); } > $(RUN_LOG) 2>&1 && \
+	 { $(or $(CUDA_RECONFIGURE),true); } >> $(RUN_LOG) 2>&1 && \
 	 cmake --build $(BUILD) -j$(JOBS) --target hearth >> $(RUN_LOG) 2>&1 || \
 	 { tail -n 40 $(RUN_LOG); echo "make run: the build failed (full log: $(RUN_LOG))"; exit 1; }
 	@HEARTH_BIN=$(BUILD)/hearth bash scripts/run-default.sh

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/bench_util.h"
+#include "cli/device_flags.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
@@ -57,6 +58,7 @@ struct BatchArgs {
   int32_t mix_prompt = 256;     // the admitted prompt
   std::string strategy = "decode_first";
   int32_t mix_chunk = 0;  // ModelConfig::prefill_chunk_size (0: the runtime's default)
+  DeviceFlags device;     // EngineOptions / ModelConfig::device, n_gpu_layers
 };
 
 // ---------------------------------------------------------------- decode runs
@@ -271,6 +273,7 @@ Result<nlohmann::json> mix_runs(const BatchArgs& a, int32_t n_vocab) {
   c.n_batch = std::max(512, most + 1);
   c.n_ctx = std::max(a.mix_positions, a.mix_prompt) + mix_stream_tokens(a) + 1;
   c.kv_type = *kv_type_from_name(a.kv_type);
+  HEARTH_RETURN_IF_ERROR(apply_device_flags(a.device, c));
   c.batch_planner = runtime::builtin_batch_planner(*strategy);
   c.slot_affinity = false;
   c.prefill_chunk_size = a.mix_chunk;
@@ -301,6 +304,7 @@ int run_bench(const BatchArgs& a) {
   o.n_ctx = most_positions + a.gen;
   o.n_batch = std::max(512, most_streams);
   o.kv_type = *kv_type_from_name(a.kv_type);
+  if (Status s = apply_device_flags(a.device, o); !s.ok()) return fail(s);
   ProgressBar bar("loading " + a.model, ProgressBar::Unit::kBytes, a.quiet);
   o.on_load_progress = bar.callback();
   auto loaded = Engine::load(a.model, o);
@@ -314,6 +318,8 @@ int run_bench(const BatchArgs& a) {
   out["model"] = info.name;
   out["quant"] = info.quant_name;
   out["threads"] = a.threads;
+  out["device"] = info.device;  // "cpu" or the GPU ("cuda:0 NVIDIA H200, sm_90")
+  out["n_gpu_layers"] = info.n_gpu_layers;
   out["kernels"] = engine::kernel_isa();
   out["numerics_id"] = e.numerics_id();
   out["kv_type"] = kv_type_name(info.kv_type);
@@ -387,9 +393,10 @@ int run_bench(const BatchArgs& a) {
     std::printf("%s\n", json_text(out, 2).c_str());
   } else {
     std::printf(
-        "model %s (%s), %d threads, kernels %s, KV %s: %s committed for %d sequences of %d "
-        "positions, numerics %s\n",
-        out["model"].get<std::string>().c_str(), out["quant"].get<std::string>().c_str(), a.threads,
+        "model %s (%s), device %s (%d GPU layers), %d threads, kernels %s, KV %s: %s committed "
+        "for %d sequences of %d positions, numerics %s\n",
+        out["model"].get<std::string>().c_str(), out["quant"].get<std::string>().c_str(),
+        out["device"].get<std::string>().c_str(), out["n_gpu_layers"].get<int>(), a.threads,
         engine::kernel_isa(), out["kv_type"].get<std::string>().c_str(),
         format_bytes(out["kv_bytes"].get<uint64_t>()).c_str(), most_streams + 1,
         out["n_ctx"].get<int>(), out["numerics_id"].get<std::string>().c_str());
@@ -403,6 +410,7 @@ Registrar reg("bench_batch", [](CLI::App& root) {
   auto* cmd = bench->add_subcommand("batch", "Aggregate decode speed of many concurrent streams");
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  add_device_flags(cmd, &a->device);
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->add_option("--streams", a->streams, "concurrent sequences of the decode runs")
       ->delimiter(',')

@@ -38,6 +38,7 @@
 
 #include "cli/bench_restore.h"
 #include "cli/bench_util.h"
+#include "cli/device_flags.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "cli/svg_plot.h"
@@ -60,6 +61,7 @@ struct BenchArgs {
   int restore_tokens = 16384;     // the cache-level restore of one row this long (0 = skip)
   int rounds = 3;                 // exact hits per case (medians)
   bool quiet = false;             // no progress bar
+  DeviceFlags device;             // ModelConfig::device, n_gpu_layers
   std::function<void()> on_case;  // after each measured (tier, size) case
 };
 
@@ -109,8 +111,9 @@ Result<std::vector<TokenId>> prompt_tokens(Runtime& rt, const std::string& id, s
   return out;
 }
 
-ModelConfig base_config(const BenchArgs& a, Tier tier) {
+Result<ModelConfig> base_config(const BenchArgs& a, Tier tier) {
   ModelConfig c;
+  HEARTH_RETURN_IF_ERROR(apply_device_flags(a.device, c));
   c.id = "bench";
   c.model_path = a.model;
   c.n_threads = a.threads;
@@ -177,7 +180,7 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
   if (tier == Tier::kRamFile) o.cache.ram_file_dir = dir;
   if (tier == Tier::kDisk) o.cache.disk_dir = dir;
   HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(o));
-  ModelConfig cfg = base_config(a, tier);
+  HEARTH_ASSIGN_OR_RETURN(ModelConfig cfg, base_config(a, tier));
   cfg.policy.cold_min_tokens = 1 << 30;  // only finish rows: one row per prompt
   HEARTH_RETURN_IF_ERROR(rt->load_model(cfg).status());
   HEARTH_ASSIGN_OR_RETURN(LoadedModelInfo info, rt->model_info("bench"));
@@ -214,6 +217,8 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
     nlohmann::json run = {
         {"tokens", n},
         {"tier", tier_name(tier)},
+        {"device", info.device},  // "cpu" or the GPU ("cuda:0 NVIDIA H200, sm_90")
+        {"n_gpu_layers", info.n_gpu_layers},
         {"cold_ttft_ms", cold.first},
         {"warm_ttft_ms", warm.first},
         {"tail_prefill_ms", warm.second.prefill_ms - std::max(0.0, warm.second.restore_ms)},
@@ -237,7 +242,8 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
 
 Result<nlohmann::json> run_agents(const BenchArgs& a) {
   HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(RuntimeOptions{}));
-  HEARTH_RETURN_IF_ERROR(rt->load_model(base_config(a, Tier::kRam)).status());
+  HEARTH_ASSIGN_OR_RETURN(ModelConfig cfg, base_config(a, Tier::kRam));
+  HEARTH_RETURN_IF_ERROR(rt->load_model(cfg).status());
   HEARTH_ASSIGN_OR_RETURN(auto system, prompt_tokens(*rt, "bench", 1000, "system"));
   std::vector<std::vector<TokenId>> prompts;
   for (int i = 0; i < a.agents; ++i) {
@@ -382,10 +388,17 @@ int run_bench(BenchArgs a) {
   }
   bar.update(n_cases, n_cases);
   bar.finish();
+  if (!out["runs"].empty()) {  // the device every run loaded the model on
+    out["device"] = out["runs"][0]["device"];
+    out["n_gpu_layers"] = out["runs"][0]["n_gpu_layers"];
+  }
   if (a.json) {
     std::printf("%s\n", json_text(out, 2).c_str());
     return rc;
   }
+  if (out.contains("device"))
+    std::printf("device %s (%d GPU layers)\n", out["device"].get<std::string>().c_str(),
+                out["n_gpu_layers"].get<int>());
   std::printf("%-7s %-9s %9s %9s %9s %9s %10s %9s %8s %7s %9s %7s %7s\n", "tokens", "tier",
               "cold_ms", "warm_ms", "tail_ms", "exact_ms", "row_bytes", "restore", "memcpy",
               "ratio", "cold_$", "dd", "vs_dd");
@@ -440,6 +453,7 @@ Registrar reg("bench_coldwarm", [](CLI::App& root) {
   cmd->add_option("--plot", args->plot, "Also draw TTFT by prompt length and tier as an SVG file");
   cmd->add_option("--agents", args->agents, "Agents in the shared-prefix scenario (0 = skip)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
+  add_device_flags(cmd, &args->device);
   cmd->add_option("--tokens", args->sizes, "Prompt sizes")->delimiter(',');
   cmd->add_option("--restore-tokens", args->restore_tokens,
                   "Tokens of the one large row restored from each tier at the cache level "

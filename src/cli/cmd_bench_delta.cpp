@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cli/device_flags.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/cache/config.h"
@@ -37,7 +38,8 @@ struct DeltaArgs {
   int depth = 8;
   int threads = 0;
   std::vector<std::string> tiers = {"ram", "disk"};
-  std::string dir;  // where the disk tier lives (default: a temporary directory)
+  std::string dir;     // where the disk tier lives (default: a temporary directory)
+  DeviceFlags device;  // ModelConfig::device, n_gpu_layers
 };
 
 struct ReplayResult {
@@ -76,6 +78,7 @@ Result<ReplayResult> replay(const DeltaArgs& a, Tier tier, uint32_t depth, const
   c.slot_affinity = false;  // every turn restores from the cache
   c.tier = tier;
   c.policy.min_tokens = 16;  // fixed (not the cost rule): the same rows every run
+  HEARTH_RETURN_IF_ERROR(apply_device_flags(a.device, c));
   HEARTH_RETURN_IF_ERROR(rt->load_model(c).status());
   ReplayResult out;
   HEARTH_ASSIGN_OR_RETURN(std::vector<TokenId> context,
@@ -198,6 +201,7 @@ Registrar reg("bench_delta", [](CLI::App& root) {
   cmd->add_option("--reply-tokens", args->reply_tokens, "Tokens generated each turn");
   cmd->add_option("--depth", args->depth, "max_delta_depth of the delta run (default 8)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = all cores)");
+  add_device_flags(cmd, &args->device);
   cmd->add_option("--tiers", args->tiers, "Tiers to measure (ram, disk)")->delimiter(',');
   cmd->add_option("--dir", args->dir, "Directory for the disk tier (default: a temporary one)");
   cmd->callback([args] { exit_code() = run_bench(*args); });

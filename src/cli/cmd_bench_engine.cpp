@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/bench_util.h"
+#include "cli/device_flags.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
@@ -153,6 +154,7 @@ struct BenchArgs {
   int32_t kv_fill = 0;        // > 0: the decode prompt's KV repeated from this many (fill_kv)
   int32_t ctx = 0;            // EngineOptions::n_ctx; 0: 4096, or what the sizes asked need
   bool swa_full = false;      // EngineOptions::swa_full
+  DeviceFlags device;         // EngineOptions::device, n_gpu_layers
   std::vector<int32_t> rows;  // saved row sizes to report (no timing)
 };
 
@@ -169,6 +171,10 @@ int run_bench(const BenchArgs& a) {
   o.swa_full = a.swa_full;
   o.weights_in_place = a.weights_in_place;
   o.kv_type = *kv_type_from_name(a.kv_type);
+  if (Status s = apply_device_flags(a.device, o); !s.ok()) {
+    std::fprintf(stderr, "hearth bench engine: %s\n", s.to_string().c_str());
+    return 1;
+  }
   ProgressBar bar("loading " + a.model, ProgressBar::Unit::kBytes, a.quiet);
   o.on_load_progress = bar.callback();
   const auto load_start = Clock::now();
@@ -198,6 +204,8 @@ int run_bench(const BenchArgs& a) {
   out["model"] = info.name;
   out["quant"] = info.quant_name;
   out["threads"] = threads;
+  out["device"] = info.device;  // "cpu" or the GPU ("cuda:0 NVIDIA H200, sm_90")
+  out["n_gpu_layers"] = info.n_gpu_layers;
   out["weight_bytes"] = info.weight_bytes;
   out["weights_placement"] = info.weights_placement;
   out["load_s"] = load_s;  // the file opened, checked and its matrices placed
@@ -271,10 +279,11 @@ int run_bench(const BenchArgs& a) {
     return 0;
   }
   std::printf(
-      "model %s (%s), %d threads, kernels %s, KV %s, weights: %s (loaded in %.2f s), numerics "
-      "%s\n",
-      info.name.c_str(), info.quant_name.c_str(), threads, engine::kernel_isa(),
-      kv_type_name(info.kv_type), info.weights_placement.c_str(), load_s, e.numerics_id().c_str());
+      "model %s (%s), device %s (%d GPU layers), %d threads, kernels %s, KV %s, weights: %s "
+      "(loaded in %.2f s), numerics %s\n",
+      info.name.c_str(), info.quant_name.c_str(), info.device.c_str(), info.n_gpu_layers, threads,
+      engine::kernel_isa(), kv_type_name(info.kv_type), info.weights_placement.c_str(), load_s,
+      e.numerics_id().c_str());
   std::printf("%-18s %10d positions, KV %s for 2 sequences\n", "context", info.n_ctx,
               format_bytes(info.kv_bytes).c_str());
   for (int32_t n : a.rows) {
@@ -309,6 +318,7 @@ Registrar reg("bench_engine", [](CLI::App& root) {
   cmd->add_option("--kv-type", a->kv_type,
                   "element type of the KV cache: f16 (default), q8_0 or q4_0")
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
+  add_device_flags(cmd, &a->device);
   cmd->add_flag("--weights-in-place", a->weights_in_place,
                 "read the weight matrices from the file mapping instead of a huge-page copy");
   cmd->add_option("--prompts", a->prompts, "prefill sizes to time (ppN)")

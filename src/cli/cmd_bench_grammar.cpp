@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/bench_util.h"
+#include "cli/device_flags.h"
 #include "cli/registry.h"
 #include "hearth/gguf/gguf.h"
 #include "hearth/grammar/grammar.h"
@@ -37,6 +38,7 @@ struct Args {
   int reps = 5;
   int threads = 0;
   bool json = false;
+  DeviceFlags device;  // ModelConfig::device, n_gpu_layers
 };
 
 Result<std::string> read_file(const std::string& path) {
@@ -109,7 +111,8 @@ int run(const Args& a) {
   c.n_seq_max = 1;
   c.policy.min_tokens = 1 << 30;  // no cache saves: only decode is timed
   c.policy.cold_min_tokens = 1 << 30;
-  if (auto l = rt.value()->load_model(c); !l.ok()) {
+  Status placed = apply_device_flags(a.device, c);
+  if (auto l = placed.ok() ? rt.value()->load_model(c) : Result<std::string>(placed); !l.ok()) {
     std::fprintf(stderr, "bench grammar: %s\n", l.status().to_string().c_str());
     return 1;
   }
@@ -183,6 +186,7 @@ Registrar reg("bench_grammar", [](CLI::App& root) {
   cmd->add_option("--reps", a->reps, "runs of each kind (alternating); medians are reported")
       ->check(CLI::Range(1, 1000));
   cmd->add_option("-t,--threads", a->threads, "engine threads (0 = all cores)");
+  add_device_flags(cmd, &a->device);
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->callback([a] { exit_code() = run(*a); });
 });

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/bench_util.h"
+#include "cli/device_flags.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "engine/cpu_features.h"
@@ -34,6 +35,7 @@ struct RowsArgs {
   std::vector<int32_t> sizes = {1, 2, 4, 8, 9, 16, 32, 64};
   std::vector<int32_t> depths = {0, 2048};
   int reps = 5;
+  DeviceFlags device;  // EngineOptions::device, n_gpu_layers
 };
 
 std::vector<BatchToken> row_of(int32_t n, int32_t first_pos, uint32_t seed, int32_t n_vocab) {
@@ -78,6 +80,7 @@ Result<nlohmann::json> run_rows(const RowsArgs& a) {
   o.n_seq_max = 1;
   o.n_ctx = deepest + most;
   o.n_batch = std::max(512, most);
+  HEARTH_RETURN_IF_ERROR(apply_device_flags(a.device, o));
   HEARTH_ASSIGN_OR_RETURN(auto engine, Engine::load(a.model, o));
   Engine& e = *engine;
   nlohmann::json runs = nlohmann::json::array();
@@ -106,6 +109,7 @@ Result<nlohmann::json> run_rows(const RowsArgs& a) {
     }
   }
   return nlohmann::json{{"model", e.info().name},         {"quant", e.info().quant_name},
+                        {"device", e.info().device},      {"n_gpu_layers", e.info().n_gpu_layers},
                         {"threads", a.threads},           {"kernels", engine::kernel_isa()},
                         {"numerics_id", e.numerics_id()}, {"runs", std::move(runs)}};
 }
@@ -117,6 +121,7 @@ Registrar reg("bench_rows", [](CLI::App& root) {
       "rows", "Cost of one n-token pass after d cached positions (prefix-hit tails, verify rows)");
   cmd->add_option("-m,--model", a->model, "GGUF model file")->required();
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  add_device_flags(cmd, &a->device);
   cmd->add_flag("--json", a->json, "JSON output");
   cmd->add_option("--sizes", a->sizes, "tokens per pass")
       ->delimiter(',')
@@ -137,10 +142,13 @@ Registrar reg("bench_rows", [](CLI::App& root) {
       std::printf("%s\n", json_text(*r, 2).c_str());
       return;
     }
-    std::printf("model %s (%s), %d threads, kernels %s\n%8s %8s %10s %10s %12s %8s\n",
-                (*r)["model"].get<std::string>().c_str(), (*r)["quant"].get<std::string>().c_str(),
-                a->threads, (*r)["kernels"].get<std::string>().c_str(), "depth", "tokens", "ms",
-                "cpu ms", "ms/token", "vs 1");
+    std::printf(
+        "model %s (%s), device %s (%d GPU layers), %d threads, kernels %s\n%8s %8s %10s "
+        "%10s %12s %8s\n",
+        (*r)["model"].get<std::string>().c_str(), (*r)["quant"].get<std::string>().c_str(),
+        (*r)["device"].get<std::string>().c_str(), (*r)["n_gpu_layers"].get<int>(), a->threads,
+        (*r)["kernels"].get<std::string>().c_str(), "depth", "tokens", "ms", "cpu ms", "ms/token",
+        "vs 1");
     for (const auto& run : (*r)["runs"]) {
       std::printf("%8d %8d %10.2f %10.2f %12.3f %8s\n", run["depth"].get<int>(),
                   run["tokens"].get<int>(), run["ms"].get<double>(), run["cpu_ms"].get<double>(),

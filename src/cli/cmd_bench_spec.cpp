@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/device_flags.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/runtime/runtime.h"
@@ -31,6 +32,7 @@ struct SpecArgs {
   int threads = 0;
   int repeat = 1;
   bool json = false;
+  DeviceFlags device;  // the target's and the draft's ModelConfig::device, n_gpu_layers
 };
 
 Result<nlohmann::json> run_case(Runtime& rt, const std::string& id,
@@ -96,7 +98,8 @@ int run_spec_bench(const SpecArgs& a) {
   c.n_threads = a.threads;
   c.speculative.draft_model = a.draft;
   c.speculative.draft_max = a.draft_max;
-  if (auto id = (*rt)->load_model(c); !id.ok()) {
+  Status placed = apply_device_flags(a.device, c);
+  if (auto id = placed.ok() ? (*rt)->load_model(c) : Result<std::string>(placed); !id.ok()) {
     std::fprintf(stderr, "bench spec: %s\n", id.status().to_string().c_str());
     return 1;
   }
@@ -163,6 +166,7 @@ Registrar reg("bench_spec", [](CLI::App& root) {
                   "Draft model: stop drafting below this probability (default: the model's, "
                   "0)");
   cmd->add_option("--threads", args->threads, "Engine threads (0 = the default)");
+  add_device_flags(cmd, &args->device);
   cmd->add_option("--repeat", args->repeat, "Runs per case; the fastest counts (default 1)");
   cmd->add_flag("--json", args->json, "JSON output");
   cmd->callback([args] { exit_code() = run_spec_bench(*args); });

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/device_flags.h"
 #include "cli/registry.h"
 #include "engine/model/reference_check.h"
 #include "hearth/engine/engine.h"
@@ -126,11 +127,9 @@ Status apply_lora(Engine& engine, const std::vector<std::string>& args, int32_t 
   return OkStatus();
 }
 
-int generate(const std::string& model, const std::string& prompt, int n, int threads,
-             KvType kv_type, const std::vector<std::string>& lora, const std::string& out) {
-  EngineOptions opts;
-  opts.n_threads = threads;
-  opts.kv_type = kv_type;
+// opts: the threads, KV type and device of the flags.
+int generate(const std::string& model, const std::string& prompt, int n, EngineOptions opts,
+             const std::vector<std::string>& lora, const std::string& out) {
   opts.n_seq_max = 2;
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
@@ -205,7 +204,7 @@ int generate(const std::string& model, const std::string& prompt, int n, int thr
   return 0;
 }
 
-int check_reference(const std::string& case_path, std::string model, int threads, KvType kv_type,
+int check_reference(const std::string& case_path, std::string model, EngineOptions opts,
                     const std::vector<std::string>& lora) {
   auto c = engine::parse_reference_case(case_path);
   if (!c.ok()) return fail(c.status());
@@ -214,10 +213,7 @@ int check_reference(const std::string& case_path, std::string model, int threads
     return fail(NotFound("model " + c->model_file + " of " + case_path +
                          " is in neither models/ nor ../models/"));
   }
-  EngineOptions opts;
-  opts.n_threads = threads;
   opts.n_seq_max = 1;
-  opts.kv_type = kv_type;
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
   if (Status st = apply_lora(**loaded, lora, opts.n_seq_max); !st.ok()) return fail(st);
@@ -249,6 +245,7 @@ Registrar reg("logits", [](CLI::App& root) {
     std::string kv_type = "f16";
     std::vector<std::string> lora;
     std::string out;
+    DeviceFlags device;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = root.add_subcommand(
@@ -261,20 +258,25 @@ Registrar reg("logits", [](CLI::App& root) {
   cmd->add_option("--kv-type", args->kv_type,
                   "element type of the KV cache: f16 (default), q8_0 or q4_0")
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
+  add_device_flags(cmd, &args->device);
   cmd->add_option("--lora", args->lora,
                   "LoRA adapter FILE[:SCALE] (llama.cpp's GGUF adapter format; repeatable)");
   cmd->add_option("--out", args->out,
                   "write every step's logits (float32 LE, n_vocab per step) to this file");
   cmd->callback([args] {
-    const KvType kv_type = *kv_type_from_name(args->kv_type);
+    EngineOptions opts;
+    opts.n_threads = args->threads;
+    opts.kv_type = *kv_type_from_name(args->kv_type);
+    if (Status s = apply_device_flags(args->device, opts); !s.ok()) {
+      exit_code() = fail(s);
+      return;
+    }
     if (!args->reference.empty()) {
-      exit_code() =
-          check_reference(args->reference, args->model, args->threads, kv_type, args->lora);
+      exit_code() = check_reference(args->reference, args->model, opts, args->lora);
     } else if (args->model.empty()) {
       exit_code() = fail(InvalidArgument("-m MODEL is required (or --reference CASE)"));
     } else {
-      exit_code() = generate(args->model, args->prompt, args->n, args->threads, kv_type, args->lora,
-                             args->out);
+      exit_code() = generate(args->model, args->prompt, args->n, opts, args->lora, args->out);
     }
   });
 });

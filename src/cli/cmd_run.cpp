@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/device_flags.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
@@ -37,6 +38,7 @@ struct RunArgs {
   std::string kv_budget;  // a size ("6GiB"); empty: the default budget
   uint64_t kv_budget_bytes = 0;
   std::string kv_type = "f16";  // EngineOptions::kv_type, by name
+  DeviceFlags device;
   bool json = false;
   std::string cache_dir;  // non-empty: run through the runtime with a disk tier here
   bool quiet = false;     // no load progress bar
@@ -69,6 +71,7 @@ int run_cached(const RunArgs& a) {
   mc.kv_budget_bytes = a.kv_budget_bytes;
   mc.n_threads = a.threads;
   mc.kv_type = *kv_type_from_name(a.kv_type);
+  if (Status s = apply_device_flags(a.device, mc); !s.ok()) return fail(s);
   mc.tier = rt::Tier::kDisk;
   mc.slot_affinity = false;
   // A CLI prompt is short: save every finished run, however few tokens it holds.
@@ -154,6 +157,7 @@ int run(const RunArgs& a) {
   opts.n_ctx = a.ctx;
   opts.kv_budget_bytes = a.kv_budget_bytes;
   opts.kv_type = *kv_type_from_name(a.kv_type);
+  if (Status s = apply_device_flags(a.device, opts); !s.ok()) return fail(s);
   opts.n_seq_max = 1;
   const auto t_load = std::chrono::steady_clock::now();
   ProgressBar bar("loading " + a.model, ProgressBar::Unit::kBytes, a.quiet || a.json);
@@ -270,6 +274,7 @@ Registrar reg("run", [](CLI::App& root) {
   cmd->add_option("--kv-type", a->kv_type,
                   "element type of the KV cache: f16 (default), q8_0 or q4_0")
       ->check(CLI::IsMember({"f16", "q8_0", "q4_0"}));
+  add_device_flags(cmd, &a->device);
   cmd->add_flag("--json", a->json, "print {text, tokens, prompt_tokens, timings} as JSON");
   cmd->add_flag("-q,--quiet", a->quiet,
                 "no load progress bar (there is none when stderr is not a terminal, or with "

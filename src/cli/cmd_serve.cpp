@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cli/device_flags.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "hearth/cache/config.h"
@@ -41,12 +42,16 @@ struct ServeFlags {
   std::optional<std::string> weights;
   std::optional<std::string> draft_model, speculative;
   std::optional<int64_t> draft_max, draft_min;
+  DeviceFlags device;  // --device, --n-gpu-layers: the [[models]] keys device, n_gpu_layers
+  std::optional<std::string> device_draft;
+  std::optional<int64_t> n_gpu_layers_draft;
   std::vector<std::string> lora;  // --lora FILE[:SCALE], for the one -m model
   std::optional<int64_t> max_delta_depth;
   bool any_model_knob() const {
     return ctx_size || kv_budget || threads || batch_size || prefill_chunk || batch_strategy ||
            fingerprint_mode || session_idle_ms || swa_full || weights || draft_model ||
-           speculative || draft_max || draft_min || !lora.empty();
+           speculative || draft_max || draft_min || !lora.empty() || device.device_given() ||
+           device.layers_given() || device_draft || n_gpu_layers_draft;
   }
   bool quiet = false;
 };
@@ -80,6 +85,15 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
       {"--speculative", "speculative", flags.speculative},
       {"--draft-max", "draft_max", flags.draft_max},
       {"--draft-min", "draft_min", flags.draft_min},
+      {"--device", "device",
+       flags.device.device_given() ? std::optional<server::ModelSettingValue>(flags.device.device)
+                                   : std::nullopt},
+      {"--n-gpu-layers", "n_gpu_layers",
+       flags.device.layers_given()
+           ? std::optional<server::ModelSettingValue>(int64_t{flags.device.n_gpu_layers})
+           : std::nullopt},
+      {"--device-draft", "draft_device", flags.device_draft},
+      {"--n-gpu-layers-draft", "draft_n_gpu_layers", flags.n_gpu_layers_draft},
   };
   for (const auto& [flag, key, value] : knobs) {
     if (!value) continue;
@@ -94,6 +108,10 @@ Status apply_model_flags(const ServeFlags& flags, runtime::ModelConfig& m) {
   if (m.n_batch < m.n_seq_max)
     return InvalidArgument("--batch-size: must be >= --parallel (" + std::to_string(m.n_seq_max) +
                            "), got " + std::to_string(m.n_batch));
+  if (Status s = server::check_layers_fit_device(m); !s.ok())
+    return InvalidArgument(std::string(s.message().starts_with("draft_") ? "--n-gpu-layers-draft: "
+                                                                         : "--n-gpu-layers: ")
+                               .append(s.message()));
   return OkStatus();
 }
 
@@ -166,6 +184,13 @@ Registrar reg("serve", [](CLI::App& root) {
                   "Most tokens drafted per forward pass (draft_max; default 16)");
   cmd->add_option("--draft-min", flags->draft_min,
                   "Shortest draft worth verifying (draft_min; default 0)");
+  add_device_flags(cmd, &flags->device);
+  cmd->add_option("--device-draft", flags->device_draft,
+                  "Where the --draft-model runs: cpu, cuda or cuda:N (draft_device; default: the "
+                  "-m model's --device and --n-gpu-layers)");
+  cmd->add_option("--n-gpu-layers-draft", flags->n_gpu_layers_draft,
+                  "Draft model layers on its GPU (draft_n_gpu_layers; default -1 = all with "
+                  "--device-draft, else the -m model's; also -ngld)");
   cmd->add_option("--lora", flags->lora,
                   "LoRA adapter FILE[:SCALE] for the -m model (llama.cpp's GGUF adapter format; "
                   "repeatable; ids 0, 1, ... in order; several models: lora in [[models]])");
@@ -194,7 +219,8 @@ Registrar reg("serve", [](CLI::App& root) {
       std::fprintf(stderr,
                    "hearth serve: --ctx-size, --kv-budget, --threads, --batch-size, "
                    "--prefill-chunk, --batch-strategy, --fingerprint-mode, --session-idle-ms, "
-                   "--swa-full, --weights, --lora and the speculative flags apply to -m models; "
+                   "--swa-full, --weights, --lora, --device, --n-gpu-layers and the speculative "
+                   "flags apply to -m models; "
                    "set them "
                    "in the config's [[models]] tables\n");
       exit_code() = 2;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/device_flags.h"
 #include "cli/registry.h"
 
 namespace hearth::cli {
@@ -37,8 +38,12 @@ int main(int argc, char** argv) {
   std::sort(cmds.begin(), cmds.end(),
             [](const CommandSpec& a, const CommandSpec& b) { return a.name < b.name; });
   for (auto& c : cmds) c.setup(app);
+  // llama.cpp's spellings CLI11 cannot declare (-ngl) become their long names first.
+  std::vector<std::string> args = expand_cli_aliases(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {

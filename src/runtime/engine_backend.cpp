@@ -59,6 +59,8 @@ EngineBackend::EngineBackend(std::unique_ptr<Engine> engine)
   info_.n_embd = m.n_embd;
   info_.quant_type = m.quant_name;
   info_.quant_bits = static_cast<int32_t>(m.bits_per_weight + 0.5);
+  info_.device = m.device;
+  info_.n_gpu_layers = m.n_gpu_layers;
   // The KV the engine committed at load (n_seq_max + its embedding sequence).
   info_.memory_estimate_bytes = m.weight_bytes + m.kv_bytes;
   // Every layer keeps every position (no sliding-window ring): kv_pack is 2 * n_layer
@@ -211,6 +213,8 @@ BackendFactory engine_factory(const ModelConfig& config) {
   o.on_load_progress = config.on_load_progress;
   o.swa_full = config.swa_full;
   o.weights_in_place = config.weights_in_place;
+  o.device = config.device;
+  o.n_gpu_layers = config.n_gpu_layers;
   const std::string path = config.model_path;
   return [path, o]() -> Result<std::unique_ptr<Backend>> {
     HEARTH_ASSIGN_OR_RETURN(auto engine, Engine::load(path, o));

@@ -384,6 +384,8 @@ LoadedModelInfo ModelWorker::info() const {
   i.embedding_only = backend_info_.embedding_only;
   i.quant_type = backend_info_.quant_type;
   i.quant_bits = backend_info_.quant_bits;
+  i.device = backend_info_.device;
+  i.n_gpu_layers = backend_info_.n_gpu_layers;
   i.tier = *config_.tier;  // Runtime::load_model resolved it
   i.fingerprint_hex = to_hex(ns_.fingerprint);
   i.ctx_params_hash_hex = to_hex(ns_.ctx_params_hash);

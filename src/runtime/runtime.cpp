@@ -193,6 +193,15 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
   HEARTH_RETURN_IF_ERROR(check_speculative_config(config.speculative));
   if (config.draft_factory && config.speculative.draft_model.empty())
     return InvalidArgument("draft_factory is set but speculative.draft_model is empty");
+  // Like the KV budget: a device a custom backend would not see is refused, not ignored.
+  if (config.factory && config.device != "cpu")
+    return InvalidArgument("device \"" + config.device +
+                           "\" is honoured by the engine backend only, not by a custom "
+                           "BackendFactory");
+  if (config.draft_factory && config.speculative.draft_device.value_or("cpu") != "cpu")
+    return InvalidArgument("draft_device \"" + *config.speculative.draft_device +
+                           "\" is honoured by the engine backend only, not by a custom "
+                           "draft_factory");
   {
     std::lock_guard lock(im.mu_);
     if (im.shut_down_) return Unavailable("runtime is shut down");
@@ -254,6 +263,14 @@ Result<std::string> Runtime::load_model(ModelConfig config) {
         dc.kv_type = config.kv_type;
         dc.swa_full = config.swa_full;
         dc.weights_in_place = config.weights_in_place;
+        // Its own device when one is given (every layer on it unless draft_n_gpu_layers
+        // says otherwise), else the target's device and layer count.
+        const SpeculativeConfig& sc = config.speculative;
+        dc.device = sc.draft_device.value_or(config.device);
+        dc.n_gpu_layers =
+            sc.draft_n_gpu_layers.value_or(sc.draft_device ? -1 : config.n_gpu_layers);
+        HEARTH_RETURN_IF_ERROR(
+            check_engine_device(dc.device, dc.n_gpu_layers, "draft_device", "draft_n_gpu_layers"));
         HEARTH_ASSIGN_OR_RETURN(config.draft_factory, default_backend_factory(dc));
       }
       auto built_draft = config.draft_factory();

@@ -34,6 +34,8 @@ json model_json(const ModelDescription& m) {
   return {{"id", m.id},
           {"path", m.model_path},
           {"context_length", m.context_size},
+          {"device", m.device},
+          {"n_gpu_layers", m.n_gpu_layers},
           {"n_vocab", m.n_vocab},
           {"embedding_dim", m.embedding_dim},
           {"has_chat_template", !m.chat_template.empty()},

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "hearth/engine/device_spec.h"
 #include "hearth/jinja/template.h"
 
 #include <cctype>
@@ -28,6 +29,20 @@ Result<int32_t> int32_in(std::string_view key, int64_t value, int64_t min, int64
 }
 
 }  // namespace
+
+Status check_layers_fit_device(const runtime::ModelConfig& config) {
+  auto check = [](std::string_view layers_key, int32_t n, const std::string& device) {
+    auto spec = parse_device(device);
+    Status s = spec.ok() ? check_n_gpu_layers(n, *spec) : spec.status();
+    return s.ok() ? s : InvalidArgument(std::string(layers_key) + ": " + s.message());
+  };
+  HEARTH_RETURN_IF_ERROR(check("n_gpu_layers", config.n_gpu_layers, config.device));
+  const runtime::SpeculativeConfig& sc = config.speculative;
+  if (sc.draft_n_gpu_layers)
+    HEARTH_RETURN_IF_ERROR(check("draft_n_gpu_layers", *sc.draft_n_gpu_layers,
+                                 sc.draft_device.value_or(config.device)));
+  return OkStatus();
+}
 
 std::optional<int64_t> parse_size_text(std::string_view text) {
   const std::string s(text);
@@ -196,6 +211,31 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.batch_planner = runtime::builtin_batch_planner(*s);
     return OkStatus();
   }
+  // Where the layers run (docs/gpu.md "Configuration"): hearth::parse_device's forms,
+  // kept in their canonical spelling; the layer count is checked against the device in
+  // finish_model_config (the keys may come in any order).
+  if (key == "device" || key == "draft_device") {
+    if (!text) return type_error(key, "a string (\"cpu\", \"cuda\" or \"cuda:N\")");
+    auto spec = parse_device(*text);
+    if (!spec.ok()) return InvalidArgument(std::string(key) + ": " + spec.status().message());
+    if (key == "device") {
+      config.device = spec->name();
+    } else {
+      config.speculative.draft_device = spec->name();
+    }
+    return OkStatus();
+  }
+  if (key == "n_gpu_layers" || key == "draft_n_gpu_layers") {
+    if (!number) return type_error(key, "an integer (-1: every layer)");
+    int32_t n = 0;
+    HEARTH_ASSIGN_OR_RETURN(n, int32_in(key, *number, -1, INT32_MAX));
+    if (key == "n_gpu_layers") {
+      config.n_gpu_layers = n;
+    } else {
+      config.speculative.draft_n_gpu_layers = n;
+    }
+    return OkStatus();
+  }
   // Speculative decoding (docs/api.md "Speculative decoding").
   if (key == "draft_model") {
     if (!text) return type_error(key, "a string (a GGUF path)");
@@ -261,6 +301,7 @@ Status finish_model_config(runtime::ModelConfig& config) {
   if (config.n_batch < config.n_seq_max)
     return InvalidArgument("n_batch: must be >= n_seq_max (" + std::to_string(config.n_seq_max) +
                            "), got " + std::to_string(config.n_batch));
+  HEARTH_RETURN_IF_ERROR(check_layers_fit_device(config));
   if (config.id.empty()) {
     config.id = runtime::model_id_from(std::filesystem::path(config.model_path).stem().string());
   }

@@ -38,6 +38,10 @@ runtime::ModelConfig default_model_config();
 // Speculative decoding: "draft_model" (a GGUF path), "speculative" ("none", "draft",
 // "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256) and
 // "ngram_max" (1..8) are runtime::SpeculativeConfig's fields.
+// Devices (docs/gpu.md): "device" ("cpu", "cuda", "cuda:N": hearth::parse_device) and
+// "n_gpu_layers" (-1 = every layer, or a count; > 0 needs a GPU device, checked by
+// finish_model_config), and the draft model's "draft_device" / "draft_n_gpu_layers"
+// (default: the target's).
 // InvalidArgument names the key.
 // "chat_template_file" (a path) reads a Jinja chat template that replaces the GGUF's
 // tokenizer.chat_template for this model (ModelConfig::chat_template); a file that cannot
@@ -63,8 +67,14 @@ Result<runtime::AdapterSpec> parse_adapter_arg(std::string_view text);
 // /hearth/models): a path and an optional finite scale. InvalidArgument names `field`.
 Status check_adapter_entry(const runtime::AdapterSpec& spec, const std::string& field);
 
+// n_gpu_layers against device, and the draft's pair (a draft_device without its own
+// count puts every draft layer on it; without a draft_device the draft follows the
+// target): a count > 0 needs a GPU device. InvalidArgument names the layers key.
+Status check_layers_fit_device(const runtime::ModelConfig& config);
+
 // Checks what a model needs after its settings: a path; a fingerprint for fast_unsafe;
-// n_batch >= n_seq_max; an id made from the file's name when none was given.
+// n_batch >= n_seq_max; check_layers_fit_device; an id made from the file's name when none was
+// given.
 Status finish_model_config(runtime::ModelConfig& config);
 
 }  // namespace hearth::server

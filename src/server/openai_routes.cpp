@@ -42,7 +42,11 @@ json model_json(const ModelDescription& m) {
       {"created",
        std::chrono::duration_cast<std::chrono::seconds>(m.loaded_at.time_since_epoch()).count()},
       {"owned_by", "hearth"},
-      {"context_length", m.context_size}};
+      {"context_length", m.context_size},
+      // Where its layers run: "cpu" or the GPU ("cuda:0 NVIDIA H200, sm_90"), and how
+      // many of them run there (docs/gpu.md).
+      {"device", m.device},
+      {"n_gpu_layers", m.n_gpu_layers}};
 }
 
 ApiError generation_error(const Status& status) {

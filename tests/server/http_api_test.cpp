@@ -284,6 +284,9 @@ TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
   auto models = client_->Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(json::parse(models->body)["data"][0]["id"], "tiny");
+  // Where the model's layers run (BackendInfo::device): the stub is a CPU backend.
+  EXPECT_EQ(json::parse(models->body)["data"][0]["device"], "cpu") << models->body;
+  EXPECT_EQ(json::parse(models->body)["data"][0]["n_gpu_layers"], 0) << models->body;
   auto tok = post("/hearth/tokenize", {{"text", "ab"}});
   json tj = json::parse(tok->body);
   EXPECT_EQ(tj["tokens"], json::array({'a' + 3, 'b' + 3})) << tok->body;  // the stub's bytes + 3
@@ -362,6 +365,18 @@ TEST_F(HttpApiTest, ModelLoadingOnlyFromModelsDir) {
   EXPECT_EQ(m2["n_seq_max"], 2);
   EXPECT_EQ(m2["context_length"], 512);
   EXPECT_EQ(m2["tier"], "ram");
+  EXPECT_EQ(m2["device"], "cpu");
+  EXPECT_EQ(m2["n_gpu_layers"], 0);
+  // The device keys: a text parse_device refuses, or a count, is a 400 naming the key.
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"device", "gpu"}}),
+               400, "device");
+  expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"n_gpu_layers", -5}}),
+               400, "n_gpu_layers");
+  auto counted =
+      post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"n_gpu_layers", 8}});
+  expect_error(counted, 400, "");
+  EXPECT_NE(counted->body.find("n_gpu_layers: 8 layers on a GPU"), std::string::npos)
+      << counted->body;
   expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"colour", 1}}), 400,
                "colour");
   expect_error(post("/hearth/models", {{"path", "sub/m.gguf"}, {"id", "m3"}, {"tier", "bogus"}}),

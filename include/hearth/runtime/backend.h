@@ -40,6 +40,10 @@ struct BackendInfo {
   int32_t n_embd = 0;      // embedding width
   std::string quant_type;  // e.g. "q4_k_m", "f16"
   int32_t quant_bits = 0;
+  // Where the layers run (hearth::ModelInfo::device): "cpu", or the GPU's description
+  // ("cuda:0 NVIDIA H200, sm_90"), and how many layers run on it (0 on the CPU).
+  std::string device = "cpu";
+  int32_t n_gpu_layers = 0;
   uint64_t memory_estimate_bytes = 0;  // weights + the KV committed for all sequences
   std::vector<TokenId> eog_tokens;     // end-of-generation tokens (EOS, EOT, ...)
   std::string chat_template;           // tokenizer.chat_template (Jinja text) or empty

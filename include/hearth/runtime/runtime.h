@@ -151,6 +151,11 @@ struct SpeculativeConfig {
   // Draft model: drafting stops at a token whose draft probability is below this (0..1).
   float draft_p_min = 0.0f;
   int32_t ngram_max = 3;  // prompt lookup tries the last ngram_max..1 tokens (1..8)
+  // Where the draft model's layers run (ModelConfig::device / n_gpu_layers' meaning).
+  // Unset draft_device: the target's device and layer count; a draft_device without
+  // draft_n_gpu_layers puts every draft layer on it.
+  std::optional<std::string> draft_device;
+  std::optional<int32_t> draft_n_gpu_layers;
   SpeculativeType resolved_type() const {
     return type ? *type : draft_model.empty() ? SpeculativeType::kNone : SpeculativeType::kDraft;
   }
@@ -191,6 +196,14 @@ struct ModelConfig {
   // no copy at load, pages shared with the page cache) instead of copied once into huge
   // pages with interleaved row groups (the default: faster decode; docs/engine.md).
   bool weights_in_place = false;
+  // Where the engine backend's layers run (EngineOptions::device, docs/gpu.md): "cpu"
+  // (default), "cuda" or "cuda:N" (hearth/engine/device_spec.h), and how many of the
+  // first layers run on the GPU (-1 = every layer and the output head; a count > 0 needs
+  // a GPU device). The load fails naming `device` when the build or the machine lacks
+  // it. Part of the cache namespace through the engine's numerics id (rows never cross
+  // devices). A custom BackendFactory refuses any device but "cpu".
+  std::string device = "cpu";
+  int32_t n_gpu_layers = -1;
   // Embeddings' pooling when a request names none; unset: the model's own (GGUF
   // <arch>.pooling_type, else mean).
   std::optional<Pooling> pooling;
@@ -332,6 +345,8 @@ struct LoadedModelInfo {
   bool embedding_only = false;       // bert: embeddings only, generation is refused
   std::string quant_type;
   int32_t quant_bits = 0;
+  std::string device = "cpu";  // BackendInfo::device ("cuda:0 NVIDIA H200, sm_90")
+  int32_t n_gpu_layers = 0;    // BackendInfo::n_gpu_layers (0 on the CPU)
   Tier tier = Tier::kRam;
   std::string fingerprint_hex;
   std::string ctx_params_hash_hex;
