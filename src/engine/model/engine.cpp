@@ -7,6 +7,7 @@
 
 #include "engine/model/engine_impl.h"
 #include "hearth/engine/context.h"
+#include "hearth/engine/device_spec.h"
 #include "hearth/log.h"
 #if __has_include("hearth/engine/tokenizer.h")
 #include "hearth/engine/tokenizer.h"
@@ -172,14 +173,12 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
 
   // The layers on a GPU: how many (n_gpu_layers -1 or >= n_layer: all, and the output
   // head with them; 0: none, the CPU runs everything).
-  HEARTH_ASSIGN_OR_RETURN(const engine::DeviceChoice device,
-                          engine::parse_device_option(options.device));
+  Result<DeviceSpec> device = parse_device(options.device);
+  if (!device.ok()) return InvalidArgument("device: " + device.status().message());
+  if (Status st = check_n_gpu_layers(options.n_gpu_layers, *device); !st.ok())
+    return InvalidArgument("n_gpu_layers: " + st.message());
   int32_t n_gpu = 0;
-  if (device.device_index >= 0) {
-    if (options.n_gpu_layers < -1) {
-      return InvalidArgument("n_gpu_layers must be -1 (all) or >= 0, got " +
-                             std::to_string(options.n_gpu_layers));
-    }
+  if (!device->is_cpu()) {
     n_gpu = options.n_gpu_layers < 0 ? hp.n_layer : std::min(options.n_gpu_layers, hp.n_layer);
   }
   impl->pool = std::make_unique<kb::ThreadPool>(options.n_threads);
@@ -209,7 +208,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     HEARTH_ASSIGN_OR_RETURN(const engine::ModelWeights file_views,
                             engine::bind_weights(impl->file, hp));
     engine::GpuLayersConfig gc;
-    gc.device_index = device.device_index;
+    gc.device_index = device->index;
     gc.n_layers = n_gpu;
     gc.output = n_gpu == hp.n_layer;
     gc.n_kv_seq = n_kv_seq;

@@ -1,27 +1,9 @@
 #include "engine/model/gpu_layers.h"
 
-#include <charconv>
+#include "hearth/engine/device_spec.h"
+
 #include <cmath>
 #include <cstring>
-
-namespace hearth::engine {
-
-Result<DeviceChoice> parse_device_option(const std::string& device) {
-  if (device.empty() || device == "cpu") return DeviceChoice{-1};
-  if (device == "cuda") return DeviceChoice{0};
-  constexpr std::string_view kCuda = "cuda:";
-  if (device.compare(0, kCuda.size(), kCuda) == 0 && device.size() > kCuda.size()) {
-    int index = -1;
-    const char* first = device.data() + kCuda.size();
-    const char* last = device.data() + device.size();
-    const auto [end, ec] = std::from_chars(first, last, index);
-    if (ec == std::errc() && end == last && index >= 0 && index < 64) return DeviceChoice{index};
-  }
-  return InvalidArgument("device must be \"cpu\", \"cuda\" or \"cuda:N\" (N in [0, 64)), got \"" +
-                         device + "\"");
-}
-
-}  // namespace hearth::engine
 
 #if !HEARTH_HAVE_CUDA
 
@@ -220,10 +202,8 @@ Result<std::unique_ptr<GpuLayers>> GpuLayers::create(const Hparams& hp, const Mo
                                                      const EngineOptions& opts,
                                                      const GpuLayersConfig& config) {
   HEARTH_RETURN_IF_ERROR(check_supported(hp, opts));
-  std::string why;
-  if (!cu::available(config.device_index, &why)) {
-    return Unavailable("device " + opts.device + ": " + why);
-  }
+  HEARTH_RETURN_IF_ERROR(
+      check_device_available(DeviceSpec{DeviceSpec::Kind::kCuda, config.device_index}));
   auto st = std::make_unique<State>();
   st->cfg = config;
   st->hp = hp;

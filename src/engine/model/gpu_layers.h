@@ -23,12 +23,6 @@
 
 namespace hearth::engine {
 
-// "cpu" or "cuda[:N]" parsed: device_index -1 is the CPU.
-struct DeviceChoice {
-  int device_index = -1;
-};
-Result<DeviceChoice> parse_device_option(const std::string& device);
-
 struct GpuLayersConfig {
   int device_index = 0;
   int32_t n_layers = 0;  // layers [0, n_layers) run on the GPU
