@@ -14,12 +14,31 @@ namespace hearth::engine {
 namespace {
 
 TEST(KvStoreTest, BadShapesAreErrorsNamingTheValues) {
-  for (auto [s, l, c, d] : {std::tuple{0, 2, 8, 4}, std::tuple{1, 0, 8, 4}, std::tuple{1, 2, -1, 4},
-                            std::tuple{1, 2, 8, 0}}) {
+  for (auto [s, l, c, d] : {std::tuple{0, 2, 8, 4}, std::tuple{1, -1, 8, 4},
+                            std::tuple{1, 2, -1, 4}, std::tuple{1, 2, 8, 0}}) {
     auto kv = KvStore::create(s, l, c, d);
     ASSERT_FALSE(kv.ok());
     EXPECT_NE(kv.status().message().find("must be positive"), std::string::npos);
   }
+}
+
+// No layers (a GPU holds every layer's KV): lengths only, empty packed rows.
+TEST(KvStoreTest, ZeroLayersKeepsLengthsOnly) {
+  auto created = KvStore::create(2, 0, 16, 8);
+  ASSERT_TRUE(created.ok()) << created.status().to_string();
+  KvStore& kv = *created;
+  EXPECT_EQ(kv.bytes_per_position(), 0u);
+  EXPECT_EQ(kv.pack_bytes(10), 0u);
+  kv.append_to(1, 10);
+  EXPECT_EQ(kv.len(1), 10);
+  EXPECT_TRUE(kv.import_runs(0, 5).empty());
+  kv.commit_import(0, 5);
+  EXPECT_EQ(kv.len(0), 5);
+  EXPECT_TRUE(kv.copy_prefix(1, 0, 7).ok());
+  EXPECT_EQ(kv.len(0), 7);
+  std::vector<uint8_t> out(3);
+  kv.pack(1, 10, out);
+  EXPECT_TRUE(out.empty());
 }
 
 TEST(KvStoreTest, RowsStartZeroedAndAreDistinct) {

@@ -25,12 +25,13 @@ namespace {
 
 // The sliding-window layers that keep only a ring (none with swa_full): the window, the
 // slack (a forward chunk appends at most n_batch positions to a sequence) and which.
-engine::KvRing kv_ring(const engine::Hparams& hp, const EngineOptions& o) {
+// first_layer: the host store's layer 0 (the layers before it are on a GPU).
+engine::KvRing kv_ring(const engine::Hparams& hp, const EngineOptions& o, int32_t first_layer = 0) {
   engine::KvRing ring;
   if (hp.n_swa <= 0 || o.swa_full) return ring;
   ring.window = hp.n_swa;
   ring.slack = o.n_batch;
-  for (int32_t l = 0; l < hp.n_layer; ++l) ring.layers.push_back(hp.layer_slides(l));
+  for (int32_t l = first_layer; l < hp.n_layer; ++l) ring.layers.push_back(hp.layer_slides(l));
   return ring;
 }
 
@@ -200,8 +201,10 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
   impl->info.kv_type = options.kv_type;
   HEARTH_ASSIGN_OR_RETURN(
       engine::KvStore kv,
-      engine::KvStore::create(n_kv_seq, hp.n_layer, impl->opts.n_ctx, hp.kv_dim(), options.kv_type,
-                              kv_ring(hp, options)));
+      // The host store holds the CPU layers' KV only (the GPU layers' is on the device);
+      // it keeps every sequence's length either way.
+      engine::KvStore::create(n_kv_seq, hp.n_layer - n_gpu, impl->opts.n_ctx, hp.kv_dim(),
+                              options.kv_type, kv_ring(hp, options, n_gpu)));
   impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
   if (n_gpu > 0) {
     // The GPU takes the file's own block layout (the arena may have interleaved rows).
@@ -326,11 +329,12 @@ Status Engine::seq_truncate(int32_t seq, int32_t n) {
 }
 
 size_t Engine::kv_bytes_per_position() const {
-  return impl_->kv->bytes_per_position();
+  return impl_->kv->bytes_per_position() + (impl_->gpu ? impl_->gpu->bytes_per_position() : 0);
 }
 
 size_t Engine::kv_pack_bytes(int32_t n_pos) const {
-  return impl_->kv->pack_bytes(std::clamp(n_pos, 0, impl_->kv->n_ctx()));
+  const int32_t n = std::clamp(n_pos, 0, impl_->kv->n_ctx());
+  return impl_->gpu_pack_bytes(n) + impl_->kv->pack_bytes(n);
 }
 
 Status Engine::kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) const {
@@ -346,9 +350,12 @@ Status Engine::kv_pack(int32_t seq, int32_t n_pos, std::vector<uint8_t>& out) co
         std::to_string(n_pos - impl_->kv->window()) + " .. " + std::to_string(n_pos - 1) +
         " (the oldest held is " + std::to_string(impl_->kv->oldest(seq)) + ")");
   }
-  impl_->kv->pack(seq, n_pos, out);
-  // The GPU layers' runs come first in the packed layout (layers 0 .. n_gpu - 1).
-  if (impl_->gpu) return impl_->gpu->pack(seq, n_pos, out.data());
+  // The GPU layers' runs come first in the packed layout (layers 0 .. n_gpu - 1), then
+  // the host store's.
+  const size_t on_gpu = impl_->gpu_pack_bytes(n_pos);
+  out.resize(on_gpu + impl_->kv->pack_bytes(n_pos));
+  if (impl_->gpu) HEARTH_RETURN_IF_ERROR(impl_->gpu->pack(seq, n_pos, out.data()));
+  impl_->kv->pack_to(seq, n_pos, out.data() + on_gpu);
   return OkStatus();
 }
 
@@ -358,12 +365,13 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
     return OutOfRange("kv_unpack: n_pos " + std::to_string(n_pos) + " is outside [0, n_ctx " +
                       std::to_string(impl_->kv->n_ctx()) + "]");
   }
-  const size_t want = impl_->kv->pack_bytes(n_pos);
+  const size_t on_gpu = impl_->gpu_pack_bytes(n_pos);
+  const size_t want = on_gpu + impl_->kv->pack_bytes(n_pos);
   if (bytes.size() != want) {
     return InvalidArgument("kv_unpack: got " + std::to_string(bytes.size()) + " bytes for " +
                            std::to_string(n_pos) + " positions, expected " + std::to_string(want));
   }
-  impl_->kv->unpack(seq, bytes, n_pos);
+  impl_->kv->unpack(seq, bytes.subspan(on_gpu), n_pos);
   if (impl_->gpu) {
     if (Status st = impl_->gpu->unpack(seq, bytes.data(), n_pos); !st.ok()) {
       impl_->kv->set_len(seq, 0);
@@ -398,16 +406,17 @@ Result<std::vector<std::span<uint8_t>>> Engine::kv_import_spans(int32_t seq, int
     return OutOfRange("kv_import_spans: n_pos " + std::to_string(n_pos) + " is outside [0, n_ctx " +
                       std::to_string(impl_->kv->n_ctx()) + "]");
   }
-  std::vector<std::span<uint8_t>> runs = impl_->kv->import_runs(seq, n_pos);
-  if (impl_->gpu && impl_->gpu->n_layers() > 0 && n_pos > 0) {
-    // The GPU layers' runs (the first two per GPU layer) land in pinned staging that the
-    // commit copies to the device in one transfer.
+  std::vector<std::span<uint8_t>> runs;
+  if (impl_->gpu && n_pos > 0) {
+    // The GPU layers' runs (two per GPU layer, first in the packed layout) land in pinned
+    // staging that the commit copies to the device in one transfer.
     HEARTH_ASSIGN_OR_RETURN(std::span<uint8_t> staging, impl_->gpu->import_staging(n_pos));
     const size_t n_runs = 2 * static_cast<size_t>(impl_->gpu->n_layers());
-    if (runs.size() < n_runs) return Internal("kv_import_spans: fewer runs than GPU layers");
     const size_t run = staging.size() / n_runs;
-    for (size_t i = 0; i < n_runs; ++i) runs[i] = staging.subspan(i * run, run);
+    for (size_t i = 0; i < n_runs; ++i) runs.push_back(staging.subspan(i * run, run));
   }
+  std::vector<std::span<uint8_t>> host = impl_->kv->import_runs(seq, n_pos);
+  runs.insert(runs.end(), host.begin(), host.end());
   return runs;
 }
 

@@ -110,6 +110,10 @@ struct Engine::Impl {
   // device; kv keeps the lengths and the CPU layers' rows.
   std::unique_ptr<engine::GpuLayers> gpu;
   int32_t first_cpu_layer() const { return gpu ? gpu->n_layers() : 0; }
+  // Bytes of the GPU layers' part of a packed row of n positions (first in its layout).
+  size_t gpu_pack_bytes(int32_t n) const {
+    return gpu ? static_cast<size_t>(n) * gpu->bytes_per_position() : 0;
+  }
   std::vector<std::vector<LoraUse>> seq_lora;  // Engine::set_lora, per user sequence
   ForwardScratch s;
 

@@ -140,8 +140,9 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
           tq[i - b0] = {upto, s.q16.data() + first, s.att.data() + first};
         }
         engine::attend_tokens(
-            *kv, chunk[static_cast<size_t>(s.attn_order[static_cast<size_t>(b0)])].seq, layer, g,
-            group, std::span(tq, static_cast<size_t>(b1 - b0)), hd, scale, scratch, mask);
+            *kv, chunk[static_cast<size_t>(s.attn_order[static_cast<size_t>(b0)])].seq,
+            layer - first_cpu_layer(), g, group, std::span(tq, static_cast<size_t>(b1 - b0)), hd,
+            scale, scratch, mask);
       }
     }
   });
@@ -151,6 +152,7 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
   const engine::LayerWeights& L = w.layers[static_cast<size_t>(l)];
   const int64_t T = static_cast<int64_t>(chunk.size());
   const int32_t qd = hp.q_dim(), kvd = hp.kv_dim(), hd = hp.head_dim;
+  const int32_t kl = l - first_cpu_layer();  // the layer's index in the host KV store
   matmul_many({{&L.wq, s.q.data()}, {&L.wk, s.k.data()}, {&L.wv, s.v.data()}}, s.xn.data(), T);
   lora_layer(l, engine::LoraTarget::kQ, s.xn.data(), s.q.data(), T);
   lora_layer(l, engine::LoraTarget::kK, s.xn.data(), s.k.data(), T);
@@ -182,16 +184,16 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
     // K and V go to the sequence's store in the KV type before any token attends
     // (quantized rows by the reference quantizers: per token, whatever the batch).
     if (kv->type() == KvType::kF16) {
-      uint16_t* kr = kv->k_row(chunk[t].seq, l, chunk[t].pos);
-      uint16_t* vr = kv->v_row(chunk[t].seq, l, chunk[t].pos);
+      uint16_t* kr = kv->k_row(chunk[t].seq, kl, chunk[t].pos);
+      uint16_t* vr = kv->v_row(chunk[t].seq, kl, chunk[t].pos);
       for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
       for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
     } else {
       const gguf::TensorType qt =
           kv->type() == KvType::kQ8_0 ? gguf::TensorType::kQ8_0 : gguf::TensorType::kQ4_0;
       // kv_dim is a multiple of 32 (checked at load): these cannot fail.
-      (void)engine::quantize_row(qt, k, kv->k_bytes(chunk[t].seq, l, chunk[t].pos), kvd);
-      (void)engine::quantize_row(qt, v, kv->v_bytes(chunk[t].seq, l, chunk[t].pos), kvd);
+      (void)engine::quantize_row(qt, k, kv->k_bytes(chunk[t].seq, kl, chunk[t].pos), kvd);
+      (void)engine::quantize_row(qt, v, kv->v_bytes(chunk[t].seq, kl, chunk[t].pos), kvd);
     }
     float* q16 = s.q16.data() + t * qd;
     if (hp.q_scale > 0) {

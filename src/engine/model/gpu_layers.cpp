@@ -35,6 +35,9 @@ std::string GpuLayers::tag() const {
 uint64_t GpuLayers::device_bytes() const {
   return 0;
 }
+size_t GpuLayers::bytes_per_position() const {
+  return 0;
+}
 Status GpuLayers::run(std::span<const BatchToken>, const float*, const float*, float*, float*) {
   return Unsupported("no CUDA backend");
 }
@@ -302,6 +305,9 @@ bool GpuLayers::has_output() const {
 }
 uint64_t GpuLayers::device_bytes() const {
   return st_->device_bytes;
+}
+size_t GpuLayers::bytes_per_position() const {
+  return static_cast<size_t>(st_->cfg.n_layers) * 2 * st_->row_bytes;
 }
 
 std::string GpuLayers::description() const {

@@ -50,6 +50,8 @@ class GpuLayers {
   std::string description() const;  // "cuda:0 NVIDIA H200, sm_90"
   std::string tag() const;          // numerics_id() suffix
   uint64_t device_bytes() const;    // weights + KV + scratch on the device
+  // KV bytes of one position of every GPU layer (K and V, F16).
+  size_t bytes_per_position() const;
 
   // Runs the GPU layers over one chunk. x: the chunk's embeddings (T x n_embd, host);
   // rope: T x n_rot angles (engine/model/rope.h). When x_out is set, the hidden state

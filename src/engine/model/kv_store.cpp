@@ -67,10 +67,12 @@ int32_t KvStore::ring_capacity_for(int32_t window, int32_t slack, int32_t n_ctx)
 
 Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
                                 KvType type, const KvRing& ring) {
-  if (n_seq < 1 || n_layer < 1 || n_ctx < 1 || kv_dim < 1) {
-    return InvalidArgument("KV store: n_seq, n_layer, n_ctx and kv_dim must be positive (got " +
-                           std::to_string(n_seq) + ", " + std::to_string(n_layer) + ", " +
-                           std::to_string(n_ctx) + ", " + std::to_string(kv_dim) + ")");
+  // n_layer 0 is a store of lengths only: every layer's KV lives on a GPU (GpuLayers).
+  if (n_seq < 1 || n_layer < 0 || n_ctx < 1 || kv_dim < 1) {
+    return InvalidArgument(
+        "KV store: n_seq, n_ctx and kv_dim must be positive and n_layer >= 0 (got " +
+        std::to_string(n_seq) + ", " + std::to_string(n_layer) + ", " + std::to_string(n_ctx) +
+        ", " + std::to_string(kv_dim) + ")");
   }
   if (type != KvType::kF16 && kv_dim % kKvBlock != 0) {
     return InvalidArgument(std::string("KV store: kv_type ") + kv_type_name(type) +
@@ -84,7 +86,7 @@ Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, i
   KvStore kv(n_seq, n_layer, n_ctx, kv_dim, type, ring);
   const size_t bytes = kv.seq_bytes_;
   kv.blocks_.reserve(static_cast<size_t>(n_seq));
-  for (int32_t s = 0; s < n_seq; ++s) {
+  for (int32_t s = 0; s < n_seq && bytes > 0; ++s) {
     HEARTH_ASSIGN_OR_RETURN(HugePageRegion block,
                             HugePageRegion::create(bytes, "the KV cache of a sequence"));
     // Fresh anonymous memory reads as zeros; writing it commits every page here, at
@@ -146,12 +148,15 @@ void KvStore::runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int3
 
 void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
   out.resize(pack_bytes(n));
+  pack_to(seq, n, out.data());
+}
+
+void KvStore::pack_to(int32_t seq, int32_t n, uint8_t* dst) const {
   std::vector<std::span<uint8_t>> spans;
   auto* self = const_cast<KvStore*>(this);  // runs() hands out writable spans; only read here
   for (int32_t l = 0; l < n_layer_; ++l) {
     for (int32_t kind = 0; kind < 2; ++kind) self->runs(seq, l, kind, pack_first(l, n), n, spans);
   }
-  uint8_t* dst = out.data();
   for (const std::span<uint8_t> r : spans) {
     std::memcpy(dst, r.data(), r.size());
     dst += r.size();

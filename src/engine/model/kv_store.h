@@ -44,7 +44,8 @@ struct KvRing {
 
 class KvStore {
  public:
-  // n_seq blocks of n_layer * 2 rows of kv_dim values of `type` per slot: n_ctx slots per
+  // n_seq blocks of n_layer * 2 rows of kv_dim values of `type` per slot (n_layer 0: no
+  // memory, lengths only, when a GPU holds every layer's KV): n_ctx slots per
   // layer, ring_capacity() for ring's layers; an error when the memory cannot be mapped
   // or kv_dim does not fit the type's blocks.
   static Result<KvStore> create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
@@ -119,6 +120,8 @@ class KvStore {
   // Copies of the positions a packed row of n holds (the layout above); pack_ok(seq, n)
   // is the caller's check.
   void pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const;
+  // The same bytes written at dst (pack_bytes(n) of them).
+  void pack_to(int32_t seq, int32_t n, uint8_t* dst) const;
   // bytes.size() == pack_bytes(n) is the caller's check.
   void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
   // The runs pack() would copy for n positions, writable and in pack's order (a reader
