@@ -205,7 +205,7 @@ int generate(const std::string& model, const std::string& prompt, int n, EngineO
 }
 
 int check_reference(const std::string& case_path, std::string model, EngineOptions opts,
-                    const std::vector<std::string>& lora) {
+                    const std::vector<std::string>& lora, const std::string& out) {
   auto c = engine::parse_reference_case(case_path);
   if (!c.ok()) return fail(c.status());
   if (model.empty()) model = engine::resolve_reference_model(*c);
@@ -217,8 +217,16 @@ int check_reference(const std::string& case_path, std::string model, EngineOptio
   auto loaded = Engine::load(model, opts);
   if (!loaded.ok()) return fail(loaded.status());
   if (Status st = apply_lora(**loaded, lora, opts.n_seq_max); !st.ok()) return fail(st);
-  auto r = engine::run_reference_case(**loaded, *c);
+  auto r = engine::run_reference_case(**loaded, *c, /*keep_rows=*/!out.empty());
   if (!r.ok()) return fail(r.status());
+  if (!out.empty()) {  // every step's logits, teacher-forced: raw float32 LE rows of n_vocab
+    FILE* f = std::fopen(out.c_str(), "wb");
+    const bool ok = f != nullptr &&
+                    std::fwrite(r->rows.data(), sizeof(float), r->rows.size(), f) == r->rows.size();
+    if (f != nullptr && std::fclose(f) != 0)
+      return fail(IoError("--out " + out + ": cannot write"));
+    if (!ok) return fail(IoError("--out " + out + ": cannot write"));
+  }
   for (size_t i = 0; i < c->steps.size(); ++i) {
     std::printf("step %zu token %d top5", i, r->argmax[i]);
     for (size_t k = 0; k < 5; ++k) {
@@ -262,7 +270,8 @@ Registrar reg("logits", [](CLI::App& root) {
   cmd->add_option("--lora", args->lora,
                   "LoRA adapter FILE[:SCALE] (llama.cpp's GGUF adapter format; repeatable)");
   cmd->add_option("--out", args->out,
-                  "write every step's logits (float32 LE, n_vocab per step) to this file");
+                  "write every step's logits (float32 LE, n_vocab per step) to this file (with "
+                  "--reference: the teacher-forced steps')");
   cmd->callback([args] {
     EngineOptions opts;
     opts.n_threads = args->threads;
@@ -272,7 +281,7 @@ Registrar reg("logits", [](CLI::App& root) {
       return;
     }
     if (!args->reference.empty()) {
-      exit_code() = check_reference(args->reference, args->model, opts, args->lora);
+      exit_code() = check_reference(args->reference, args->model, opts, args->lora, args->out);
     } else if (args->model.empty()) {
       exit_code() = fail(InvalidArgument("-m MODEL is required (or --reference CASE)"));
     } else {

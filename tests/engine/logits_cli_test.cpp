@@ -97,6 +97,42 @@ TEST_F(LogitsCli, ReferenceModePrintsStepsAndSummaryAndPasses) {
   EXPECT_EQ(tm, "1") << "our tokenization of prompt_text equals prompt_tokens";
 }
 
+// --out with --reference writes the teacher-forced steps' whole rows: n_vocab floats per
+// step, whose reference ids hold the logits the step lines print.
+TEST_F(LogitsCli, ReferenceModeOutWritesEveryStepsRow) {
+  auto ref = engine::parse_reference_case(case_);
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  const std::string file = ::testing::TempDir() + "/logits_cli_rows.bin";
+  int rc = -1;
+  const std::string out =
+      testing::run_command(std::string(HEARTH_CLI_PATH) + " logits --reference '" + case_ +
+                               "' -t 1 --out '" + file + "'",
+                           &rc);
+  EXPECT_EQ(rc, 0) << out;
+  std::ifstream g(file, std::ios::binary | std::ios::ate);
+  const size_t bytes = static_cast<size_t>(g.tellg());
+  ASSERT_EQ(bytes, ref->steps.size() * static_cast<size_t>(ref->n_vocab) * sizeof(float));
+  std::vector<float> all(bytes / sizeof(float));
+  g.seekg(0);
+  g.read(reinterpret_cast<char*>(all.data()), static_cast<std::streamsize>(bytes));
+  const auto lines = lines_of(out);
+  for (size_t i = 0; i < ref->steps.size(); ++i) {
+    std::istringstream ls(lines[i]);
+    std::string skip;
+    for (int k = 0; k < 5; ++k) ls >> skip;  // step i token id top5
+    for (size_t k = 0; k < 5; ++k) {
+      std::string pair;
+      ls >> pair;
+      const size_t colon = pair.find(':');
+      const int32_t id = std::stoi(pair.substr(0, colon));
+      EXPECT_NEAR(all[i * static_cast<size_t>(ref->n_vocab) + static_cast<size_t>(id)],
+                  std::stod(pair.substr(colon + 1)), 1e-5)
+          << "step " << i << " id " << id;
+    }
+  }
+  std::remove(file.c_str());
+}
+
 // A case whose logits are moved by 1.0 is outside the F32 bound: exit 1. A case whose
 // prompt_tokens differ from our tokenization of prompt_text reports tokens_match 0.
 TEST_F(LogitsCli, ReferenceModeFailsOutsideTheBounds) {

@@ -139,7 +139,7 @@ Result<bool> try_runner_up(Engine& engine, const BatchToken& last, const Referen
 
 }  // namespace
 
-Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& c) {
+Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& c, bool keep_rows) {
   const int32_t n_vocab = engine.info().n_vocab;
   if (c.n_vocab != n_vocab) {
     return InvalidArgument(c.path + ": case n_vocab " + std::to_string(c.n_vocab) +
@@ -173,6 +173,7 @@ Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& 
     }
     const int32_t ours = Sampler::greedy(logits);
     r.argmax.push_back(ours);
+    if (keep_rows) r.rows.insert(r.rows.end(), logits.begin(), logits.end());
     std::array<float, 5> mine{};
     for (size_t k = 0; k < 5; ++k) {
       const auto [id, ref_logit] = ref.top5[k];

@@ -49,6 +49,9 @@ ReferenceBounds reference_bounds(const ModelInfo& info);
 struct ReferenceReport {
   std::vector<int32_t> argmax;               // ours, per step
   std::vector<std::array<float, 5>> logits;  // ours, for the reference's five ids
+  // Ours, every step's whole row (n_vocab floats each), when run_reference_case was asked
+  // to keep them (`hearth logits --reference CASE --out F`).
+  std::vector<float> rows;
   double max_abs_diff = 0;
   double mean_abs_diff = 0;
   int32_t top1_violations = 0;       // steps with a clear llama.cpp top-1 that we miss
@@ -74,6 +77,7 @@ inline constexpr float kRouterTieMargin = 0.01f;
 // token is run again with the runner-up on each nearly tied layer
 // (Engine::route_runner_up); the closest alternative is kept (logits and KV) when it
 // is within the bound, and counted in rerouted_steps.
-Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& c);
+Result<ReferenceReport> run_reference_case(Engine& engine, const ReferenceCase& c,
+                                           bool keep_rows = false);
 
 }  // namespace hearth::engine
