@@ -22,6 +22,7 @@
 
 #include "engine/model/reference_check.h"
 #include "hearth/engine/engine.h"
+#include "test_tokens.h"
 #if HEARTH_HAVE_CUDA
 #include "engine/cuda/cuda_api.h"
 #endif
@@ -81,14 +82,7 @@ std::unique_ptr<Engine> load_on(const std::string& path, const std::string& devi
 }
 
 std::vector<int32_t> random_tokens(int32_t n, int32_t n_vocab, uint32_t seed) {
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  uint32_t x = seed;
-  for (auto& t : out) {
-    x = x * 1664525u + 1013904223u;
-    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-  }
-  out[0] = 1;
-  return out;
+  return testing::lcg_tokens(n, n_vocab, seed);
 }
 
 // Feeds `tokens` to seq in chunks of `chunk` (every position's logits), optionally with

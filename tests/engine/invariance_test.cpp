@@ -21,6 +21,7 @@
 
 #include "gen_model_test_util.h"
 #include "hearth/engine/engine.h"
+#include "test_tokens.h"
 
 namespace hearth {
 namespace {
@@ -40,14 +41,7 @@ std::string model_path(const std::string& file) {
 }
 
 std::vector<int32_t> random_tokens(int32_t n, int32_t n_vocab, uint32_t seed) {
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  uint32_t x = seed;
-  for (auto& t : out) {
-    x = x * 1664525u + 1013904223u;
-    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-  }
-  out[0] = 1;
-  return out;
+  return testing::lcg_tokens(n, n_vocab, seed);
 }
 
 struct RunResult {
@@ -203,16 +197,15 @@ TEST_P(KvTypeInvarianceTest, BitIdenticalAcrossBatchingThreadsAndNeighbours) {
   check_full_matrix(path, kv_type);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    KvTypes, KvTypeInvarianceTest,
-    ::testing::Values(std::tuple{"small-llama-q4_0.gguf", KvType::kQ8_0},
-                      std::tuple{"small-gemma2-q8_0.gguf", KvType::kQ8_0},
-                      std::tuple{"small-qwen3-q4_k_m.gguf", KvType::kQ4_0},
-                      std::tuple{"small-qwen3moe-q8_0.gguf", KvType::kQ4_0}),
-    [](const auto& info) {
-      return test_name(fs::path(std::get<0>(info.param)).stem().string() + "_" +
-                       kv_type_name(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(KvTypes, KvTypeInvarianceTest,
+                         ::testing::Values(std::tuple{"small-llama-q4_0.gguf", KvType::kQ8_0},
+                                           std::tuple{"small-gemma2-q8_0.gguf", KvType::kQ8_0},
+                                           std::tuple{"small-qwen3-q4_k_m.gguf", KvType::kQ4_0},
+                                           std::tuple{"small-qwen3moe-q8_0.gguf", KvType::kQ4_0}),
+                         [](const auto& info) {
+                           return test_name(fs::path(std::get<0>(info.param)).stem().string() +
+                                            "_" + kv_type_name(std::get<1>(info.param)));
+                         });
 
 // gen-model `small` in each type gen-model writes, produced by the hearth binary.
 class GenModelInvarianceTest : public ::testing::TestWithParam<std::string> {};

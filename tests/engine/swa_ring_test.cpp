@@ -14,6 +14,7 @@
 
 #include "gen_model_test_util.h"
 #include "hearth/engine/engine.h"
+#include "test_tokens.h"
 
 namespace hearth {
 namespace {
@@ -23,14 +24,7 @@ constexpr int32_t kMore = 12;        // tokens decoded one by one after the prom
 constexpr int32_t kSmallBatch = 16;  // ring of round_up(64 + 16, 16) = 80 positions
 
 std::vector<int32_t> tokens(int32_t n, int32_t n_vocab, uint32_t seed) {
-  std::vector<int32_t> out(static_cast<size_t>(n));
-  uint32_t x = seed;
-  for (auto& t : out) {
-    x = x * 1664525u + 1013904223u;
-    t = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab));
-  }
-  out[0] = 1;
-  return out;
+  return testing::lcg_tokens(n, n_vocab, seed);
 }
 
 std::unique_ptr<Engine> load(const std::string& path, KvType type, bool swa_full, int32_t n_batch) {

@@ -62,52 +62,19 @@ void* emu_alloc(size_t bytes) {
 }
 }  // namespace
 
-DeviceBuffer::~DeviceBuffer() {
-  std::free(data_);
+Error device_alloc(void** p, size_t bytes) {
+  *p = emu_alloc(bytes);
+  return *p != nullptr ? Error() : Error("cudaMalloc: out of memory");
 }
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    std::free(data_);
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
+void device_free(void* p) {
+  std::free(p);
 }
-Error DeviceBuffer::allocate(size_t bytes) {
-  std::free(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-  if (bytes == 0) return {};
-  data_ = emu_alloc(bytes);
-  if (data_ == nullptr) return "cudaMalloc: out of memory";
-  bytes_ = bytes;
-  return {};
+Error pinned_alloc(void** p, size_t bytes) {
+  *p = emu_alloc(bytes);
+  return *p != nullptr ? Error() : Error("cudaMallocHost: out of memory");
 }
-
-PinnedBuffer::~PinnedBuffer() {
-  std::free(data_);
-}
-PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    std::free(data_);
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-Error PinnedBuffer::allocate(size_t bytes) {
-  std::free(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-  if (bytes == 0) return {};
-  data_ = emu_alloc(bytes);
-  if (data_ == nullptr) return "cudaMallocHost: out of memory";
-  bytes_ = bytes;
-  return {};
+void pinned_free(void* p) {
+  std::free(p);
 }
 
 Error copy_to_device(void* dst, const void* src, size_t bytes, const Stream&) {

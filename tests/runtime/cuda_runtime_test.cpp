@@ -13,12 +13,6 @@ namespace hearth::runtime {
 namespace {
 using namespace testing;
 
-std::string reference_model(const std::string& file) {
-  const std::string root = std::string(HEARTH_SHARED_DIR) + "/reference/";
-  if (std::filesystem::exists(root + "models/" + file)) return root + "models/" + file;
-  return root + "architectures/models/" + file;
-}
-
 #define REQUIRE_CUDA0()                                                    \
   do {                                                                     \
     const Status usable = check_device_available(*parse_device("cuda:0")); \

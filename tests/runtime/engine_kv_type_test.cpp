@@ -13,12 +13,6 @@ namespace hearth::runtime {
 namespace {
 using namespace testing;
 
-std::string reference_model(const std::string& file) {
-  const std::string root = std::string(HEARTH_SHARED_DIR) + "/reference/";
-  if (std::filesystem::exists(root + "models/" + file)) return root + "models/" + file;
-  return root + "architectures/models/" + file;
-}
-
 ModelConfig kv_config(std::string id, const std::string& path, KvType kv_type, bool caching) {
   ModelConfig c = engine_config(std::move(id), path, /*n_seq_max=*/1, caching);
   c.kv_type = kv_type;

@@ -6,12 +6,21 @@
 // The story prompt is longer than gemma's 64-position sliding window.
 #pragma once
 
+#include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "stub_fixture.h"
 
 namespace hearth::runtime::testing {
+
+// A model of the shared reference set: reference/models/FILE, else the architecture set's.
+inline std::string reference_model(const std::string& file) {
+  const std::string root = std::string(HEARTH_SHARED_DIR) + "/reference/";
+  if (std::filesystem::exists(root + "models/" + file)) return root + "models/" + file;
+  return root + "architectures/models/" + file;
+}
 
 inline constexpr const char* kWarmColdStory =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the "

@@ -84,64 +84,30 @@ Error Stream::sync() const {
                   "cudaStreamSynchronize");
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) cudaFree(data_);
-}
-
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (data_ != nullptr) cudaFree(data_);
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-Error DeviceBuffer::allocate(size_t bytes) {
-  if (data_ != nullptr) cudaFree(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-  if (bytes == 0) return {};
-  void* p = nullptr;
-  if (Error e = error_of(cudaMalloc(&p, bytes), "cudaMalloc"); !e.empty()) {
+Error device_alloc(void** p, size_t bytes) {
+  *p = nullptr;
+  if (Error e = error_of(cudaMalloc(p, bytes), "cudaMalloc"); !e.empty()) {
+    *p = nullptr;
     return e + " of " + std::to_string(bytes) + " bytes";
   }
-  data_ = p;
-  bytes_ = bytes;
   return {};
 }
 
-PinnedBuffer::~PinnedBuffer() {
-  if (data_ != nullptr) cudaFreeHost(data_);
+void device_free(void* p) {
+  cudaFree(p);
 }
 
-PinnedBuffer::PinnedBuffer(PinnedBuffer&& o) noexcept
-    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
-  if (this != &o) {
-    if (data_ != nullptr) cudaFreeHost(data_);
-    data_ = std::exchange(o.data_, nullptr);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
-}
-
-Error PinnedBuffer::allocate(size_t bytes) {
-  if (data_ != nullptr) cudaFreeHost(data_);
-  data_ = nullptr;
-  bytes_ = 0;
-  if (bytes == 0) return {};
-  void* p = nullptr;
-  if (Error e = error_of(cudaMallocHost(&p, bytes), "cudaMallocHost"); !e.empty()) {
+Error pinned_alloc(void** p, size_t bytes) {
+  *p = nullptr;
+  if (Error e = error_of(cudaMallocHost(p, bytes), "cudaMallocHost"); !e.empty()) {
+    *p = nullptr;
     return e + " of " + std::to_string(bytes) + " bytes";
   }
-  data_ = p;
-  bytes_ = bytes;
   return {};
+}
+
+void pinned_free(void* p) {
+  cudaFreeHost(p);
 }
 
 Error copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream) {

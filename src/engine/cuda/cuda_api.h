@@ -45,16 +45,43 @@ class Stream {
   void* handle_ = nullptr;
 };
 
-// Device memory (cudaMalloc), owned; moves, never copies.
-class DeviceBuffer {
+// The allocators under DeviceBuffer and PinnedBuffer: device memory (cudaMalloc) and
+// page-locked host memory (cudaMallocHost). *p is null on error.
+Error device_alloc(void** p, size_t bytes);
+void device_free(void* p);
+Error pinned_alloc(void** p, size_t bytes);
+void pinned_free(void* p);
+
+// Owned memory from one of those allocators; moves, never copies.
+template <Error (*Alloc)(void**, size_t), void (*Free)(void*)>
+class OwnedBuffer {
  public:
-  DeviceBuffer() = default;
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  Error allocate(size_t bytes);  // frees what it held first; contents unspecified
+  OwnedBuffer() = default;
+  ~OwnedBuffer() { reset(); }
+  OwnedBuffer(OwnedBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) {
+    o.data_ = nullptr;
+    o.bytes_ = 0;
+  }
+  OwnedBuffer& operator=(OwnedBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      data_ = o.data_;
+      bytes_ = o.bytes_;
+      o.data_ = nullptr;
+      o.bytes_ = 0;
+    }
+    return *this;
+  }
+  OwnedBuffer(const OwnedBuffer&) = delete;
+  OwnedBuffer& operator=(const OwnedBuffer&) = delete;
+  // Frees what it held first; contents unspecified.
+  Error allocate(size_t bytes) {
+    reset();
+    if (bytes == 0) return {};
+    Error e = Alloc(&data_, bytes);
+    if (e.empty()) bytes_ = bytes;
+    return e;
+  }
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   template <class T>
@@ -63,32 +90,20 @@ class DeviceBuffer {
   }
 
  private:
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
-
-// Page-locked host memory (cudaMallocHost): copies from and to it run at the link's peak
-// and asynchronously. Moves, never copies.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer();
-  PinnedBuffer(PinnedBuffer&& o) noexcept;
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  Error allocate(size_t bytes);
-  void* data() const { return data_; }
-  size_t bytes() const { return bytes_; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(data_);
+  void reset() {
+    if (data_ != nullptr) Free(data_);
+    data_ = nullptr;
+    bytes_ = 0;
   }
-
- private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
 };
+
+// Device memory.
+using DeviceBuffer = OwnedBuffer<device_alloc, device_free>;
+// Page-locked host memory: copies from and to it run at the link's peak and
+// asynchronously.
+using PinnedBuffer = OwnedBuffer<pinned_alloc, pinned_free>;
 
 // Asynchronous copies on `stream` (host memory that is not pinned makes them synchronous).
 Error copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream);
