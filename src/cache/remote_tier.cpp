@@ -308,7 +308,7 @@ std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key, Fetch
       break;
     case Fetch::kCorrupt:
       corrupt_.fetch_add(1);
-      delete_corrupt(hex, manifest);
+      delete_corrupt(key, manifest);
       break;
     case Fetch::kUnavailable:
       break;
@@ -316,7 +316,8 @@ std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key, Fetch
   return std::nullopt;
 }
 
-void RemoteTier::delete_corrupt(const std::string& hex, const std::string& manifest) {
+bool RemoteTier::delete_corrupt(const CacheKey& key, const std::string& manifest) {
+  const std::string hex = to_hex(key);
   // One script, so the compare and the deletes are atomic: a good row another node
   // published under the key since this one was read is never removed.
   static constexpr std::string_view kScript =
@@ -334,7 +335,9 @@ void RemoteTier::delete_corrupt(const std::string& hex, const std::string& manif
   cmd.push_back(manifest);
   cmd.push_back(hex);
   auto r = with_conn([&](RedisClient& c) { return c.pipeline({cmd}); });
-  if (r.ok() && !r->empty() && (*r)[0].integer == 1) corrupt_deleted_.fetch_add(1);
+  if (!r.ok() || r->empty() || (*r)[0].integer != 1) return false;
+  corrupt_deleted_.fetch_add(1);
+  return true;
 }
 
 Result<std::vector<RemoteRowMeta>> RemoteTier::scan_index() {

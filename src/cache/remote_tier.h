@@ -90,6 +90,10 @@ class RemoteTier {
   // The row's verified bytes, or nullopt (miss, corrupt, or degraded: counted; a
   // corrupt row is deleted from Redis). `outcome` (optional) says which.
   std::optional<std::vector<uint8_t>> fetch(const CacheKey& key, Fetch* outcome = nullptr);
+  // Deletes `key`'s row (its manifest, the chunks `manifest` names, its meta entry)
+  // if `manifest` is still its manifest, atomically; true if it did (counted in
+  // corrupt_deleted). fetch calls it on a row that failed verification.
+  bool delete_corrupt(const CacheKey& key, const std::string& manifest);
   // Full resync: every row in the meta hash.
   Result<std::vector<RemoteRowMeta>> scan_index();
   // Stream entries after *last_id ("0" = from the start); advances *last_id.
@@ -110,8 +114,6 @@ class RemoteTier {
   void note_success();
   std::string k(std::string_view kind, const std::string& hex) const;
   std::string chunk_key(const std::string& hex, const std::string& id, uint64_t i) const;
-  // Deletes a row that failed verification, if `manifest` is still its manifest.
-  void delete_corrupt(const std::string& hex, const std::string& manifest);
 
   RemoteTierConfig cfg_;
   RedisUrl url_;

@@ -268,6 +268,38 @@ TEST(RemoteTier, CorruptRemoteRowIsACountedMissAndIsDeleted) {
   EXPECT_FALSE((*tier)->degraded());
 }
 
+// The delete compares the manifest: a row published again under the key since the
+// corrupt one was read (another node's good row) is left alone.
+TEST(RemoteTier, CorruptRowDeleteSparesARowPublishedSince) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(tier.ok());
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  auto meta = make_meta(seq_tokens(16));
+  auto row = make_row(meta, 20000, 3);
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  ASSERT_TRUE((*tier)->publish(key, row).ok());
+  const auto rows = keys_matching(**raw, "hearth:row:*");
+  ASSERT_EQ(rows.size(), 1u);
+  auto manifest = (*raw)->command({"GET", rows[0]});
+  ASSERT_TRUE(manifest.ok());
+  const size_t n_chunks = keys_matching(**raw, "hearth:chunk:*").size();
+  // A manifest read earlier (another nonce): nothing is deleted.
+  EXPECT_FALSE((*tier)->delete_corrupt(key, "KVR1 0123456789abcdef 5 20100"));
+  EXPECT_EQ(keys_matching(**raw, "hearth:row:*").size(), 1u);
+  EXPECT_EQ(keys_matching(**raw, "hearth:chunk:*").size(), n_chunks);
+  EXPECT_EQ((*tier)->fetch(key), row);
+  EXPECT_EQ((*tier)->counters().corrupt_deleted, 0u);
+  // The manifest that stands: all of it goes.
+  EXPECT_TRUE((*tier)->delete_corrupt(key, manifest->str));
+  EXPECT_TRUE(keys_matching(**raw, "hearth:row:*").empty());
+  EXPECT_TRUE(keys_matching(**raw, "hearth:chunk:*").empty());
+  EXPECT_FALSE((*tier)->fetch(key).has_value());
+  EXPECT_EQ((*tier)->counters().corrupt_deleted, 1u);
+}
+
 TEST(RemoteTier, RedisKilledDegradesCountsAndRecoversAfterRestart) {
   hearth::testing::RedisServer redis;
   REQUIRE_REDIS(redis);
