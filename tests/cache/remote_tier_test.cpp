@@ -332,6 +332,45 @@ TEST(RemoteTier, RedisKilledDegradesCountsAndRecoversAfterRestart) {
   EXPECT_EQ((*tier)->fetch(key), row);
 }
 
+// A hung Redis (SIGSTOP: the kernel still accepts connections, nothing replies):
+// the first call waits timeout_ms and fails, the tier degrades and answers at once
+// until the backoff lets a call through; once Redis runs again the tier recovers.
+TEST(RemoteTier, HungRedisTimesOutDegradesAndRecovers) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));  // timeout_ms 300
+  ASSERT_TRUE(tier.ok());
+  auto meta = make_meta(seq_tokens(16));
+  auto row = make_row(meta, 10000, 5);
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  ASSERT_TRUE((*tier)->publish(key, row).ok());
+  redis.pause();
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  RemoteTier::Fetch outcome = RemoteTier::Fetch::kHit;
+  EXPECT_FALSE((*tier)->fetch(key, &outcome).has_value());
+  const auto first = Clock::now() - t0;
+  EXPECT_EQ(outcome, RemoteTier::Fetch::kUnavailable);
+  EXPECT_GE(first, std::chrono::milliseconds(250)) << "the command timeout was not waited";
+  EXPECT_LT(first, std::chrono::milliseconds(2000)) << "bounded by timeout_ms";
+  EXPECT_TRUE((*tier)->degraded());
+  t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE((*tier)->fetch(key).has_value());
+  // Skipped at once while degraded (the 100 ms backoff may let one or two through,
+  // each waiting timeout_ms): far below ten timeouts.
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500));
+  EXPECT_GE((*tier)->counters().skipped, 1u);
+  redis.resume();
+  std::optional<std::vector<uint8_t>> got;
+  for (int i = 0; i < 100 && !got; ++i) {
+    got = (*tier)->fetch(key);
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(got, row) << "the row survived the pause: Redis was hung, not restarted";
+  EXPECT_FALSE((*tier)->degraded());
+  EXPECT_EQ((*tier)->counters().recoveries, 1u);
+}
+
 TEST(RemoteTier, StartsDegradedWhenRedisIsDown) {
   hearth::testing::RedisServer redis;
   REQUIRE_REDIS(redis);
