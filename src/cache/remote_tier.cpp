@@ -215,13 +215,23 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
   }
   const std::string manifest =
       "KVR1 " + id + " " + std::to_string(n_chunks) + " " + std::to_string(total);
+  auto chunk_dels = [&] {
+    std::vector<std::vector<std::string>> dels;
+    for (const auto& ck : chunk_keys) dels.push_back({"DEL", ck});
+    return dels;
+  };
   auto r = with_conn([&](RedisClient& c) -> Result<Publish> {
     // Already published (by any node): adopt without uploading the chunks again.
     auto exists = c.command({"EXISTS", k("row:", hex)});
     if (!exists.ok()) return exists.status();
     if (exists->integer == 1) return Publish::kAdopted;
     auto s = c.pipeline(sets);
-    if (!s.ok()) return s.status();
+    if (!s.ok()) {
+      // E.g. -OOM from a full Redis part way: the chunks already stored are freed
+      // (DEL is allowed when full) unless the connection itself is gone.
+      if (!c.broken()) (void)c.pipeline(chunk_dels());
+      return s.status();
+    }
     const std::string row_key = k("row:", hex);
     std::vector<std::string_view> nx{"SET", row_key, manifest, "NX"};
     if (cfg_.ttl_s > 0) {
@@ -231,9 +241,7 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
     auto won = c.command(std::span<const std::string_view>(nx));
     if (!won.ok()) return won.status();
     if (won->is_nil()) {
-      std::vector<std::vector<std::string>> dels;
-      for (const auto& ck : chunk_keys) dels.push_back({"DEL", ck});
-      auto d = c.pipeline(dels);
+      auto d = c.pipeline(chunk_dels());
       if (!d.ok()) return d.status();
       return Publish::kAdopted;
     }

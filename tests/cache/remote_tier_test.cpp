@@ -371,6 +371,43 @@ TEST(RemoteTier, HungRedisTimesOutDegradesAndRecovers) {
   EXPECT_EQ((*tier)->counters().recoveries, 1u);
 }
 
+// A full Redis without eviction (noeviction answers writes with -OOM): the publish
+// fails as a counted error (the tier degraded, the row only local), the chunks it
+// stored are freed, reads still work once the backoff passes, and no half-written row
+// is visible.
+TEST(RemoteTier, FullRedisFailsThePublishAndLeavesNoPartialRow) {
+  hearth::testing::RedisServer redis({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis, 64 << 10));
+  ASSERT_TRUE(tier.ok());
+  auto small = make_meta(seq_tokens(16));
+  auto small_row = make_row(small, 10000, 5);
+  const CacheKey small_key = make_key(small.ns, small.tokens);
+  ASSERT_TRUE((*tier)->publish(small_key, small_row).ok());
+  auto big = make_meta(seq_tokens(16, 777));
+  auto big_row = make_row(big, 8 << 20, 6);  // 4x maxmemory
+  const CacheKey big_key = make_key(big.ns, big.tokens);
+  auto p = (*tier)->publish(big_key, big_row);
+  EXPECT_FALSE(p.ok());
+  EXPECT_GE((*tier)->counters().errors, 1u);
+  EXPECT_TRUE((*tier)->degraded());
+  // The chunks it managed to store were deleted again: only the small row's remain.
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_TRUE(keys_matching(**raw, "hearth:chunk:" + to_hex(big_key) + ":*").empty());
+  EXPECT_FALSE(keys_matching(**raw, "hearth:chunk:" + to_hex(small_key) + ":*").empty());
+  std::optional<std::vector<uint8_t>> got;
+  for (int i = 0; i < 100 && !got; ++i) {
+    got = (*tier)->fetch(small_key);
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(got, small_row) << "reads go on in a full Redis";
+  EXPECT_FALSE((*tier)->degraded());
+  RemoteTier::Fetch outcome = RemoteTier::Fetch::kHit;
+  EXPECT_FALSE((*tier)->fetch(big_key, &outcome).has_value());
+  EXPECT_EQ(outcome, RemoteTier::Fetch::kMiss) << "no manifest: the half-written row is invisible";
+}
+
 TEST(RemoteTier, StartsDegradedWhenRedisIsDown) {
   hearth::testing::RedisServer redis;
   REQUIRE_REDIS(redis);
