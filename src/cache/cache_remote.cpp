@@ -30,8 +30,15 @@ void Cache::Impl::remote_publish(const CacheKey& key, std::span<const uint8_t> p
 }
 
 RowPtr Cache::Impl::remote_pull(const CacheKey& key) {
-  auto bytes = remote->fetch(key);  // verified (CRC32C + key replay) or nullopt
-  if (!bytes) return nullptr;
+  RemoteTier::Fetch outcome{};
+  auto bytes = remote->fetch(key, &outcome);  // verified (CRC32C + key replay) or nullopt
+  if (!bytes) {
+    // Gone from Redis (evicted, expired, or corrupt and deleted): the index forgets
+    // it, so prefix lookups stop pulling it. Unavailable keeps it: Redis may return.
+    if (outcome == RemoteTier::Fetch::kMiss || outcome == RemoteTier::Fetch::kCorrupt)
+      remote_index.erase(key);
+    return nullptr;
+  }
   auto info = kvc_parse(*bytes, key);
   if (!info.ok()) return nullptr;
   // A delta row from Redis (not one hearth publishes) keeps its link, which do_save
@@ -57,9 +64,11 @@ void Cache::Impl::remote_counters(std::vector<std::pair<std::string, uint64_t>>&
   out.emplace_back("remote_hits", c.hits);
   out.emplace_back("remote_misses", c.misses);
   out.emplace_back("remote_corrupt", c.corrupt);
+  out.emplace_back("remote_corrupt_deleted", c.corrupt_deleted);
   out.emplace_back("remote_errors", c.errors);
   out.emplace_back("remote_skipped", c.skipped);
   out.emplace_back("remote_recoveries", c.recoveries);
+  if (remote_sync) out.emplace_back("remote_index_learned", remote_sync->learned());
 }
 
 }  // namespace hearth::cache

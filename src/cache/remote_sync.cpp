@@ -9,6 +9,11 @@ void RemoteIndex::insert(const RemoteRowMeta& m) {
   rows_[m.info.ns.id()][m.key] = m.info.tokens;
 }
 
+void RemoteIndex::erase(const CacheKey& key) {
+  std::lock_guard lock(mu_);
+  for (auto& [ns, rows] : rows_) rows.erase(key);
+}
+
 void RemoteIndex::clear() {
   std::lock_guard lock(mu_);
   rows_.clear();
@@ -67,12 +72,14 @@ void RemoteSync::run() {
       if (all.ok()) {
         index_.clear();
         for (const auto& m : *all) index_.insert(m);
+        learned_.fetch_add(all->size());
         last_id = "0-0";
       }
     } else {
       auto news = tier_.read_index(&last_id);
       if (news.ok()) {
         for (const auto& m : *news) index_.insert(m);
+        learned_.fetch_add(news->size());
       } else {
         last_id.clear();  // Redis went away: resync when it returns (it may be empty)
       }

@@ -3,6 +3,7 @@
 // from the meta hash at start and after Redis returns, then the stream).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -26,6 +27,8 @@ bool remote_pull_in_progress();
 class RemoteIndex {
  public:
   void insert(const RemoteRowMeta& m);
+  // Forgets `key` (in whichever namespace holds it).
+  void erase(const CacheKey& key);
   void clear();
   // The remote row sharing the longest common prefix with `tokens`, when that is
   // longer than `better_than` tokens: {key, common length}.
@@ -44,6 +47,8 @@ class RemoteSync {
  public:
   RemoteSync(RemoteTier& tier, RemoteIndex& index, uint32_t poll_ms);
   ~RemoteSync();
+  // Row entries read from Redis into the index (resyncs and stream), for /metrics.
+  uint64_t learned() const { return learned_.load(); }
 
  private:
   void run();
@@ -53,6 +58,7 @@ class RemoteSync {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  std::atomic<uint64_t> learned_{0};
   std::thread thread_;
 };
 

@@ -46,6 +46,28 @@ Result<RemoteRowMeta> parse_meta_value(std::string_view hex, std::string_view v)
   return m;
 }
 
+struct Manifest {
+  std::string id;
+  uint64_t n_chunks = 0;
+  uint64_t size = 0;
+};
+
+// "KVR1 <nonce> <n_chunks> <bytes>". Lenient: enough to name the chunks (a nonce and
+// a count), for deleting a damaged row; the magic and size may be wrong.
+std::optional<Manifest> parse_manifest(const std::string& text, bool lenient = false) {
+  std::istringstream in(text);
+  std::string magic;
+  Manifest m;
+  in >> magic >> m.id >> m.n_chunks;
+  const bool named = !in.fail() && !m.id.empty() && m.n_chunks > 0 && m.n_chunks <= (1u << 20);
+  if (lenient) return named ? std::optional(m) : std::nullopt;
+  in >> m.size;
+  std::string rest;
+  if (magic != "KVR1" || !named || in.fail() || m.size == 0 || (in >> rest, !rest.empty()))
+    return std::nullopt;
+  return m;
+}
+
 }  // namespace
 
 Status validate_remote_tier_config(const RemoteTierConfig& c) {
@@ -82,6 +104,10 @@ RemoteTier::~RemoteTier() = default;
 
 std::string RemoteTier::k(std::string_view kind, const std::string& hex) const {
   return std::string(cfg_.key_prefix).append(kind).append(hex);
+}
+
+std::string RemoteTier::chunk_key(const std::string& hex, const std::string& id, uint64_t i) const {
+  return k("chunk:", hex).append(":").append(id).append(":").append(std::to_string(i));
 }
 
 Result<std::unique_ptr<RedisClient>> RemoteTier::take(bool* skipped) {
@@ -174,8 +200,7 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
   for (uint64_t i = 0; i < n_chunks; ++i) {
     const uint64_t off = i * cfg_.chunk_bytes;
     const uint64_t len = std::min<uint64_t>(cfg_.chunk_bytes, total - off);
-    chunk_keys.push_back(
-        k("chunk:", hex).append(":").append(id).append(":").append(std::to_string(i)));
+    chunk_keys.push_back(chunk_key(hex, id, i));
     std::string data;
     data.reserve(len);
     for (uint64_t at = off; at < off + len;) {  // the chunk may straddle prefix | payload
@@ -190,13 +215,23 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
   }
   const std::string manifest =
       "KVR1 " + id + " " + std::to_string(n_chunks) + " " + std::to_string(total);
+  auto chunk_dels = [&] {
+    std::vector<std::vector<std::string>> dels;
+    for (const auto& ck : chunk_keys) dels.push_back({"DEL", ck});
+    return dels;
+  };
   auto r = with_conn([&](RedisClient& c) -> Result<Publish> {
     // Already published (by any node): adopt without uploading the chunks again.
     auto exists = c.command({"EXISTS", k("row:", hex)});
     if (!exists.ok()) return exists.status();
     if (exists->integer == 1) return Publish::kAdopted;
     auto s = c.pipeline(sets);
-    if (!s.ok()) return s.status();
+    if (!s.ok()) {
+      // E.g. -OOM from a full Redis part way: the chunks already stored are freed
+      // (DEL is allowed when full) unless the connection itself is gone.
+      if (!c.broken()) (void)c.pipeline(chunk_dels());
+      return s.status();
+    }
     const std::string row_key = k("row:", hex);
     std::vector<std::string_view> nx{"SET", row_key, manifest, "NX"};
     if (cfg_.ttl_s > 0) {
@@ -206,9 +241,7 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
     auto won = c.command(std::span<const std::string_view>(nx));
     if (!won.ok()) return won.status();
     if (won->is_nil()) {
-      std::vector<std::vector<std::string>> dels;
-      for (const auto& ck : chunk_keys) dels.push_back({"DEL", ck});
-      auto d = c.pipeline(dels);
+      auto d = c.pipeline(chunk_dels());
       if (!d.ok()) return d.status();
       return Publish::kAdopted;
     }
@@ -230,31 +263,27 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
   return r;
 }
 
-std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key) {
+std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key, Fetch* outcome) {
   const std::string hex = to_hex(key);
+  std::string manifest;  // as read: what delete_corrupt compares against
   bool incomplete = false;
   auto r = with_conn([&](RedisClient& c) -> Result<std::vector<uint8_t>> {
-    const std::string row_key = k("row:", hex);
-    auto m = c.command({"GET", row_key});
+    auto m = c.command({"GET", k("row:", hex)});
     if (!m.ok()) return m.status();
     std::vector<uint8_t> bytes;
     if (m->is_nil()) return bytes;
-    std::istringstream in(m->str);
-    std::string magic, id;
-    uint64_t n = 0, size = 0;
-    in >> magic >> id >> n >> size;
-    if (magic != "KVR1" || n == 0 || n > (1u << 20)) {
+    manifest = m->str;
+    const auto parsed = parse_manifest(manifest);
+    if (!parsed) {
       incomplete = true;
       return bytes;
     }
     std::vector<std::vector<std::string>> gets;
-    for (uint64_t i = 0; i < n; ++i) {
-      gets.push_back(
-          {"GET", k("chunk:", hex).append(":").append(id).append(":").append(std::to_string(i))});
-    }
+    for (uint64_t i = 0; i < parsed->n_chunks; ++i)
+      gets.push_back({"GET", chunk_key(hex, parsed->id, i)});
     auto chunks = c.pipeline(gets);
     if (!chunks.ok()) return chunks.status();
-    bytes.reserve(size);
+    bytes.reserve(parsed->size);
     for (const auto& ch : *chunks) {
       if (ch.is_nil()) {
         incomplete = true;
@@ -263,27 +292,60 @@ std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key) {
       }
       bytes.insert(bytes.end(), ch.str.begin(), ch.str.end());
     }
-    if (bytes.size() != size) {
+    if (bytes.size() != parsed->size) {
       incomplete = true;
       bytes.clear();
     }
     return bytes;
   });
-  if (!r.ok()) return std::nullopt;  // counted as an error or a skip
-  if (incomplete) {
-    corrupt_.fetch_add(1);
-    return std::nullopt;
+  Fetch got = Fetch::kHit;
+  if (!r.ok()) {
+    got = Fetch::kUnavailable;  // counted as an error or a skip
+  } else if (incomplete || (!r->empty() && !kvc_parse(*r, key).ok())) {
+    got = Fetch::kCorrupt;
+  } else if (r->empty()) {
+    got = Fetch::kMiss;
   }
-  if (r->empty()) {
-    misses_.fetch_add(1);
-    return std::nullopt;
+  if (outcome != nullptr) *outcome = got;
+  switch (got) {
+    case Fetch::kHit:
+      hits_.fetch_add(1);
+      return std::move(*r);
+    case Fetch::kMiss:
+      misses_.fetch_add(1);
+      break;
+    case Fetch::kCorrupt:
+      corrupt_.fetch_add(1);
+      delete_corrupt(key, manifest);
+      break;
+    case Fetch::kUnavailable:
+      break;
   }
-  if (!kvc_parse(*r, key).ok()) {
-    corrupt_.fetch_add(1);
-    return std::nullopt;
+  return std::nullopt;
+}
+
+bool RemoteTier::delete_corrupt(const CacheKey& key, const std::string& manifest) {
+  const std::string hex = to_hex(key);
+  // One script, so the compare and the deletes are atomic: a good row another node
+  // published under the key since this one was read is never removed.
+  static constexpr std::string_view kScript =
+      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end "
+      "redis.call('HDEL', KEYS[2], ARGV[2]) "
+      "for i = 1, #KEYS do if i ~= 2 then redis.call('DEL', KEYS[i]) end end "
+      "return 1";
+  std::vector<std::string> cmd = {"EVAL", std::string(kScript), "", k("row:", hex),
+                                  cfg_.key_prefix + "meta"};
+  // The chunks, when the manifest still names them (a mangled one may not).
+  if (const auto parsed = parse_manifest(manifest, /*lenient=*/true)) {
+    for (uint64_t i = 0; i < parsed->n_chunks; ++i) cmd.push_back(chunk_key(hex, parsed->id, i));
   }
-  hits_.fetch_add(1);
-  return std::move(*r);
+  cmd[2] = std::to_string(cmd.size() - 3);
+  cmd.push_back(manifest);
+  cmd.push_back(hex);
+  auto r = with_conn([&](RedisClient& c) { return c.pipeline({cmd}); });
+  if (!r.ok() || r->empty() || (*r)[0].integer != 1) return false;
+  corrupt_deleted_.fetch_add(1);
+  return true;
 }
 
 Result<std::vector<RemoteRowMeta>> RemoteTier::scan_index() {
@@ -340,6 +402,7 @@ RemoteCounters RemoteTier::counters() const {
   c.hits = hits_.load();
   c.misses = misses_.load();
   c.corrupt = corrupt_.load();
+  c.corrupt_deleted = corrupt_deleted_.load();
   c.errors = errors_.load();
   c.skipped = skipped_.load();
   c.degraded = degraded_.load() ? 1 : 0;

@@ -18,6 +18,13 @@
 // Every key gets the TTL when ttl_s > 0. Quota and eviction are Redis's own
 // (maxmemory + an LRU policy); hearth counts what it stored.
 //
+// Corruption: a row that fails verification (CRC32C, key replay, size) or lost a
+// chunk is a miss (counted), and is deleted from Redis at once (its manifest only if
+// it is still the one read, its chunks, its meta entry) so no node fetches it again;
+// the next save of the key publishes a good row. A manifest too damaged to name its
+// chunks loses the manifest and meta entry; the orphaned chunks go with the TTL or
+// Redis's LRU.
+//
 // Degradation: any failure (connect, timeout, error reply such as OOM) marks the
 // tier degraded; while degraded, calls return at once as misses / Unavailable
 // until the backoff (doubling from 100 ms to backoff_max_ms) lets one try through;
@@ -44,16 +51,17 @@
 namespace hearth::cache {
 
 struct RemoteCounters {
-  uint64_t publishes = 0;     // rows this node published (won)
-  uint64_t publish_lost = 0;  // another node won the key: adopted theirs
-  uint64_t bytes_stored = 0;  // bytes of the rows this node published
-  uint64_t hits = 0;          // fetches that returned a verified row
-  uint64_t misses = 0;        // no row under the key
-  uint64_t corrupt = 0;       // a row failed verification (or lost a chunk): a miss
-  uint64_t errors = 0;        // failed Redis operations (each marks the tier degraded)
-  uint64_t skipped = 0;       // calls answered at once while degraded
-  uint64_t degraded = 0;      // gauge: 1 while degraded
-  uint64_t recoveries = 0;    // degraded -> healthy transitions
+  uint64_t publishes = 0;        // rows this node published (won)
+  uint64_t publish_lost = 0;     // another node won the key: adopted theirs
+  uint64_t bytes_stored = 0;     // bytes of the rows this node published
+  uint64_t hits = 0;             // fetches that returned a verified row
+  uint64_t misses = 0;           // no row under the key
+  uint64_t corrupt = 0;          // a row failed verification (or lost a chunk): a miss
+  uint64_t corrupt_deleted = 0;  // corrupt rows this node deleted from Redis
+  uint64_t errors = 0;           // failed Redis operations (each marks the tier degraded)
+  uint64_t skipped = 0;          // calls answered at once while degraded
+  uint64_t degraded = 0;         // gauge: 1 while degraded
+  uint64_t recoveries = 0;       // degraded -> healthy transitions
 };
 
 // One row learned from the shared index.
@@ -77,8 +85,15 @@ class RemoteTier {
   // The same row given as its KVC prefix and its payload (no concatenated copy).
   Result<Publish> publish(const CacheKey& key, std::span<const uint8_t> prefix,
                           std::span<const uint8_t> payload);
-  // The row's verified bytes, or nullopt (miss, corrupt, or degraded: counted).
-  std::optional<std::vector<uint8_t>> fetch(const CacheKey& key);
+  // Why fetch returned what it did.
+  enum class Fetch { kHit, kMiss, kCorrupt, kUnavailable };
+  // The row's verified bytes, or nullopt (miss, corrupt, or degraded: counted; a
+  // corrupt row is deleted from Redis). `outcome` (optional) says which.
+  std::optional<std::vector<uint8_t>> fetch(const CacheKey& key, Fetch* outcome = nullptr);
+  // Deletes `key`'s row (its manifest, the chunks `manifest` names, its meta entry)
+  // if `manifest` is still its manifest, atomically; true if it did (counted in
+  // corrupt_deleted). fetch calls it on a row that failed verification.
+  bool delete_corrupt(const CacheKey& key, const std::string& manifest);
   // Full resync: every row in the meta hash.
   Result<std::vector<RemoteRowMeta>> scan_index();
   // Stream entries after *last_id ("0" = from the start); advances *last_id.
@@ -98,6 +113,7 @@ class RemoteTier {
   void note_failure();
   void note_success();
   std::string k(std::string_view kind, const std::string& hex) const;
+  std::string chunk_key(const std::string& hex, const std::string& id, uint64_t i) const;
 
   RemoteTierConfig cfg_;
   RedisUrl url_;
@@ -107,7 +123,7 @@ class RemoteTier {
   uint32_t backoff_ms_ = 0;
   std::atomic<bool> degraded_{false};
   std::atomic<uint64_t> publishes_{0}, publish_lost_{0}, bytes_stored_{0}, hits_{0}, misses_{0},
-      corrupt_{0}, errors_{0}, skipped_{0}, recoveries_{0};
+      corrupt_{0}, corrupt_deleted_{0}, errors_{0}, skipped_{0}, recoveries_{0};
 };
 
 }  // namespace hearth::cache

@@ -64,9 +64,11 @@ constexpr Entry kEntries[] = {
     {"remote_hits", "hearth_cache_remote_fetches_total", "outcome=\"hit\"", 1},
     {"remote_misses", "hearth_cache_remote_fetches_total", "outcome=\"miss\"", 1},
     {"remote_corrupt", "hearth_cache_remote_fetches_total", "outcome=\"corrupt\"", 1},
+    {"remote_corrupt_deleted", "hearth_cache_remote_corrupt_deleted_total", "", 1},
     {"remote_errors", "hearth_cache_remote_failures_total", "kind=\"error\"", 1},
     {"remote_skipped", "hearth_cache_remote_failures_total", "kind=\"skipped_degraded\"", 1},
     {"remote_recoveries", "hearth_cache_remote_recoveries_total", "", 1},
+    {"remote_index_learned", "hearth_cache_remote_index_entries_total", "", 1},
 };
 
 const char* family_help(const std::string& family) {
@@ -93,10 +95,16 @@ const char* family_help(const std::string& family) {
       {"hearth_cache_remote_fetches_total",
        "Remote-tier fetches: hit (verified row), miss, or corrupt (failed verification or a "
        "lost chunk: served as a miss)."},
+      {"hearth_cache_remote_corrupt_deleted_total",
+       "Corrupt remote rows this node deleted from Redis (manifest, chunks, index entry), so "
+       "no node fetches them again."},
       {"hearth_cache_remote_failures_total",
        "Remote-tier operations that failed (error: the tier is marked degraded) or were "
        "skipped at once while it was degraded."},
       {"hearth_cache_remote_recoveries_total", "Times the remote tier left the degraded state."},
+      {"hearth_cache_remote_index_entries_total",
+       "Row entries this node read from the shared Redis row index (full resyncs and the "
+       "stream): how it learns of other nodes' rows."},
       {"hearth_cache_orphans_total",
        "Files found by the TTL sweep: valid ones adopted, stale reservations dropped."},
       {"hearth_cache_delta_saves_total",

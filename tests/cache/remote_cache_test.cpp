@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "cache/redis_client.h"
 #include "cache/test_util.h"
 #include "testing/redis_server.h"
 
@@ -120,6 +121,62 @@ TEST(RemoteCache, RedisKilledMidTrafficNeverFailsLocalWorkAndRecovers) {
   }
   EXPECT_TRUE(published);
   EXPECT_GE(counter(*a, "remote_recoveries"), 1u);
+}
+
+// A row damaged in Redis (a payload byte flipped) reached through node B's prefix
+// lookup: a miss, never the bytes; deleted from Redis and forgotten by B's index, so
+// B does not fetch it again; B's own save of the prompt then publishes a good row.
+TEST(RemoteCache, CorruptRemoteRowIsAMissDeletedAndNotFetchedAgain) {
+  hearth::testing::RedisServer redis;
+  if (!redis.available()) GTEST_SKIP() << redis.why();
+  auto a = open_node(redis.url());
+  auto b = open_node(redis.url());
+  ASSERT_TRUE(a && b);
+  auto meta = make_meta(seq_tokens(200, 7));
+  ASSERT_TRUE(a->save(Tier::kRam, meta, payload_of(30000, 4)).ok());
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  auto chunks = (*raw)->command({"KEYS", "hearth:chunk:*:2"});  // a payload chunk
+  ASSERT_TRUE(chunks.ok());
+  ASSERT_EQ(chunks->elements.size(), 1u);
+  const std::string chunk_key = chunks->elements[0].str;
+  auto chunk = (*raw)->command({"GET", chunk_key});
+  ASSERT_TRUE(chunk.ok());
+  std::string flipped = chunk->str;
+  flipped[77] = static_cast<char>(flipped[77] ^ 0x01);
+  ASSERT_TRUE((*raw)->command({"SET", chunk_key, flipped}).ok());
+
+  auto prompt = meta.tokens;
+  prompt.push_back(9000);
+  // B learns of the row from the index (polled every 20 ms), then pulls it: corrupt.
+  for (int i = 0; i < 100 && counter(*b, "remote_corrupt") == 0; ++i) {
+    EXPECT_FALSE(b->lookup_radix(meta.ns, prompt).has_value());
+    if (counter(*b, "remote_corrupt") == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(counter(*b, "remote_corrupt"), 1u);
+  EXPECT_EQ(counter(*b, "remote_corrupt_deleted"), 1u);
+  EXPECT_EQ(counter(*b, "remote_hits"), 0u);
+  auto left = (*raw)->command({"KEYS", "hearth:*"});
+  ASSERT_TRUE(left.ok());
+  for (const auto& k : left->elements)
+    EXPECT_TRUE(k.str == "hearth:index" || k.str == "hearth:meta") << k.str << " left behind";
+  // Not fetched again: no remote fetch at all (the index forgot it).
+  const uint64_t fetches = counter(*b, "remote_misses") + counter(*b, "remote_corrupt");
+  EXPECT_FALSE(b->lookup_radix(meta.ns, prompt).has_value());
+  EXPECT_EQ(counter(*b, "remote_misses") + counter(*b, "remote_corrupt"), fetches);
+  // B computes the prompt cold and saves it: published to Redis again, readable by A's
+  // peers (a third node) bit-identical.
+  auto good = payload_of(30000, 5);
+  auto key = b->save(Tier::kRam, meta, good);
+  ASSERT_TRUE(key.ok());
+  EXPECT_EQ(counter(*b, "remote_publishes"), 1u);
+  auto c = open_node(redis.url());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->lookup_exact(*key).has_value());
+  auto got = c->load(*key);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, good);
 }
 
 }  // namespace

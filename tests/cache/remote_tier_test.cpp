@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -140,33 +141,163 @@ TEST(RemoteTier, PublishRaceBetweenTwoNodesHasOneWinnerAndTheLoserAdopts) {
   EXPECT_EQ(keys->elements.size(), 8u * 10u);  // 40 KB + prefix = 10 chunks of 4 KiB
 }
 
-TEST(RemoteTier, CorruptRemoteRowIsACountedMiss) {
+// The ways a remote row can be damaged in Redis, each applied to a published row.
+enum class Damage {
+  kPayloadByteFlipped,  // a byte of a payload chunk: the CRC32C fails
+  kTruncated,           // the last chunk cut in half: the size fails
+  kWrongKvcHeader,      // the KVC magic in chunk 0
+  kLostChunk,           // a chunk gone (e.g. evicted by Redis's LRU)
+  kManifestWrongSize,   // the manifest's byte count
+  kManifestWrongMagic,  // the manifest's magic (the chunks still named)
+  kManifestGarbage,     // the manifest unreadable (the chunks no longer named)
+};
+
+std::vector<std::string> keys_matching(RedisClient& raw, const std::string& pattern) {
+  std::vector<std::string> out;
+  auto r = raw.command({"KEYS", pattern});
+  EXPECT_TRUE(r.ok());
+  if (r.ok())
+    for (const auto& e : r->elements) out.push_back(e.str);
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    // hearth:chunk:<hex>:<nonce>:<i>, in chunk order
+    return std::stoul(a.substr(a.rfind(':') + 1)) < std::stoul(b.substr(b.rfind(':') + 1));
+  });
+  return out;
+}
+
+void apply(Damage d, RedisClient& raw) {
+  const auto chunks = keys_matching(raw, "hearth:chunk:*");
+  const auto rows = keys_matching(raw, "hearth:row:*");
+  ASSERT_GE(chunks.size(), 3u);
+  ASSERT_EQ(rows.size(), 1u);
+  auto get = [&](const std::string& k) {
+    auto r = raw.command({"GET", k});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? r->str : std::string();
+  };
+  auto set = [&](const std::string& k, const std::string& v) {
+    ASSERT_TRUE(raw.command({"SET", k, v}).ok());
+  };
+  std::string manifest = get(rows[0]);
+  switch (d) {
+    case Damage::kPayloadByteFlipped: {
+      std::string c = get(chunks.back());
+      c[c.size() / 2] = static_cast<char>(c[c.size() / 2] ^ 0x40);
+      set(chunks.back(), c);
+      break;
+    }
+    case Damage::kTruncated: {
+      const std::string c = get(chunks.back());
+      set(chunks.back(), c.substr(0, c.size() / 2));
+      break;
+    }
+    case Damage::kWrongKvcHeader: {
+      std::string c = get(chunks.front());
+      c[0] = static_cast<char>(c[0] ^ 0xff);
+      set(chunks.front(), c);
+      break;
+    }
+    case Damage::kLostChunk:
+      ASSERT_TRUE(raw.command({"DEL", chunks[1]}).ok());
+      break;
+    case Damage::kManifestWrongSize: {
+      const size_t sp = manifest.rfind(' ');
+      set(rows[0],
+          manifest.substr(0, sp + 1) + std::to_string(std::stoull(manifest.substr(sp + 1)) + 1));
+      break;
+    }
+    case Damage::kManifestWrongMagic:
+      manifest[0] = 'X';
+      set(rows[0], manifest);
+      break;
+    case Damage::kManifestGarbage:
+      set(rows[0], "\x01garbage");
+      break;
+  }
+}
+
+// A damaged remote row is a counted miss, never bytes; it is deleted from Redis (the
+// manifest, its chunks, its meta entry) so no node fetches it again, and the key can
+// then be published afresh.
+TEST(RemoteTier, CorruptRemoteRowIsACountedMissAndIsDeleted) {
   hearth::testing::RedisServer redis;
   REQUIRE_REDIS(redis);
   auto tier = RemoteTier::open(cfg_for(redis));
   ASSERT_TRUE(tier.ok());
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  auto meta = make_meta(seq_tokens(16));
+  auto row = make_row(meta, 20000, 3);  // 5 chunks of 4 KiB
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  const Damage all[] = {Damage::kPayloadByteFlipped, Damage::kTruncated,
+                        Damage::kWrongKvcHeader,     Damage::kLostChunk,
+                        Damage::kManifestWrongSize,  Damage::kManifestWrongMagic,
+                        Damage::kManifestGarbage};
+  uint64_t n = 0;
+  for (Damage d : all) {
+    SCOPED_TRACE("damage " + std::to_string(static_cast<int>(d)));
+    ASSERT_TRUE((*raw)->command({"FLUSHALL"}).ok());
+    auto p = (*tier)->publish(key, row);
+    ASSERT_TRUE(p.ok());
+    ASSERT_EQ(*p, RemoteTier::Publish::kWon);
+    ASSERT_NO_FATAL_FAILURE(apply(d, **raw));
+    RemoteTier::Fetch outcome = RemoteTier::Fetch::kHit;
+    EXPECT_FALSE((*tier)->fetch(key, &outcome).has_value());
+    EXPECT_EQ(outcome, RemoteTier::Fetch::kCorrupt);
+    ++n;
+    EXPECT_EQ((*tier)->counters().corrupt, n);
+    EXPECT_EQ((*tier)->counters().corrupt_deleted, n);
+    EXPECT_TRUE(keys_matching(**raw, "hearth:row:*").empty());
+    auto hlen = (*raw)->command({"HLEN", "hearth:meta"});
+    ASSERT_TRUE(hlen.ok());
+    EXPECT_EQ(hlen->integer, 0) << "the index entry goes with the row";
+    // Chunks are deleted whenever the manifest still names them.
+    EXPECT_EQ(keys_matching(**raw, "hearth:chunk:*").empty(), d != Damage::kManifestGarbage);
+    // Not fetched again: a plain miss.
+    EXPECT_FALSE((*tier)->fetch(key, &outcome).has_value());
+    EXPECT_EQ(outcome, RemoteTier::Fetch::kMiss);
+    // The next save of the key publishes a good row.
+    p = (*tier)->publish(key, row);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(*p, RemoteTier::Publish::kWon);
+    EXPECT_EQ((*tier)->fetch(key, &outcome), row);
+    EXPECT_EQ(outcome, RemoteTier::Fetch::kHit);
+  }
+  EXPECT_EQ((*tier)->counters().hits, n);
+  EXPECT_EQ((*tier)->counters().errors, 0u);
+  EXPECT_FALSE((*tier)->degraded());
+}
+
+// The delete compares the manifest: a row published again under the key since the
+// corrupt one was read (another node's good row) is left alone.
+TEST(RemoteTier, CorruptRowDeleteSparesARowPublishedSince) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));
+  ASSERT_TRUE(tier.ok());
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
   auto meta = make_meta(seq_tokens(16));
   auto row = make_row(meta, 20000, 3);
   const CacheKey key = make_key(meta.ns, meta.tokens);
   ASSERT_TRUE((*tier)->publish(key, row).ok());
-  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
-  ASSERT_TRUE(raw.ok());
-  auto keys = (*raw)->command({"KEYS", "hearth:chunk:*:3"});  // a payload chunk
-  ASSERT_TRUE(keys.ok());
-  ASSERT_EQ(keys->elements.size(), 1u);
-  auto chunk = (*raw)->command({"GET", keys->elements[0].str});
-  ASSERT_TRUE(chunk.ok());
-  std::string flipped = chunk->str;
-  flipped[100] = static_cast<char>(flipped[100] ^ 0x40);
-  ASSERT_TRUE((*raw)->command({"SET", keys->elements[0].str, flipped}).ok());
+  const auto rows = keys_matching(**raw, "hearth:row:*");
+  ASSERT_EQ(rows.size(), 1u);
+  auto manifest = (*raw)->command({"GET", rows[0]});
+  ASSERT_TRUE(manifest.ok());
+  const size_t n_chunks = keys_matching(**raw, "hearth:chunk:*").size();
+  // A manifest read earlier (another nonce): nothing is deleted.
+  EXPECT_FALSE((*tier)->delete_corrupt(key, "KVR1 0123456789abcdef 5 20100"));
+  EXPECT_EQ(keys_matching(**raw, "hearth:row:*").size(), 1u);
+  EXPECT_EQ(keys_matching(**raw, "hearth:chunk:*").size(), n_chunks);
+  EXPECT_EQ((*tier)->fetch(key), row);
+  EXPECT_EQ((*tier)->counters().corrupt_deleted, 0u);
+  // The manifest that stands: all of it goes.
+  EXPECT_TRUE((*tier)->delete_corrupt(key, manifest->str));
+  EXPECT_TRUE(keys_matching(**raw, "hearth:row:*").empty());
+  EXPECT_TRUE(keys_matching(**raw, "hearth:chunk:*").empty());
   EXPECT_FALSE((*tier)->fetch(key).has_value());
-  EXPECT_EQ((*tier)->counters().corrupt, 1u);
-  EXPECT_EQ((*tier)->counters().hits, 0u);
-  // A lost chunk (e.g. evicted by Redis's LRU) is a miss as well.
-  ASSERT_TRUE((*raw)->command({"DEL", keys->elements[0].str}).ok());
-  EXPECT_FALSE((*tier)->fetch(key).has_value());
-  EXPECT_EQ((*tier)->counters().corrupt, 2u);
-  EXPECT_FALSE((*tier)->degraded());
+  EXPECT_EQ((*tier)->counters().corrupt_deleted, 1u);
 }
 
 TEST(RemoteTier, RedisKilledDegradesCountsAndRecoversAfterRestart) {
@@ -199,6 +330,82 @@ TEST(RemoteTier, RedisKilledDegradesCountsAndRecoversAfterRestart) {
   EXPECT_FALSE((*tier)->degraded());
   EXPECT_EQ((*tier)->counters().recoveries, 1u);
   EXPECT_EQ((*tier)->fetch(key), row);
+}
+
+// A hung Redis (SIGSTOP: the kernel still accepts connections, nothing replies):
+// the first call waits timeout_ms and fails, the tier degrades and answers at once
+// until the backoff lets a call through; once Redis runs again the tier recovers.
+TEST(RemoteTier, HungRedisTimesOutDegradesAndRecovers) {
+  hearth::testing::RedisServer redis;
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis));  // timeout_ms 300
+  ASSERT_TRUE(tier.ok());
+  auto meta = make_meta(seq_tokens(16));
+  auto row = make_row(meta, 10000, 5);
+  const CacheKey key = make_key(meta.ns, meta.tokens);
+  ASSERT_TRUE((*tier)->publish(key, row).ok());
+  redis.pause();
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  RemoteTier::Fetch outcome = RemoteTier::Fetch::kHit;
+  EXPECT_FALSE((*tier)->fetch(key, &outcome).has_value());
+  const auto first = Clock::now() - t0;
+  EXPECT_EQ(outcome, RemoteTier::Fetch::kUnavailable);
+  EXPECT_GE(first, std::chrono::milliseconds(250)) << "the command timeout was not waited";
+  EXPECT_LT(first, std::chrono::milliseconds(2000)) << "bounded by timeout_ms";
+  EXPECT_TRUE((*tier)->degraded());
+  t0 = Clock::now();
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE((*tier)->fetch(key).has_value());
+  // Skipped at once while degraded (the 100 ms backoff may let one or two through,
+  // each waiting timeout_ms): far below ten timeouts.
+  EXPECT_LT(Clock::now() - t0, std::chrono::milliseconds(1500));
+  EXPECT_GE((*tier)->counters().skipped, 1u);
+  redis.resume();
+  std::optional<std::vector<uint8_t>> got;
+  for (int i = 0; i < 100 && !got; ++i) {
+    got = (*tier)->fetch(key);
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(got, row) << "the row survived the pause: Redis was hung, not restarted";
+  EXPECT_FALSE((*tier)->degraded());
+  EXPECT_EQ((*tier)->counters().recoveries, 1u);
+}
+
+// A full Redis without eviction (noeviction answers writes with -OOM): the publish
+// fails as a counted error (the tier degraded, the row only local), the chunks it
+// stored are freed, reads still work once the backoff passes, and no half-written row
+// is visible.
+TEST(RemoteTier, FullRedisFailsThePublishAndLeavesNoPartialRow) {
+  hearth::testing::RedisServer redis({"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"});
+  REQUIRE_REDIS(redis);
+  auto tier = RemoteTier::open(cfg_for(redis, 64 << 10));
+  ASSERT_TRUE(tier.ok());
+  auto small = make_meta(seq_tokens(16));
+  auto small_row = make_row(small, 10000, 5);
+  const CacheKey small_key = make_key(small.ns, small.tokens);
+  ASSERT_TRUE((*tier)->publish(small_key, small_row).ok());
+  auto big = make_meta(seq_tokens(16, 777));
+  auto big_row = make_row(big, 8 << 20, 6);  // 4x maxmemory
+  const CacheKey big_key = make_key(big.ns, big.tokens);
+  auto p = (*tier)->publish(big_key, big_row);
+  EXPECT_FALSE(p.ok());
+  EXPECT_GE((*tier)->counters().errors, 1u);
+  EXPECT_TRUE((*tier)->degraded());
+  // The chunks it managed to store were deleted again: only the small row's remain.
+  auto raw = RedisClient::connect(*parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok());
+  EXPECT_TRUE(keys_matching(**raw, "hearth:chunk:" + to_hex(big_key) + ":*").empty());
+  EXPECT_FALSE(keys_matching(**raw, "hearth:chunk:" + to_hex(small_key) + ":*").empty());
+  std::optional<std::vector<uint8_t>> got;
+  for (int i = 0; i < 100 && !got; ++i) {
+    got = (*tier)->fetch(small_key);
+    if (!got) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(got, small_row) << "reads go on in a full Redis";
+  EXPECT_FALSE((*tier)->degraded());
+  RemoteTier::Fetch outcome = RemoteTier::Fetch::kHit;
+  EXPECT_FALSE((*tier)->fetch(big_key, &outcome).has_value());
+  EXPECT_EQ(outcome, RemoteTier::Fetch::kMiss) << "no manifest: the half-written row is invisible";
 }
 
 TEST(RemoteTier, StartsDegradedWhenRedisIsDown) {

@@ -30,10 +30,12 @@
 
 #include "haproxy_process.h"
 #include "hearth/server/server.h"
+#include "metrics_probe.h"
 #include "serve_fixture.h"
 #include "serve_process.h"
 
 #if __has_include("testing/redis_server.h")
+#include "cache/redis_client.h"
 #include "testing/redis_server.h"
 #define HEARTH_SCALE_OUT_HAS_REDIS 1
 #endif
@@ -351,8 +353,22 @@ TEST_F(ScaleOut, SecondTurnOnOtherNodeIsWarm) {
   ASSERT_EQ(nodes_[home]->stop(), 0) << nodes_[home]->log();
   // The other node learns of the row by following the Redis row index every
   // index_poll_ms (200 ms by default): a row is visible elsewhere within a few polls of
-  // its publish, not at once (docs/scale-out.md).
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  // its publish, not at once (docs/scale-out.md). Both nodes started on an empty
+  // Redis, so the other node has caught up once it has read every stream entry.
+  auto raw = cache::RedisClient::connect(*cache::parse_redis_url(redis.url()), 1000);
+  ASSERT_TRUE(raw.ok()) << raw.status().message();
+  auto published = (*raw)->command({"XLEN", "hearth:index"});
+  ASSERT_TRUE(published.ok()) << published.status().message();
+  ASSERT_GT(published->integer, 0) << "turn 1 published no row";
+  const std::string learned = testing::wait_metrics(
+      nodes_[other]->port(),
+      [&](const std::string& t) {
+        return testing::metric(t, "hearth_cache_remote_index_entries_total") >=
+               static_cast<double>(published->integer);
+      },
+      10000);
+  ASSERT_GE(testing::metric(learned, "hearth_cache_remote_index_entries_total"),
+            static_cast<double>(published->integer));
   const Reply turn2 = complete(front_, turn2_prompt, 8, session, logprobs);
   ASSERT_EQ(turn2.status, 200) << turn2.body.dump() << "\n" << lb_.log();
   EXPECT_EQ(turn2.node, kNodeNames[other]);

@@ -120,6 +120,7 @@ bool RedisServer::start() {
 
 void RedisServer::stop() {
   if (pid_ <= 0) return;
+  ::kill(pid_, SIGCONT);  // a paused server must run to handle SIGTERM
   ::kill(pid_, SIGTERM);
   ::waitpid(pid_, nullptr, 0);
   pid_ = -1;
@@ -130,6 +131,14 @@ void RedisServer::kill() {
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, nullptr, 0);
   pid_ = -1;
+}
+
+void RedisServer::pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
 }
 
 bool RedisServer::restart() {

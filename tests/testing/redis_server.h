@@ -6,6 +6,7 @@
 //   cfg.url = redis.url();   // redis://127.0.0.1:PORT/0
 //   redis.kill();            // SIGKILL, the port stays reserved for restart()
 //   redis.restart();         // same port, empty data
+//   redis.pause(); redis.resume();  // SIGSTOP / SIGCONT: a hung, then healthy, Redis
 //
 // Shared by the cache, server and deployment (HAProxy) tests: keep the API stable.
 #pragma once
@@ -35,6 +36,8 @@ class RedisServer {
 
   void stop();     // SIGTERM, waits
   void kill();     // SIGKILL, waits
+  void pause();    // SIGSTOP: a hung Redis (connections accepted, no replies)
+  void resume();   // SIGCONT
   bool restart();  // starts again on the same port; true once it accepts connections
 
  private:
