@@ -49,17 +49,18 @@ if [[ $tests == 1 ]]; then
   (cd "$B" && timeout 300 ./test_engine --gtest_filter='*Cuda*' --gtest_color=no) >"$out/tests.log" 2>&1
   echo "test_engine rc=$?"
   grep -E '^\[  (FAILED|PASSED|SKIPPED) |^gpu |Failure|differ|Expected|error' "$out/tests.log" | head -80
-  if [[ -x $pack/lc/lc-logits-cuda ]]; then
-    say "agreement with llama.cpp's CUDA backend (whole rows, teacher-forced)"
-    python3 "$B/gpu-agreement.py" --lc "$pack/lc/lc-logits-cuda" --hearth "$B/hearth" \
-      "$pack"/shared/reference/*.P1.txt "$pack"/shared/reference/architectures/*.P1.txt \
-      >"$out/agreement.txt" 2>&1
-    echo "gpu-agreement rc=$?"; cat "$out/agreement.txt"
-  fi
   say "kernel timings"
   (cd "$B" && HEARTH_GPU_BENCH=1 timeout 120 ./test_engine --gtest_filter='*Cuda*Bench*:-CudaEngineBench.*' --gtest_color=no) \
     >"$out/kernels.log" 2>&1
   grep -Ev '^\[|^$|^Note|^Running' "$out/kernels.log" | head -60
+fi
+
+if [[ -x $pack/lc/lc-logits-cuda ]]; then
+  say "agreement with llama.cpp's CUDA backend (whole rows, teacher-forced)"
+  python3 "$B/gpu-agreement.py" --lc "$pack/lc/lc-logits-cuda" --hearth "$B/hearth" \
+    "$pack"/shared/reference/*.P1.txt "$pack"/shared/reference/architectures/*.P1.txt \
+    >"$out/agreement.txt" 2>&1
+  echo "gpu-agreement rc=$?"; cat "$out/agreement.txt"
 fi
 
 if [[ $bench == 1 ]]; then
