@@ -185,10 +185,7 @@ TEST(CudaEngineErrors, NGpuLayersZeroIsTheCpu) {
 // CUDA kernels.
 bool gpu_case(const engine::ReferenceCase& c) {
   if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3" && c.arch != "phi3") return false;
-  // small-qwen3-q4_k_m: its attn_q rows (not a multiple of 256) fell back to Q5_0, which has
-  // no GPU kernel yet (docs/gpu.md, refusals).
-  for (const char* bad :
-       {"q2_k", "q3_k", "q4_1", "q5_0", "q5_1", "hd48", "moe", "mixtral", "qwen3-q4_k_m"}) {
+  for (const char* bad : {"q2_k", "q3_k", "hd48", "moe", "mixtral"}) {
     if (c.model_file.find(bad) != std::string::npos) return false;
   }
   return true;
@@ -238,12 +235,15 @@ TEST(CudaEngine, AgreesWithLlamaCppReferenceCases) {
   EXPECT_GT(ran, 0) << "no GPU-capable reference case under " << root;
 }
 
-// One model per weight type the GPU takes, plus the other architectures.
+// One model per weight type the GPU takes, plus the other architectures
+// (small-qwen3-q4_k_m: Q4_K with Q5_0 attn_q rows, not a multiple of 256).
 const char* const kInvarianceModels[] = {
-    "small-llama-q4_0.gguf",   "small-llama-q8_0.gguf", "small-llama-q4_k_m.gguf",
-    "small-llama-q5_k_m.gguf", "small-llama-q6_k.gguf", "small-llama-f16.gguf",
-    "small-llama-bf16.gguf",   "small-llama-f32.gguf",  "small-qwen2-q4_k_m.gguf",
-    "small-qwen3-f16.gguf",    "small-phi3-q8_0.gguf",  "small-llama-tied-f16.gguf",
+    "small-llama-q4_0.gguf",     "small-llama-q4_1.gguf",   "small-llama-q5_0.gguf",
+    "small-llama-q5_1.gguf",     "small-llama-q8_0.gguf",   "small-llama-q4_k_m.gguf",
+    "small-llama-q5_k_m.gguf",   "small-llama-q6_k.gguf",   "small-llama-f16.gguf",
+    "small-llama-bf16.gguf",     "small-llama-f32.gguf",    "small-qwen2-q4_k_m.gguf",
+    "small-qwen3-f16.gguf",      "small-qwen3-q4_k_m.gguf", "small-phi3-q8_0.gguf",
+    "small-llama-tied-f16.gguf",
 };
 
 TEST(CudaEngine, BatchInvariantOnTheDevice) {
