@@ -260,6 +260,33 @@ const char* const kInvarianceModels[] = {
 #endif
 };
 
+// The weight types without a CUDA kernel (Q2_K here) fail the load naming the tensor and
+// the type; the 32-element formats a K-quant file falls back to load.
+TEST(CudaEngine, WeightTypesWithoutAKernelAreRefusedByName) {
+  REQUIRE_GPU();
+  const std::string q2 = model_path("small-llama-q2_k.gguf");
+  if (q2.empty()) GTEST_SKIP() << "SKIPPED: small-llama-q2_k.gguf not found";
+  EngineOptions o;
+  o.device = "cuda:0";
+  auto e = Engine::load(q2, o);
+  ASSERT_FALSE(e.ok()) << "a Q2_K model loaded on the GPU";
+  const std::string m = e.status().message();
+  EXPECT_NE(m.find("q2_K"), std::string::npos) << m;
+  EXPECT_NE(m.find("no CUDA kernel"), std::string::npos) << m;
+  EXPECT_NE(m.find("tensor "), std::string::npos) << m;
+  for (const char* file : {"small-llama-q4_1.gguf", "small-llama-q5_0.gguf",
+                           "small-llama-q5_1.gguf", "small-qwen3-q4_k_m.gguf"}) {
+    const std::string model = model_path(file);
+    if (model.empty()) continue;
+    auto ok = Engine::load(model, o);
+    EXPECT_TRUE(ok.ok()) << file << ": " << ok.status().to_string();
+    if (ok.ok()) {
+      EXPECT_EQ((*ok)->info().device.rfind("cuda:0", 0), 0u)
+          << file << ": " << (*ok)->info().device;
+    }
+  }
+}
+
 TEST(CudaEngine, BatchInvariantOnTheDevice) {
   REQUIRE_GPU();
   int ran = 0;
