@@ -37,7 +37,8 @@ done
 # Reference cases of the GPU-capable models (dense llama-family, CUDA weight types).
 base=(small-llama-q4_0 small-llama-q8_0 small-llama-q4_k_m small-llama-q5_k_m small-llama-q6_k
       small-llama-f16 small-llama-bf16 small-qwen2-q4_k_m)
-arch=(small-qwen3-f16 small-phi3-q8_0)
+# small-qwen3-q4_k_m: Q4_K with Q5_0 rows (the 32-element fallback of K-quant files).
+arch=(small-qwen3-f16 small-phi3-q8_0 small-qwen3-q4_k_m)
 # `--models agree`: two models for the llama.cpp agreement check only (a second device
 # call carrying llama.cpp's binaries, which leave no room for the rest); `none`: no models.
 if [[ $models == agree ]]; then
@@ -48,7 +49,8 @@ elif [[ $models == none ]]; then
   arch=()
 fi
 if [[ $models == all ]]; then
-  base+=(small-llama-f32 small-llama-tied-f16 small-llama-rope500k-q8_0 small-qwen2-f32)
+  base+=(small-llama-f32 small-llama-tied-f16 small-llama-rope500k-q8_0 small-qwen2-f32
+         small-llama-q4_1 small-llama-q5_0 small-llama-q5_1)
   arch+=(small-phi3-f16 small-phi3-gqa-q8_0 small-gemma2-q8_0)
 fi
 for m in "${base[@]+"${base[@]}"}"; do

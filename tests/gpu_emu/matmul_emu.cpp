@@ -14,6 +14,9 @@ namespace hearth::engine::cuda {
 bool matmul_supports(int32_t type) {
   switch (static_cast<gguf::TensorType>(type)) {
     case gguf::TensorType::kQ4_0:
+    case gguf::TensorType::kQ4_1:
+    case gguf::TensorType::kQ5_0:
+    case gguf::TensorType::kQ5_1:
     case gguf::TensorType::kQ8_0:
     case gguf::TensorType::kQ4_K:
     case gguf::TensorType::kQ5_K:

@@ -2,14 +2,16 @@
 //
 // Numerics (this device's numerics; the CPU's are in src/engine/model/attention.h and
 // src/engine/matmul.h, and the two differ):
-// - Quantized weights (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K): each activation row is quantized
-//   per 32-element block b to int8: amax = max |x|, d = amax / 127 (round to nearest),
-//   q = round_half_even(x * (1 / d)) clamped to [-127, 127] (q = 0 when d = 0); the block
-//   keeps d and the exact integer sum of its q. Each 32-block of a weight row then gives
-//   an exact integer dot (__dp4a) and one float contribution, with explicit rounding:
-//     Q4_0, Q8_0:  c = (dw * d) * float(dot(w - offset, q))
-//     Q4_K, Q5_K:  c = d * ((dw*sc) * float(dot(w, q)) - (dmin*mn) * float(sum(q)))
-//     Q6_K:        c = (dw * d) * float(sc0 * dot(first 16) + sc1 * dot(last 16))
+// - Quantized weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K): each activation
+//   row is quantized per 32-element block b to int8: amax = max |x|, d = amax / 127 (round
+//   to nearest), q = round_half_even(x * (1 / d)) clamped to [-127, 127] (q = 0 when
+//   d = 0); the block keeps d and the exact integer sum of its q. Each 32-block of a weight
+//   row then gives an exact integer dot (__dp4a) and one float contribution, with explicit
+//   rounding:
+//     Q4_0, Q5_0, Q8_0:  c = (dw * d) * float(dot(w - offset, q))
+//     Q4_1, Q5_1:        c = d * (dw * float(dot(w, q)) + mw * float(sum(q)))  (dw*w + mw)
+//     Q4_K, Q5_K:        c = d * ((dw*sc) * float(dot(w, q)) - (dmin*mn) * float(sum(q)))
+//     Q6_K:              c = (dw * d) * float(sc0 * dot(first 16) + sc1 * dot(last 16))
 // - Float weights (F32, F16, BF16): the float activations as they are, c accumulated by
 //   fp32 fused multiply-adds (__fmaf_rn), element by element in k order.
 // - Order of the sum (the batch-invariance contract): K is cut into segments of 256
@@ -34,11 +36,14 @@
 // (c * nseg + s) * 16 from the row's start (mm::SegmentChunks), so the lanes that read
 // neighbouring segments read neighbouring 16 bytes. A segment's bytes:
 //   Q4_0, Q8_0  the quants of its 8 blocks (16 / 32 bytes each); aux: fp16 d per block
+//   Q4_1  the same 16 bytes a block; aux: fp16 d and m per block
+//   Q5_0, Q5_1  the 16 qs bytes of its 8 blocks, then their 4 qh bytes (160 bytes); aux: fp16
+//         d (Q5_0) or d and m (Q5_1) per block
 //   Q4_K, Q5_K  the GGUF super-block (144 / 176 bytes)
 //   Q6_K  ql, qh, scales of the super-block (208 bytes); aux: fp16 d per super-block
 //   F32, F16, BF16  its values
-// A short last segment (Q4_0 / Q8_0 / float rows whose cols is not a multiple of 256) is
-// zero-padded.
+// A short last segment (32-element formats or float rows whose cols is not a multiple of 256)
+// is zero-padded.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -55,9 +60,17 @@
 namespace hearth::engine::cuda {
 namespace {
 
-// gguf::TensorType values (hearth/gguf/gguf.h is C++20; cuda_matmul_test pins them).
-constexpr int32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
-                  kBF16 = 30;
+using mm::kBF16;
+using mm::kF16;
+using mm::kF32;
+using mm::kQ4_0;
+using mm::kQ4_1;
+using mm::kQ4_K;
+using mm::kQ5_0;
+using mm::kQ5_1;
+using mm::kQ5_K;
+using mm::kQ6_K;
+using mm::kQ8_0;
 
 constexpr int kWarpsPerCta = 4;
 // The tensor-core path takes calls of at least this many tokens (either path gives the same
@@ -93,6 +106,15 @@ void gguf_block(int32_t t, int64_t* elems, int64_t* bytes) {
     case kQ4_0:
       *elems = 32, *bytes = 18;
       return;
+    case kQ4_1:
+      *elems = 32, *bytes = 20;
+      return;
+    case kQ5_0:
+      *elems = 32, *bytes = 22;
+      return;
+    case kQ5_1:
+      *elems = 32, *bytes = 24;
+      return;
     case kQ8_0:
       *elems = 32, *bytes = 34;
       return;
@@ -110,18 +132,47 @@ void gguf_block(int32_t t, int64_t* elems, int64_t* bytes) {
   }
 }
 
+// A GGUF block of the 32-element formats: its fp16 scales (d, or d then m: they go to aux),
+// then Q5_0 / Q5_1's 4 qh bytes, then the quants. In the device layout a segment holds the
+// quants of its 8 blocks, then their qh words.
+struct LegacyBlock {
+  int64_t scale_bytes = 0, qh_bytes = 0, q_bytes = 0;
+};
+
+bool legacy_block(int32_t t, LegacyBlock* l) {
+  switch (t) {
+    case kQ4_0:
+      *l = {2, 0, 16};
+      return true;
+    case kQ4_1:
+      *l = {4, 0, 16};
+      return true;
+    case kQ5_0:
+      *l = {2, 4, 16};
+      return true;
+    case kQ5_1:
+      *l = {4, 4, 16};
+      return true;
+    case kQ8_0:
+      *l = {2, 0, 32};
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Bytes per row of the device layout (data, aux): nseg segments of 16-byte chunks.
 void device_row_bytes(int32_t t, int64_t cols, size_t* data, size_t* aux) {
   const auto nb = static_cast<size_t>(cols / 32);
   const auto nseg = static_cast<size_t>((cols + mm::kSegment - 1) / mm::kSegment);
   *aux = 0;
+  LegacyBlock l;
+  if (legacy_block(t, &l)) {
+    *data = nseg * static_cast<size_t>(mm::kSegBlocks * (l.q_bytes + l.qh_bytes));
+    *aux = nb * static_cast<size_t>(l.scale_bytes);
+    return;
+  }
   switch (t) {
-    case kQ4_0:
-      *data = nseg * 128, *aux = nb * 2;
-      return;
-    case kQ8_0:
-      *data = nseg * 256, *aux = nb * 2;
-      return;
     case kQ4_K:
       *data = nseg * 144;
       return;
@@ -206,8 +257,8 @@ struct Params {
 
 template <int TYPE, int NT>
 MM_HD void segment(const Params& p, int64_t r, int64_t s, int64_t t0, int ntile, float acc[NT]) {
-  if constexpr (TYPE == kQ4_0) {
-    mm::segment_q4_0<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
+  if constexpr (TYPE == kQ4_0 || TYPE == kQ4_1 || TYPE == kQ5_0 || TYPE == kQ5_1) {
+    mm::segment_nibbles<TYPE, NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
   } else if constexpr (TYPE == kQ8_0) {
     mm::segment_q8_0<NT>(p.data, p.aux, r, s, p.act, t0, ntile, acc);
   } else if constexpr (TYPE == kQ4_K) {
@@ -332,25 +383,31 @@ void repack(int32_t type, int64_t rows, int64_t cols, const void* host, size_t r
   aux->assign(n * aux_row, 0);
   const auto* src = static_cast<const uint8_t*>(host);
   const int64_t nblocks = cols / elems;
-  const bool legacy = type == kQ4_0 || type == kQ8_0;
+  LegacyBlock lb;
+  const bool legacy = legacy_block(type, &lb);
   std::vector<uint8_t> seg(static_cast<size_t>(chunks * 16));
   for (size_t r = 0; r < n; ++r) {
     const uint8_t* row = src + r * row_bytes;
     uint8_t* drow = data->data() + r * data_row;
     uint8_t* arow = aux->data() + r * aux_row;
-    for (int64_t b = 0; legacy && b < nblocks; ++b) {
-      std::memcpy(arow + b * 2, row + b * block_bytes, 2);  // d
+    for (int64_t b = 0; legacy && b < nblocks; ++b) {  // d, or d and m
+      std::memcpy(arow + b * lb.scale_bytes, row + b * block_bytes,
+                  static_cast<size_t>(lb.scale_bytes));
     }
     for (int64_t b = 0; type == kQ6_K && b < nblocks; ++b) {
       std::memcpy(arow + b * 2, row + b * block_bytes + 208, 2);  // d
     }
     for (int64_t s = 0; s < nseg; ++s) {
       std::fill(seg.begin(), seg.end(), 0);
-      if (legacy) {  // the quants of blocks 8s .. 8s+7
-        const int64_t qbytes = block_bytes - 2;
+      if (legacy) {  // the quants of blocks 8s .. 8s+7, then their qh words
         for (int64_t j = 0; j < mm::kSegBlocks && s * mm::kSegBlocks + j < nblocks; ++j) {
-          std::memcpy(seg.data() + j * qbytes, row + (s * mm::kSegBlocks + j) * block_bytes + 2,
-                      static_cast<size_t>(qbytes));
+          const uint8_t* blk = row + (s * mm::kSegBlocks + j) * block_bytes;
+          std::memcpy(seg.data() + j * lb.q_bytes, blk + lb.scale_bytes + lb.qh_bytes,
+                      static_cast<size_t>(lb.q_bytes));
+          if (lb.qh_bytes > 0) {
+            std::memcpy(seg.data() + mm::kSegBlocks * lb.q_bytes + j * lb.qh_bytes,
+                        blk + lb.scale_bytes, static_cast<size_t>(lb.qh_bytes));
+          }
         }
       } else if (elems == mm::kSegment) {  // a K-quant super-block (Q6_K without its d)
         std::memcpy(seg.data(), row + s * block_bytes, seg.size());
@@ -451,6 +508,9 @@ bool matmul_supports(int32_t type) {
     case kF16:
     case kBF16:
     case kQ4_0:
+    case kQ4_1:
+    case kQ5_0:
+    case kQ5_1:
     case kQ8_0:
     case kQ4_K:
     case kQ5_K:
@@ -534,6 +594,15 @@ Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host,
   switch (type) {
     case kQ4_0:
       run_on_host<kQ4_0>(p, tensor_core_path);
+      break;
+    case kQ4_1:
+      run_on_host<kQ4_1>(p, tensor_core_path);
+      break;
+    case kQ5_0:
+      run_on_host<kQ5_0>(p, tensor_core_path);
+      break;
+    case kQ5_1:
+      run_on_host<kQ5_1>(p, tensor_core_path);
       break;
     case kQ8_0:
       run_on_host<kQ8_0>(p, tensor_core_path);
@@ -634,6 +703,12 @@ Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, 
   switch (w.type) {
     case kQ4_0:
       return launch_type<kQ4_0>(p, stream);
+    case kQ4_1:
+      return launch_type<kQ4_1>(p, stream);
+    case kQ5_0:
+      return launch_type<kQ5_0>(p, stream);
+    case kQ5_1:
+      return launch_type<kQ5_1>(p, stream);
     case kQ8_0:
       return launch_type<kQ8_0>(p, stream);
     case kQ4_K:

@@ -26,7 +26,8 @@ struct DeviceMatrix {
   DeviceBuffer aux;  // a second array when the layout splits scales from quants (may be empty)
 };
 
-// The weight types matmul() takes: Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16, F32.
+// The weight types matmul() takes: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16,
+// F32.
 bool matmul_supports(int32_t type);
 
 // Copies a GGUF matrix to the device: `rows` rows of `row_bytes` bytes each at `host`

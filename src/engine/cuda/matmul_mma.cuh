@@ -35,22 +35,12 @@ __device__ __forceinline__ void mma_s8(int c[4], uint32_t a0, uint32_t a1, uint3
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-MM_HD uint32_t ld32(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const uint32_t*>(p);
-#else
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-#endif
-}
-
 // One weight row's 32-block as this lane's share of an A fragment: lo = values 4i..4i+3,
 // hi = values 16+4i..16+4i+3 (signed int8 each), and the block's float parameters.
 // (Host-callable: matmul_on_host's tensor-core variant decodes through it.)
 struct RowBlock {
   uint32_t lo = 0, hi = 0;
-  float p0 = 0.0f, p1 = 0.0f;  // Q4_0/Q8_0/Q6_K: d; K-quants with mins: d*sc, dmin*mn
+  float p0 = 0.0f, p1 = 0.0f;  // Q4_0/Q5_0/Q8_0/Q6_K: d; Q4_1/Q5_1: d, m; Q4_K/Q5_K: d*sc, dmin*mn
   int sc0 = 0, sc1 = 0;        // Q6_K: the scales of the two 16-halves
 };
 
@@ -59,31 +49,35 @@ MM_HD RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb, i
                          int j, int i) {
   RowBlock o;
   const int64_t nsb = nb / kSegBlocks;
-  if constexpr (TYPE == 2) {  // Q4_0
+  if constexpr (TYPE == kQ4_0 || TYPE == kQ4_1 || TYPE == kQ5_0 || TYPE == kQ5_1) {
     const int64_t blk = r * nb + s * kSegBlocks + j;
     const int64_t nseg = (nb + kSegBlocks - 1) / kSegBlocks;
-    const SegmentChunks seg{data + r * nseg * 128, nseg, s};
-    const uint32_t u = ld32(seg.at(j * 16 + 4 * i));
-    o.lo = vsub4(u & 0x0F0F0F0Fu, 0x08080808u);
-    o.hi = vsub4((u >> 4) & 0x0F0F0F0Fu, 0x08080808u);
-    o.p0 = half_bits_to_float(aux[blk]);
-  } else if constexpr (TYPE == 8) {  // Q8_0
+    const SegmentChunks seg{data + r * nseg * kNibbleSegBytes<TYPE>, nseg, s};
+    const uint32_t qh = kNibbleFive<TYPE> ? ld32(seg.at(8 * 16 + 4 * j)) : 0u;
+    nibble_word<TYPE>(ld32(seg.at(j * 16 + 4 * i)), qh, i, &o.lo, &o.hi);
+    if constexpr (kNibbleMin<TYPE>) {
+      o.p0 = half_bits_to_float(aux[2 * blk]);
+      o.p1 = half_bits_to_float(aux[2 * blk + 1]);
+    } else {
+      o.p0 = half_bits_to_float(aux[blk]);
+    }
+  } else if constexpr (TYPE == kQ8_0) {
     const int64_t blk = r * nb + s * kSegBlocks + j;
     const int64_t nseg = (nb + kSegBlocks - 1) / kSegBlocks;
     const SegmentChunks seg{data + r * nseg * 256, nseg, s};
     o.lo = ld32(seg.at(j * 32 + 4 * i));
     o.hi = ld32(seg.at(j * 32 + 16 + 4 * i));
     o.p0 = half_bits_to_float(aux[blk]);
-  } else if constexpr (TYPE == 12 || TYPE == 13) {  // Q4_K, Q5_K
-    const SegmentChunks sb{data + r * nsb * (TYPE == 12 ? 144 : 176), nsb, s};
+  } else if constexpr (TYPE == kQ4_K || TYPE == kQ5_K) {
+    const SegmentChunks sb{data + r * nsb * (TYPE == kQ4_K ? 144 : 176), nsb, s};
     const uint32_t h = ld32(sb.at(0));
     int sc[8], mn[8];
     unpack_k4_scales(ld32(sb.at(4)), ld32(sb.at(8)), ld32(sb.at(12)), sc, mn);
-    const int qs = (TYPE == 12 ? 16 : 48) + (j / 2) * 32;  // byte offsets in the super-block
+    const int qs = (TYPE == kQ4_K ? 16 : 48) + (j / 2) * 32;  // byte offsets in the super-block
     const int shift = 4 * (j & 1);
     o.lo = (ld32(sb.at(qs + 4 * i)) >> shift) & 0x0F0F0F0Fu;
     o.hi = (ld32(sb.at(qs + 16 + 4 * i)) >> shift) & 0x0F0F0F0Fu;
-    if constexpr (TYPE == 13) {
+    if constexpr (TYPE == kQ5_K) {
       o.lo |= ((ld32(sb.at(16 + 4 * i)) >> j) & 0x01010101u) << 4;
       o.hi |= ((ld32(sb.at(32 + 4 * i)) >> j) & 0x01010101u) << 4;
     }
@@ -112,10 +106,12 @@ MM_HD RowBlock row_block(const uint8_t* data, const uint16_t* aux, int64_t nb, i
 // The block's contribution for one (row, token), as the __dp4a path computes it.
 template <int TYPE>
 MM_HD float contribution(const RowBlock& w, int dot, int dot1, float ad, float asf) {
-  if constexpr (TYPE == 12 || TYPE == 13) {
+  if constexpr (TYPE == kQ4_K || TYPE == kQ5_K) {
     const float v = fsub(fmul(w.p0, i2f(dot)), fmul(w.p1, asf));
     return fmul(ad, v);
-  } else if constexpr (TYPE == 14) {
+  } else if constexpr (kNibbleMin<TYPE>) {
+    return contribution_min(w.p0, w.p1, ad, dot, asf);
+  } else if constexpr (TYPE == kQ6_K) {
     return fmul(fmul(w.p0, ad), i2f(w.sc0 * dot + w.sc1 * dot1));
   } else {
     return fmul(fmul(w.p0, ad), i2f(dot));
@@ -180,7 +176,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32)
         const uint32_t b0 = *reinterpret_cast<const uint32_t*>(bp);
         const uint32_t b1 = *reinterpret_cast<const uint32_t*>(bp + 16);
         int c[4], c1[4] = {0, 0, 0, 0};
-        if constexpr (TYPE == 14) {
+        if constexpr (TYPE == kQ6_K) {
           mma_s8(c, wa.lo, wb.lo, 0u, 0u, b0, b1);   // values 0..15
           mma_s8(c1, 0u, 0u, wa.hi, wb.hi, b0, b1);  // values 16..31
         } else {

@@ -133,6 +133,16 @@ MM_HD float4 ld16f(const float* p) {
   return v;
 #endif
 }
+// 4 bytes at p (4-byte aligned).
+MM_HD uint32_t ld32(const uint8_t* p) {
+#ifdef __CUDA_ARCH__
+  return *reinterpret_cast<const uint32_t*>(p);
+#else
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+#endif
+}
 MM_HD float half_bits_to_float(uint16_t h) {
   __half_raw r;
   r.x = h;
@@ -148,6 +158,10 @@ MM_HD float bf16_bits_to_float(uint32_t h) {
   return f;
 #endif
 }
+
+// gguf::TensorType values (hearth/gguf/gguf.h is C++20; cuda_matmul_test pins them).
+constexpr int32_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+                  kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30;
 
 constexpr int kQBlock = 32;    // elements per activation block (one float scale each)
 constexpr int kSegment = 256;  // elements per K segment
@@ -223,26 +237,100 @@ MM_HD void accumulate_scaled(const int w[8], float dw, const Act& a, int64_t t0,
   }
 }
 
-// Q4_0: data = 16 quant bytes per block (GGUF qs), aux = the fp16 d of each block.
+// A 32-block with value d*q + m (Q4_1, Q5_1; q >= 0), for one token: the block's activation
+// scale da, integer dot and integer activation sum.
+// c = da * (d * float(dot(q, a)) + m * float(sum(a))).
+MM_HD float contribution_min(float dw, float mw, float da, int dot, float sum_a) {
+  return fmul(da, fadd(fmul(dw, i2f(dot)), fmul(mw, sum_a)));
+}
+
+// A 32-block with value d*q + m: acc += contribution_min(...) per token.
 template <int NT>
-MM_HD void segment_q4_0(const uint8_t* data, const uint16_t* aux, int64_t r, int64_t s,
-                        const Act& a, int64_t t0, int ntile, float acc[NT]) {
+MM_HD void accumulate_min(const int w[8], float dw, float mw, const Act& a, int64_t t0, int ntile,
+                          int64_t b, float acc[NT]) {
+  MM_UNROLL
+  for (int t = 0; t < NT; ++t) {
+    if (t < ntile) {
+      int4 a0, a1;
+      load_act(a, t0 + t, b, &a0, &a1);
+      const int64_t ab = (t0 + t) * a.nb + b;
+      const float c = contribution_min(dw, mw, a.ad[ab], dot8(w, a0, a1), i2f(a.as[ab]));
+      acc[t] = fadd(acc[t], c);
+    }
+  }
+}
+
+// Bits k..k+3 of qh as bit 4 of the bytes 0..3 of a word: the fifth bit of four Q5_0 / Q5_1
+// values.
+MM_HD uint32_t q5_high_bits(uint32_t qh, int k) {
+  uint32_t r = 0;
+  MM_UNROLL
+  for (int i = 0; i < 4; ++i) r |= ((qh >> (k + i)) & 1u) << (8 * i + 4);
+  return r;
+}
+
+// The 32-element nibble formats: Q4_0, Q4_1, Q5_0, Q5_1.
+template <int TYPE>
+constexpr bool kNibbleFive = TYPE == kQ5_0 || TYPE == kQ5_1;  // a fifth bit in qh
+template <int TYPE>
+constexpr bool kNibbleMin = TYPE == kQ4_1 || TYPE == kQ5_1;  // value d*q + m
+// Device bytes of a segment (8 blocks): their 16 qs bytes each, then their 4 qh bytes each.
+template <int TYPE>
+constexpr int kNibbleSegBytes = kNibbleFive<TYPE> ? 160 : 128;
+
+// Word i (qs bytes 4i..4i+3) of a nibble-format block as 4 int8 values each: lo = values
+// 4i..4i+3 (low nibbles), hi = values 16+4i..16+4i+3 (high nibbles). Q5_0 / Q5_1 add the fifth
+// bit of value v from bit v of qh; Q4_0 subtracts 8 and Q5_0 16 (byte-wise: the signed
+// value); Q4_1 / Q5_1 keep q >= 0 (their m term is applied per block).
+template <int TYPE>
+MM_HD void nibble_word(uint32_t q, uint32_t qh, int i, uint32_t* lo, uint32_t* hi) {
+  uint32_t l = q & 0x0F0F0F0Fu, h = (q >> 4) & 0x0F0F0F0Fu;
+  if constexpr (kNibbleFive<TYPE>) {
+    l |= q5_high_bits(qh, 4 * i);
+    h |= q5_high_bits(qh, 16 + 4 * i);
+  }
+  if constexpr (TYPE == kQ4_0) {
+    l = vsub4(l, 0x08080808u);
+    h = vsub4(h, 0x08080808u);
+  } else if constexpr (TYPE == kQ5_0) {
+    l = vsub4(l, 0x10101010u);
+    h = vsub4(h, 0x10101010u);
+  }
+  *lo = l;
+  *hi = h;
+}
+
+// Q4_0, Q4_1, Q5_0, Q5_1: data = per segment the 16 qs bytes of each of its 8 blocks, then
+// (Q5_0, Q5_1) their 4 qh bytes; aux = per block the fp16 d (Q4_0, Q5_0) or d and m (Q4_1,
+// Q5_1).
+template <int TYPE, int NT>
+MM_HD void segment_nibbles(const uint8_t* data, const uint16_t* aux, int64_t r, int64_t s,
+                           const Act& a, int64_t t0, int ntile, float acc[NT]) {
   const int64_t nseg = (a.nb + kSegBlocks - 1) / kSegBlocks;
-  const SegmentChunks seg{data + r * nseg * 128, nseg, s};
+  const SegmentChunks seg{data + r * nseg * kNibbleSegBytes<TYPE>, nseg, s};
   const int64_t b0 = s * kSegBlocks;
   const int64_t b1 = min64(b0 + kSegBlocks, a.nb);
   for (int64_t b = b0; b < b1; ++b) {
     const int64_t blk = r * a.nb + b;
-    const uint4 q = ld16(seg.at(static_cast<int>(b - b0) * 16));
+    const int j = static_cast<int>(b - b0);
+    const uint4 q = ld16(seg.at(j * 16));
     const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+    uint32_t qh = 0;
+    if constexpr (kNibbleFive<TYPE>) qh = ld32(seg.at(8 * 16 + 4 * j));
     int w[8];
     MM_UNROLL
     for (int i = 0; i < 4; ++i) {
-      // element j is the low nibble of qs[j], element j + 16 the high nibble; value q - 8.
-      w[i] = static_cast<int>(vsub4(qw[i] & 0x0F0F0F0Fu, 0x08080808u));
-      w[i + 4] = static_cast<int>(vsub4((qw[i] >> 4) & 0x0F0F0F0Fu, 0x08080808u));
+      uint32_t lo, hi;
+      nibble_word<TYPE>(qw[i], qh, i, &lo, &hi);
+      w[i] = static_cast<int>(lo);
+      w[i + 4] = static_cast<int>(hi);
     }
-    accumulate_scaled<NT>(w, half_bits_to_float(aux[blk]), a, t0, ntile, b, acc);
+    if constexpr (kNibbleMin<TYPE>) {
+      accumulate_min<NT>(w, half_bits_to_float(aux[2 * blk]), half_bits_to_float(aux[2 * blk + 1]),
+                         a, t0, ntile, b, acc);
+    } else {
+      accumulate_scaled<NT>(w, half_bits_to_float(aux[blk]), a, t0, ntile, b, acc);
+    }
   }
 }
 

@@ -165,10 +165,11 @@ Status upload_matrix(const WeightView& w, const std::string& name, const cu::Str
                      cu::DeviceMatrix& out, uint64_t& total) {
   const auto type = static_cast<int32_t>(w.type);
   if (!cu::matmul_supports(type)) {
-    return Unsupported("tensor " + name + ": weight type " +
-                       std::string(gguf::tensor_type_name(w.type)) +
-                       " has no CUDA kernel (the GPU takes Q4_0, Q8_0, Q4_K, Q5_K, Q6_K, F16, BF16 "
-                       "and F32; keep this layer on the CPU with a smaller n_gpu_layers)");
+    return Unsupported(
+        "tensor " + name + ": weight type " + std::string(gguf::tensor_type_name(w.type)) +
+        " has no CUDA kernel (the GPU takes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, "
+        "Q6_K, F16, BF16 and F32; keep this layer on the CPU with a smaller "
+        "n_gpu_layers)");
   }
   if (w.interleaved) return Internal("tensor " + name + ": interleaved rows cannot be uploaded");
   HEARTH_CUDA_TRY(cu::upload_matrix(type, w.rows, w.cols, w.data, w.row_bytes(), s, &out));
