@@ -36,8 +36,9 @@ runtime::ModelConfig default_model_config();
 // (ModelConfig::swa_full); "weights" ("copy": into huge pages at load, the default;
 // "mapped": read in place from the file mapping; ModelConfig::weights_in_place).
 // Speculative decoding: "draft_model" (a GGUF path), "speculative" ("none", "draft",
-// "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256) and
-// "ngram_max" (1..8) are runtime::SpeculativeConfig's fields.
+// "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256),
+// "ngram_max" (1..8), "draft_adaptive" (a boolean) and "draft_probe_interval" (0..4096)
+// are runtime::SpeculativeConfig's fields (adaptive, probe_interval).
 // InvalidArgument names the key.
 // "chat_template_file" (a path) reads a Jinja chat template that replaces the GGUF's
 // tokenizer.chat_template for this model (ModelConfig::chat_template); a file that cannot

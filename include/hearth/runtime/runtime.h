@@ -151,6 +151,13 @@ struct SpeculativeConfig {
   // Draft model: drafting stops at a token whose draft probability is below this (0..1).
   float draft_p_min = 0.0f;
   int32_t ngram_max = 3;  // prompt lookup tries the last ngram_max..1 tokens (1..8)
+  // Adaptive drafting (docs/runtime.md, "Adaptive drafting"): each tick a request drafts
+  // the number of tokens (0..draft_max) that maximises its expected tokens per second,
+  // from its recent acceptance and the worker's measured cost of verify passes; 0 when no
+  // draft pays, then a one-token probe every probe_interval plain steps (0 = no probes).
+  // false: always draft up to draft_max.
+  bool adaptive = true;
+  int32_t probe_interval = 16;  // 0..4096
   SpeculativeType resolved_type() const {
     return type ? *type : draft_model.empty() ? SpeculativeType::kNone : SpeculativeType::kDraft;
   }
@@ -455,6 +462,7 @@ struct RequestParams {
     std::optional<int32_t> n_max;  // 0 = off
     std::optional<int32_t> n_min;
     std::optional<float> p_min;
+    std::optional<bool> adaptive;  // SpeculativeConfig::adaptive
   } speculative;
   // LoRA scales for this request (llama-server's `lora` field): every adapter of the
   // model not listed runs at scale 0. Unset: the model's current scales
@@ -487,6 +495,10 @@ struct RequestStats {
   // agreed with (each accepted one saved a forward pass).
   int64_t draft_tokens = 0;
   int64_t draft_accepted = 0;
+  // Forward passes that decoded this request's tokens, and how many of them verified a
+  // draft (draft_tokens / draft_steps is the mean draft length).
+  int64_t decode_steps = 0;
+  int64_t draft_steps = 0;
 };
 
 struct CompletionResult {
