@@ -87,8 +87,8 @@ int32_t DraftLength::choose(const StepCosts& costs, int32_t tokens, double yield
 void DraftLength::plain_step() {
   ++plain_steps_;
   if (judged_ < 1e-3) return;  // keep the ratio (the acceptance) representable
-  accepted_ *= kDecay;
-  judged_ *= kDecay;
+  accepted_ *= kIdleDecay;
+  judged_ *= kIdleDecay;
 }
 
 void DraftLength::observe(int32_t accepted, bool rejected) {

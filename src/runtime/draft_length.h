@@ -59,15 +59,17 @@ class DraftLength {
   // A decode step that carried no draft (none chosen, or the drafter found none).
   void plain_step();
 
-  // The recent acceptance a: accepted / judged draft tokens, the counts of each decode
-  // step weighing kDecay times those of the step after it (starts at kPrior). Ageing by
-  // steps, not by verifies, lets a probe that is accepted after a long run without drafts
-  // outweigh the old failures: drafting resumes at once when the drafts start to agree.
+  // The recent acceptance a: accepted / judged draft tokens, the counts aged by kDecay at
+  // each verify and by kIdleDecay at each plain step (starts at kPrior). Ageing during
+  // plain steps too lets accepted probes after a long run without drafts outweigh the old
+  // failures within a few probes, while one lucky probe at a low acceptance does not
+  // start a run of rejected drafts.
   double acceptance() const { return judged_ > 0 ? accepted_ / judged_ : kPrior; }
   // E(k) at the current acceptance.
   double expected_tokens(int32_t k) const;
 
   static constexpr double kDecay = 0.9;
+  static constexpr double kIdleDecay = 0.97;
   static constexpr double kPrior = 0.5;     // as 2 judged tokens, 1 accepted
   static constexpr double kMinGain = 0.03;  // a draft must promise 3% more tokens per second
 

@@ -107,7 +107,13 @@ TEST(DraftLength, StopsWhenRejectedProbesAndResumesOnceAProbeIsAccepted) {
   EXPECT_EQ(k, 1);  // the probe
   d.observe(1, false);
   d.plain_step();
-  EXPECT_GT(d.choose(c, 1, 1, 0, 16, false), 1);  // drafting again, not a probe
+  k = d.choose(c, 1, 1, 0, 16, false);
+  EXPECT_GT(k, 0);  // drafting again one step after the probe: not a probe
+  for (int i = 0; i < 3; ++i) {
+    d.observe(k, false);
+    k = d.choose(c, 1, 1, 0, 16, false);
+  }
+  EXPECT_GT(k, 4);  // and longer as the drafts keep being accepted
 
   DraftLength no_probe(0);
   for (int i = 0; i < 30; ++i) no_probe.observe(0, true);

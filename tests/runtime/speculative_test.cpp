@@ -29,9 +29,15 @@ TEST(NgramDraft, ProposesWhatFollowedTheLatestEarlierOccurrence) {
 }
 
 TEST(NgramDraft, FallsBackToShorterSuffixesAndToNothing) {
-  // "9 3" never occurred before, "3" did (followed by 4 4).
-  EXPECT_EQ(ngram_draft(std::vector<TokenId>{3, 4, 4, 9, 3}, 3, 8),
+  // "9 3" never occurred before, "3" did (followed by 4 4 9 3, then as a repetition of
+  // period 4: 4 4 9 3 ...).
+  EXPECT_EQ(ngram_draft(std::vector<TokenId>{3, 4, 4, 9, 3}, 3, 4),
             (std::vector<TokenId>{4, 4, 9, 3}));
+  EXPECT_EQ(ngram_draft(std::vector<TokenId>{3, 4, 4, 9, 3}, 3, 7),
+            (std::vector<TokenId>{4, 4, 9, 3, 4, 4, 9}));
+  // A token repeated: its own continuation, as long as asked.
+  EXPECT_EQ(ngram_draft(std::vector<TokenId>{1, 2, 7, 7, 7, 7}, 3, 5),
+            (std::vector<TokenId>{7, 7, 7, 7, 7}));
   EXPECT_TRUE(ngram_draft(std::vector<TokenId>{1, 2, 3, 4}, 3, 8).empty());
   EXPECT_TRUE(ngram_draft(std::vector<TokenId>{7}, 3, 8).empty());
 }
