@@ -6,7 +6,9 @@
 //   draft, draft-adaptive   the same with the draft model (only with --draft)
 // For each: tokens/s over the generation (first token to last), tokens drafted and
 // accepted, the acceptance rate, the share of decode steps that verified a draft and the
-// mean draft length, and whether the tokens equal the plain run's (they must). With
+// mean draft length, the process CPU time per generated token (prefill included, when
+// the prompt is not resident from the previous run), and whether the tokens equal the
+// plain run's (they must). With
 // --rounds R the cases run in turn R times (alternated, so that a noisy machine's drift
 // hits every case alike): tokens/s is the median over rounds and the speed-up the median
 // of each round's ratio to that round's plain run.
@@ -17,6 +19,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/bench_util.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
 #include "hearth/runtime/runtime.h"
@@ -47,13 +50,6 @@ struct Case {
   bool adaptive;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 Result<nlohmann::json> run_case(Runtime& rt, const std::string& id,
                                 const std::vector<TokenId>& prompt, const Case& c,
                                 const SpecArgs& a, const std::vector<TokenId>* plain_tokens,
@@ -66,11 +62,14 @@ Result<nlohmann::json> run_case(Runtime& rt, const std::string& id,
   p.speculative.n_max = a.draft_max;
   p.speculative.adaptive = c.adaptive;
   if (a.p_min >= 0) p.speculative.p_min = a.p_min;
-  double best_tps = 0;
+  double best_tps = 0, best_cpu = 0;
   RequestStats stats;
   std::vector<TokenId> generated;
   for (int r = 0; r < std::max(1, a.repeat); ++r) {
+    const double cpu0 = process_cpu_ms();
     HEARTH_ASSIGN_OR_RETURN(CompletionResult res, rt.complete_tokens(id, prompt, p));
+    const double cpu = (process_cpu_ms() - cpu0) / std::max<double>(1, res.generated.size());
+    if (best_cpu == 0 || cpu < best_cpu) best_cpu = cpu;
     // generation_ms runs from the first token to the last: tokens after the first.
     const double tps =
         res.stats.generation_ms > 0
@@ -89,6 +88,8 @@ Result<nlohmann::json> run_case(Runtime& rt, const std::string& id,
                       {"adaptive", c.adaptive},
                       {"generated", generated.size()},
                       {"tokens_per_s", best_tps},
+                      {"cpu_ms_per_token", best_cpu},
+                      {"prefill_ms", stats.prefill_ms},
                       {"draft_tokens", stats.draft_tokens},
                       {"draft_accepted", stats.draft_accepted},
                       {"acceptance", ratio(stats.draft_accepted, stats.draft_tokens)},
@@ -168,17 +169,23 @@ int run_spec_bench(const SpecArgs& a) {
     }
   }
   for (size_t c = 0; c < cases.size(); ++c) {
-    std::vector<double> tps, speedup;
+    std::vector<double> tps, speedup, cpu, cpu_speedup;
     for (const auto& round : rounds) {
       const double base = round[0]["tokens_per_s"].get<double>();
       tps.push_back(round[c]["tokens_per_s"].get<double>());
       speedup.push_back(base > 0 ? tps.back() / base : 0.0);
+      cpu.push_back(round[c]["cpu_ms_per_token"].get<double>());
+      cpu_speedup.push_back(cpu.back() > 0 ? round[0]["cpu_ms_per_token"].get<double>() / cpu.back()
+                                           : 0.0);
     }
     nlohmann::json j = rounds.back()[c];  // the counts of the last round
     j["tokens_per_s"] = median(tps);
     j["tokens_per_s_rounds"] = tps;
     j["speedup"] = median(speedup);
     j["speedup_rounds"] = speedup;
+    j["cpu_ms_per_token"] = median(cpu);
+    j["cpu_speedup"] = median(cpu_speedup);
+    j["cpu_speedup_rounds"] = cpu_speedup;
     out["runs"].push_back(j);
   }
   if (a.json) {
