@@ -1,5 +1,7 @@
 #include "cli/bench_util.h"
 
+#include <time.h>
+
 #include <algorithm>
 
 namespace hearth::cli {
@@ -19,6 +21,12 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
 }  // namespace hearth::cli

@@ -45,12 +45,6 @@ std::vector<BatchToken> row_of(int32_t n, int32_t first_pos, uint32_t seed, int3
   return batch;
 }
 
-double cpu_ms_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
 struct RowTime {
   double ms = 0;      // wall
   double cpu_ms = 0;  // process CPU time
@@ -62,11 +56,11 @@ Result<RowTime> time_row(Engine& e, int32_t depth, int32_t n, int reps) {
   std::vector<float> logits;
   for (int rep = 0; rep < reps; ++rep) {
     const auto batch = row_of(n, depth, 777u + static_cast<uint32_t>(rep), e.info().n_vocab);
-    const double c0 = cpu_ms_now();
+    const double c0 = process_cpu_ms();
     const auto t0 = Clock::now();
     HEARTH_RETURN_IF_ERROR(e.forward(batch, logits));
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    cpu.push_back(cpu_ms_now() - c0);
+    cpu.push_back(process_cpu_ms() - c0);
     HEARTH_RETURN_IF_ERROR(e.seq_truncate(0, depth));
   }
   return RowTime{median(ms), median(cpu)};

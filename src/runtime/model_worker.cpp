@@ -71,6 +71,7 @@ ModelWorker::ModelWorker(ModelConfig config, std::unique_ptr<Backend> backend, R
     slots_[i].seq = static_cast<int32_t>(i);
     slots_[i].resident_ns = ns_;
   }
+  step_costs_ = StepCosts(config_.n_batch);
   if (draft)
     draft_ = std::make_unique<DraftModel>(std::move(draft), config_.n_seq_max, config_.n_ctx);
   thread_ = std::thread([this] { thread_main(); });
@@ -697,6 +698,7 @@ void ModelWorker::admit(RequestPtr r, Restore restore, const std::vector<Slot*>&
   s.text = backend.text_stream();
   s.stop = StopMatcher(r->params.stop_sequences);
   s.spec = resolve_speculative(config_.speculative, r->params.speculative);
+  s.draft_length = DraftLength(s.spec.probe_interval);
 
   // Cold save boundary: trimmed, aligned prefix of the prompt (policy cold_save_split).
   s.cold_boundary = cold_save_length(config_.policy, n, s.resident.size());
@@ -726,6 +728,7 @@ void ModelWorker::admit_forks(Slot& parent, const std::vector<Slot*>& candidates
     c.text = backend_->text_stream();
     c.stop = StopMatcher(f->params.stop_sequences);
     c.spec = resolve_speculative(config_.speculative, f->params.speculative);
+    c.draft_length = DraftLength(c.spec.probe_interval);
   }
 }
 
@@ -812,19 +815,38 @@ void ModelWorker::tick() {
   }
   // Speculative decoding: decode rows whose request drafts carry [pending, draft...] with
   // logits at every position, in the batch budget the plan left.
-  int32_t budget = config_.n_batch;
-  for (const StepRow& row : rows) budget -= static_cast<int32_t>(row.tokens.size());
+  // Adaptive requests draft the length that pays at this step's size (runtime/draft_length.h):
+  // `step_tokens` and `step_yield` are the step's tokens and expected new tokens so far.
+  int32_t step_tokens = 0;
+  double step_yield = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    step_tokens += static_cast<int32_t>(rows[i].tokens.size());
+    if (plan[i].decode) step_yield += 1;
+  }
+  int32_t budget = config_.n_batch - step_tokens;
   for (size_t i = 0; i < plan.size() && budget > 0; ++i) {
     Slot& s = slots_[static_cast<size_t>(plan[i].slot)];
     if (!plan[i].decode || !s.spec.enabled()) continue;
     const int32_t left =
         s.request->params.response_tokens - static_cast<int32_t>(s.generated.size());
     const int32_t room = config_.n_ctx - static_cast<int32_t>(s.resident.size()) - 1;
-    const int32_t limit = std::min({left - 1, room, budget});
+    int32_t limit = std::min({left - 1, room, budget});
+    const bool model_drafts = s.spec.type == SpeculativeType::kDraft;
+    if (s.spec.adaptive) {
+      limit = s.draft_length.choose(step_costs_, step_tokens, step_yield, s.spec.n_min,
+                                    std::min(limit, s.spec.n_max), model_drafts && draft_);
+      if (limit == 0) continue;
+    }
+    const auto draft_start = Clock::now();
     std::vector<TokenId> draft =
         propose_draft(s.spec, draft_.get(), s.seq, s.resident, s.pending, limit);
+    if (model_drafts)
+      step_costs_.record_draft(static_cast<int32_t>(draft.size()),
+                               ms_between(draft_start, Clock::now()) / 1000.0);
     if (draft.empty()) continue;
     budget -= static_cast<int32_t>(draft.size());
+    step_tokens += static_cast<int32_t>(draft.size());
+    step_yield += s.draft_length.expected_tokens(static_cast<int32_t>(draft.size())) - 1;
     s.spec_row.assign(1, s.pending);
     s.spec_row.insert(s.spec_row.end(), draft.begin(), draft.end());
     rows[i].tokens = s.spec_row;
@@ -840,7 +862,9 @@ void ModelWorker::tick() {
       total += static_cast<int64_t>(rows[i].tokens.size());
       if (!plan[i].decode) prefill += plan[i].prefill_len;
     }
-    record_step(prefill, total, ms_between(step_start, Clock::now()) / 1000.0);
+    const double seconds = ms_between(step_start, Clock::now()) / 1000.0;
+    record_step(prefill, total, seconds);
+    if (prefill == 0) step_costs_.record(static_cast<int32_t>(total), seconds);  // decode only
   }
   size_t wanted = 0;
   for (const StepRow& row : rows) wanted += row.n_logits();
@@ -850,7 +874,10 @@ void ModelWorker::tick() {
   for (size_t i = 0; i < plan.size(); ++i) {
     Slot& s = slots_[static_cast<size_t>(plan[i].slot)];
     const StepRow& row = rows[i];
+    if (plan[i].decode) s.decode_steps += 1;
+    if (plan[i].decode && row.tokens.size() == 1) s.draft_length.plain_step();
     if (plan[i].decode && row.tokens.size() > 1) {
+      s.draft_steps += 1;
       accept_speculative(s, row.pos, row.tokens,
                          std::span<std::vector<float>>(logits).subspan(li, row.tokens.size()));
       li += row.tokens.size();
@@ -983,17 +1010,23 @@ void ModelWorker::accept_speculative(Slot& s, int32_t row_pos, std::span<const T
   s.has_pending = false;
   const size_t n_draft = tokens.size() - 1;
   s.draft_tokens += static_cast<int64_t>(n_draft);
+  int32_t accepted = 0;
+  bool rejected = false;
   for (size_t j = 0;; ++j) {
     s.resident.push_back(tokens[j]);
     s.delta.created += 1;
     s.last_logits = std::move(logits[j]);
     sample_next(s, s.last_logits);
-    if (j == n_draft || s.finishing || !s.has_pending || s.pending != tokens[j + 1] ||
-        s.request->cancelled.load())
+    if (j == n_draft || s.finishing || !s.has_pending || s.request->cancelled.load()) break;
+    if (s.pending != tokens[j + 1]) {
+      rejected = true;
       break;
+    }
     s.has_pending = false;  // the drafted token's cells are already computed
     s.draft_accepted += 1;
+    accepted += 1;
   }
+  s.draft_length.observe(accepted, rejected);
   const int32_t computed = row_pos + static_cast<int32_t>(tokens.size());
   if (static_cast<int32_t>(s.resident.size()) < computed)
     check(backend_->seq_truncate(s.seq, static_cast<int32_t>(s.resident.size())),
@@ -1138,6 +1171,8 @@ void ModelWorker::finish(Slot& s) {
   st.stop_sequence = res.stop_sequence;
   st.draft_tokens = s.draft_tokens;
   st.draft_accepted = s.draft_accepted;
+  st.decode_steps = s.decode_steps;
+  st.draft_steps = s.draft_steps;
 
   s.release();
   if (r->params.session_id) sessions_.end(*r->params.session_id, res.context_tokens);

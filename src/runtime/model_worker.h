@@ -195,6 +195,7 @@ class ModelWorker {
 
   // Worker-thread state.
   std::unique_ptr<DraftModel> draft_;  // speculative draft model, or null
+  StepCosts step_costs_{1};            // measured decode-pass costs (adaptive drafting)
   std::vector<Slot> slots_;
   uint64_t admit_counter_ = 0;
   std::thread thread_;

@@ -14,8 +14,13 @@ std::vector<TokenId> ngram_draft(std::span<const TokenId> context, int32_t ngram
     // Latest match first: an earlier occurrence ending at `end` (exclusive), end < len.
     for (size_t end = len - 1; end >= n; --end) {
       if (!std::equal(suffix.begin(), suffix.end(), context.begin() + (end - n))) continue;
-      const size_t take = std::min(static_cast<size_t>(max_draft), len - end);
-      return {context.begin() + end, context.begin() + end + take};
+      // Copy what followed; past the context's end the copy continues from its own start
+      // (a match `len - end` tokens back is a repetition of that period).
+      std::vector<TokenId> out;
+      out.reserve(static_cast<size_t>(max_draft));
+      for (size_t src = end; out.size() < static_cast<size_t>(max_draft); ++src)
+        out.push_back(src < len ? context[src] : out[src - len]);
+      return out;
     }
   }
   return {};

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/draft_length.h"
 #include "runtime/request.h"
 #include "runtime/speculative.h"
 #include "runtime/stop_matcher.h"
@@ -63,9 +64,12 @@ struct Slot {
   // Speculative decoding (runtime/speculative.h): the request's settings, this tick's
   // verify row ([pending, draft...]), and the tokens drafted / accepted so far.
   SpecSettings spec;
+  DraftLength draft_length;  // the adaptive draft length (spec.adaptive)
   std::vector<TokenId> spec_row;
   int64_t draft_tokens = 0;
   int64_t draft_accepted = 0;
+  int64_t decode_steps = 0;  // RequestStats::decode_steps / draft_steps
+  int64_t draft_steps = 0;
 
   bool busy() const { return request != nullptr; }
 

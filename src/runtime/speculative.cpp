@@ -11,6 +11,7 @@ namespace {
 
 constexpr int32_t kMaxDraft = 256;
 constexpr int32_t kMaxNgram = 8;
+constexpr int32_t kMaxProbeInterval = 4096;
 
 // The greedy choice (lowest id on ties, as the runtime's greedy sampler) and, when asked,
 // its softmax probability.
@@ -59,6 +60,8 @@ SpecSettings resolve_speculative(const SpeculativeConfig& model,
   s.n_min = request.n_min ? *request.n_min : model.draft_min;
   s.p_min = request.p_min ? *request.p_min : model.draft_p_min;
   s.ngram_max = model.ngram_max;
+  s.adaptive = request.adaptive ? *request.adaptive : model.adaptive;
+  s.probe_interval = model.probe_interval;
   return s;
 }
 
@@ -74,6 +77,9 @@ Status check_speculative_config(const SpeculativeConfig& c) {
   if (c.ngram_max < 1 || c.ngram_max > kMaxNgram)
     return InvalidArgument("ngram_max must be in 1.." + std::to_string(kMaxNgram) + ", got " +
                            std::to_string(c.ngram_max));
+  if (c.probe_interval < 0 || c.probe_interval > kMaxProbeInterval)
+    return InvalidArgument("probe_interval must be in 0.." + std::to_string(kMaxProbeInterval) +
+                           ", got " + std::to_string(c.probe_interval));
   if (c.type == SpeculativeType::kDraft && c.draft_model.empty())
     return InvalidArgument("speculative type draft needs draft_model");
   return OkStatus();

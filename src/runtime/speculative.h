@@ -22,6 +22,8 @@ struct SpecSettings {
   int32_t n_min = 0;
   float p_min = 0;
   int32_t ngram_max = 3;
+  bool adaptive = true;
+  int32_t probe_interval = 16;
   bool enabled() const { return type != SpeculativeType::kNone && n_max > 0; }
 };
 SpecSettings resolve_speculative(const SpeculativeConfig& model,

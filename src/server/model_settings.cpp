@@ -251,6 +251,12 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
     config.speculative.type = *t;
     return OkStatus();
   }
+  if (key == "draft_adaptive") {
+    const auto* flag = std::get_if<bool>(&value);
+    if (!flag) return type_error(key, "a boolean");
+    config.speculative.adaptive = *flag;
+    return OkStatus();
+  }
   static constexpr struct {
     std::string_view key;
     int32_t runtime::SpeculativeConfig::*field;
@@ -259,6 +265,7 @@ Status apply_model_setting(runtime::ModelConfig& config, std::string_view key,
       {"draft_max", &runtime::SpeculativeConfig::draft_max, 1, 256},
       {"draft_min", &runtime::SpeculativeConfig::draft_min, 0, 256},
       {"ngram_max", &runtime::SpeculativeConfig::ngram_max, 1, 8},
+      {"draft_probe_interval", &runtime::SpeculativeConfig::probe_interval, 0, 4096},
   };
   for (const auto& k : kSpecInts) {
     if (key != k.key) continue;

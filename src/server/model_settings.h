@@ -36,8 +36,9 @@ runtime::ModelConfig default_model_config();
 // (ModelConfig::swa_full); "weights" ("copy": into huge pages at load, the default;
 // "mapped": read in place from the file mapping; ModelConfig::weights_in_place).
 // Speculative decoding: "draft_model" (a GGUF path), "speculative" ("none", "draft",
-// "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256) and
-// "ngram_max" (1..8) are runtime::SpeculativeConfig's fields.
+// "ngram": the requests' default), "draft_max" (1..256), "draft_min" (0..256),
+// "ngram_max" (1..8), "draft_adaptive" (a boolean) and "draft_probe_interval" (0..4096)
+// are runtime::SpeculativeConfig's fields (adaptive, probe_interval).
 // Devices (docs/gpu.md): "device" ("cpu", "cuda", "cuda:N": hearth::parse_device) and
 // "n_gpu_layers" (-1 = every layer, or a count; > 0 needs a GPU device, checked by
 // finish_model_config), and the draft model's "draft_device" / "draft_n_gpu_layers"

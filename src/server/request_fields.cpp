@@ -61,7 +61,8 @@ constexpr RequestField kFields[] = {
     {"speculative.n_min", kText, FieldUse::kHonoured, ""},
     {"speculative.p_min", kText, FieldUse::kHonoured, ""},
     {"speculative.type", kText, FieldUse::kHonoured, ""},
-    {"lora", kText, FieldUse::kHonoured, ""},  // [{id, scale}] (llama-server)
+    {"speculative.adaptive", kText, FieldUse::kHonoured, ""},  // hearth's adaptive draft length
+    {"lora", kText, FieldUse::kHonoured, ""},                  // [{id, scale}] (llama-server)
     {"prediction", kChatApi, FieldUse::kNoOp,
      "predicted outputs only speed up the hosted API; they never change what is generated"},
     {"audio", kChatApi, FieldUse::kRejected, "audio output is not supported"},

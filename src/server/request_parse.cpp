@@ -276,6 +276,11 @@ std::optional<ApiError> parse_speculative_fields(const json& body,
     if (!t) return value_error("speculative.type", "must be \"none\", \"draft\" or \"ngram\"");
     out.type = *t;
   }
+  if (present(body, "speculative.adaptive")) {
+    bool adaptive = true;
+    if (auto e = get_bool(body, "speculative.adaptive", adaptive)) return e;
+    out.adaptive = adaptive;
+  }
   return std::nullopt;
 }
 

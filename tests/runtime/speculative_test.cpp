@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <future>
 
 #include "cli/gguf_cli_util.h"
@@ -28,20 +29,29 @@ TEST(NgramDraft, ProposesWhatFollowedTheLatestEarlierOccurrence) {
 }
 
 TEST(NgramDraft, FallsBackToShorterSuffixesAndToNothing) {
-  // "9 3" never occurred before, "3" did (followed by 4 4).
-  EXPECT_EQ(ngram_draft(std::vector<TokenId>{3, 4, 4, 9, 3}, 3, 8),
+  // "9 3" never occurred before, "3" did (followed by 4 4 9 3, then as a repetition of
+  // period 4: 4 4 9 3 ...).
+  EXPECT_EQ(ngram_draft(std::vector<TokenId>{3, 4, 4, 9, 3}, 3, 4),
             (std::vector<TokenId>{4, 4, 9, 3}));
+  EXPECT_EQ(ngram_draft(std::vector<TokenId>{3, 4, 4, 9, 3}, 3, 7),
+            (std::vector<TokenId>{4, 4, 9, 3, 4, 4, 9}));
+  // A token repeated: its own continuation, as long as asked.
+  EXPECT_EQ(ngram_draft(std::vector<TokenId>{1, 2, 7, 7, 7, 7}, 3, 5),
+            (std::vector<TokenId>{7, 7, 7, 7, 7}));
   EXPECT_TRUE(ngram_draft(std::vector<TokenId>{1, 2, 3, 4}, 3, 8).empty());
   EXPECT_TRUE(ngram_draft(std::vector<TokenId>{7}, 3, 8).empty());
 }
 
 // ---------------------------------------------------------------- stub backend
 
-// A draft that disagrees with the model now and then: the wrapped stub's logits, with
-// every third position's favourite pushed below another token.
+// A draft that disagrees with the model where wrong_at(position) says so (by default every
+// third position): the wrapped stub's logits, with the favourite pushed below another token.
 class SometimesWrong : public Backend {
  public:
-  explicit SometimesWrong(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  explicit SometimesWrong(
+      std::unique_ptr<Backend> inner,
+      std::function<bool(int32_t)> wrong_at = [](int32_t pos) { return pos % 3 == 0; })
+      : inner_(std::move(inner)), wrong_at_(std::move(wrong_at)) {}
   BackendInfo info() const override { return inner_->info(); }
   KvIdentity kv_identity() const override { return inner_->kv_identity(); }
   Result<std::vector<TokenId>> tokenize(std::string_view t, bool a,
@@ -64,7 +74,7 @@ class SometimesWrong : public Backend {
       if (!r.want_logits) continue;
       const int32_t pos = r.pos + static_cast<int32_t>(r.tokens.size()) - 1;
       auto& l = (*out)[li++];
-      if (pos % 3 != 0) continue;
+      if (!wrong_at_(pos)) continue;
       const auto best = std::max_element(l.begin(), l.end()) - l.begin();
       l[static_cast<size_t>((best + 7) % static_cast<long>(l.size()))] = l[best] + 1.0f;
     }
@@ -81,6 +91,7 @@ class SometimesWrong : public Backend {
 
  private:
   std::unique_ptr<Backend> inner_;
+  std::function<bool(int32_t)> wrong_at_;
 };
 
 ModelConfig stub_with_draft(bool wrong_draft) {
@@ -90,7 +101,8 @@ ModelConfig stub_with_draft(bool wrong_draft) {
   BackendFactory inner = stub_factory(o);
   c.speculative.draft_model = "stub-draft.gguf";
   c.speculative.draft_max = 6;
-  c.speculative.draft_p_min = 0;  // draft at every position
+  c.speculative.draft_p_min = 0;   // draft at every position
+  c.speculative.adaptive = false;  // and at every step (adaptive drafting: below)
   c.draft_factory = [inner, wrong_draft]() -> Result<std::unique_ptr<Backend>> {
     HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, inner());
     if (!wrong_draft) return b;
@@ -167,6 +179,95 @@ TEST(Speculative, SeededSamplingIsIdenticalToo) {
   ASSERT_TRUE(spec.ok());
   expect_same_generation(*plain, *spec);
   EXPECT_GT(spec->stats.draft_tokens, 0);
+}
+
+// Adaptive drafting (RequestParams::speculative.adaptive over the model's false): the same
+// tokens and logprobs as plain decoding, whatever the drafts' acceptance.
+TEST(Speculative, AdaptiveDraftingEqualsPlainDecoding) {
+  for (bool wrong : {false, true}) {
+    auto rt = make_runtime();
+    ASSERT_TRUE(rt->load_model(stub_with_draft(wrong)).ok());
+    auto prompt = rt->tokenize("m", "abc abc abc abc abc abc abc");
+    ASSERT_TRUE(prompt.ok());
+    auto plain = rt->complete_tokens("m", *prompt, spec_params(SpeculativeType::kNone, 60));
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(plain->stats.draft_steps, 0);
+    for (SpeculativeType t : {SpeculativeType::kDraft, SpeculativeType::kNgram}) {
+      SCOPED_TRACE(std::string(speculative_type_name(t)) + (wrong ? " (wrong draft)" : ""));
+      RequestParams p = spec_params(t, 60);
+      p.speculative.adaptive = true;
+      auto spec = rt->complete_tokens("m", *prompt, p);
+      ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+      expect_same_generation(*plain, *spec);
+      EXPECT_LE(spec->stats.draft_steps, spec->stats.decode_steps);
+      EXPECT_LE(spec->stats.draft_steps, spec->stats.draft_tokens);
+    }
+  }
+}
+
+// A draft model that is wrong at every position up to `wrong_until` (context positions),
+// right after; the target costs 1 ms a pass plus 0.1 ms a token (StubControl), so a
+// verify row is cheap next to the passes an accepted draft saves.
+ModelConfig stub_with_switching_draft(int32_t wrong_until, std::shared_ptr<StubControl> control) {
+  ModelConfig c = stub_config("m", 1, control);
+  control->step_delay_us = 1000;
+  control->token_delay_us = 100;
+  BackendFactory inner = stub_factory(StubOptions{});
+  c.speculative.draft_model = "stub-draft.gguf";
+  c.speculative.draft_max = 6;
+  c.speculative.adaptive = true;
+  c.draft_factory = [inner, wrong_until]() -> Result<std::unique_ptr<Backend>> {
+    HEARTH_ASSIGN_OR_RETURN(std::unique_ptr<Backend> b, inner());
+    return std::unique_ptr<Backend>(std::make_unique<SometimesWrong>(
+        std::move(b), [wrong_until](int32_t pos) { return pos < wrong_until; }));
+  };
+  return c;
+}
+
+TEST(Speculative, AdaptiveDraftingStopsWhenDraftsFailAndResumesWhenTheyAgree) {
+  constexpr int32_t kGen = 160;
+  std::vector<TokenId> prompt;
+  CompletionResult plain;
+  {
+    auto rt = make_runtime();
+    ASSERT_TRUE(rt->load_model(stub_config("m", 1)).ok());
+    auto p = rt->tokenize("m", "the quick brown fox jumps over the lazy dog");
+    ASSERT_TRUE(p.ok());
+    prompt = *p;
+    auto r = rt->complete_tokens("m", prompt, spec_params(SpeculativeType::kNone, kGen));
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->generated.size(), static_cast<size_t>(kGen));  // no early end of generation
+    plain = *r;
+  }
+  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  // Always wrong: after a few drafts while the prior wears off, only a one-token probe
+  // every probe_interval (16) plain steps; nothing accepted.
+  {
+    auto rt = make_runtime();
+    ASSERT_TRUE(
+        rt->load_model(stub_with_switching_draft(1 << 30, std::make_shared<StubControl>())).ok());
+    auto r = rt->complete_tokens("m", prompt, spec_params(SpeculativeType::kDraft, kGen));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    expect_same_generation(plain, *r);
+    EXPECT_EQ(r->stats.draft_accepted, 0);
+    EXPECT_GT(r->stats.draft_steps, 0);
+    EXPECT_GE(r->stats.decode_steps, kGen - 1);
+    EXPECT_LT(r->stats.draft_steps * 4, r->stats.decode_steps)
+        << r->stats.draft_steps << " of " << r->stats.decode_steps << " steps drafted";
+  }
+  // Wrong for the first half of the generation, right after: drafting resumes within a
+  // probe interval and most of the second half comes from accepted drafts.
+  {
+    auto rt = make_runtime();
+    ASSERT_TRUE(rt->load_model(stub_with_switching_draft(n_prompt + kGen / 2,
+                                                         std::make_shared<StubControl>()))
+                    .ok());
+    auto r = rt->complete_tokens("m", prompt, spec_params(SpeculativeType::kDraft, kGen));
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    expect_same_generation(plain, *r);
+    EXPECT_GE(r->stats.draft_accepted, kGen / 4) << r->stats.draft_accepted << " accepted";
+    EXPECT_LT(r->stats.decode_steps, kGen - kGen / 4);
+  }
 }
 
 TEST(Speculative, RequestFieldsAreChecked) {
@@ -327,7 +428,8 @@ TEST_F(SpeculativeEngine, DraftAndLookupEqualPlainGreedyColdAndWarm) {
     ModelConfig c = engine_config("t", target, 1);
     c.speculative.draft_model = draft;
     c.speculative.draft_max = 6;
-    c.speculative.draft_p_min = 0;  // a random model's draft is never confident
+    c.speculative.draft_p_min = 0;   // a random model's draft is never confident
+    c.speculative.adaptive = false;  // draft at every step, however little it pays
     ASSERT_TRUE(rt->load_model(c).ok());
     auto prompt = rt->tokenize("t", "Once upon a time there was a little robot who", true);
     ASSERT_TRUE(prompt.ok());

@@ -29,6 +29,8 @@ max_restarts = 7
 restart_backoff_ms = 40
 swa_full = true
 session_idle_ms = 1234
+draft_adaptive = false
+draft_probe_interval = 32
 policy = { min_tokens = 512, session_resume_wait_ms = 250, evict_save_timeout_ms = 9000, prefill_tokens_per_s = 90, write_bytes_per_s = 100000000 }
 )",
                                c);
@@ -46,6 +48,8 @@ policy = { min_tokens = 512, session_resume_wait_ms = 250, evict_save_timeout_ms
   EXPECT_EQ(m.restart_backoff_ms, 40);
   EXPECT_TRUE(m.swa_full);
   EXPECT_EQ(m.session_idle_ms, 1234);
+  EXPECT_FALSE(m.speculative.adaptive);
+  EXPECT_EQ(m.speculative.probe_interval, 32);
   EXPECT_EQ(m.policy.min_tokens, 512);
   EXPECT_EQ(m.policy.session_resume_wait_ms, 250);
   EXPECT_EQ(m.policy.evict_save_timeout_ms, 9000);
@@ -60,6 +64,8 @@ TEST(KnobsConfig, DefaultsAreTheCostRuleAndSharedThreads) {
   EXPECT_EQ(c.models[0].policy.min_tokens, runtime::ModelSavePolicy::kCostRule);
   EXPECT_FALSE(c.models[0].batch_planner);  // decode_first
   EXPECT_FALSE(c.models[0].swa_full);       // sliding-window layers keep a ring
+  EXPECT_TRUE(c.models[0].speculative.adaptive);
+  EXPECT_EQ(c.models[0].speculative.probe_interval, 16);
 }
 
 TEST(KnobsConfig, BadValuesNameTheirKey) {
@@ -82,6 +88,8 @@ TEST(KnobsConfig, BadValuesNameTheirKey) {
       {"swa_full = 1", "models[0].swa_full"},
       {"swa_full = \"yes\"", "models[0].swa_full"},
       {"thread = 2", "models[0].thread"},
+      {"draft_adaptive = 1", "models[0].draft_adaptive"},
+      {"draft_probe_interval = 5000", "models[0].draft_probe_interval"},
   };
   for (const auto& [toml, key] : cases) {
     const std::string e = error_of(toml);

@@ -76,6 +76,15 @@ TEST_F(SpeculativeServe, DraftAndLookupRepliesEqualPlainRepliesAndAreCounted) {
     return r;
   };
   const json plain = completion("none");
+  {  // the fixed draft length (speculative.adaptive false): the same reply
+    json body = base;
+    body["speculative.type"] = "ngram";
+    body["speculative.adaptive"] = false;
+    int status = 0;
+    const json fixed = post(c, "/v1/completions", body, &status);
+    EXPECT_EQ(status, 200) << fixed;
+    EXPECT_EQ(fixed["choices"], plain["choices"]);
+  }
   ASSERT_TRUE(plain.contains("choices")) << plain;
   EXPECT_FALSE(plain["usage"]["hearth"].contains("draft_n"));
   int64_t drafted = 0;
@@ -108,7 +117,8 @@ TEST_F(SpeculativeServe, DraftAndLookupRepliesEqualPlainRepliesAndAreCounted) {
   // Bad fields are refused by name.
   for (const auto& [field, value] : {std::pair<std::string, json>{"speculative.n_max", -1},
                                      {"speculative.type", "medusa"},
-                                     {"speculative.p_min", 2}}) {
+                                     {"speculative.p_min", 2},
+                                     {"speculative.adaptive", "yes"}}) {
     json body = base;
     body[field] = value;
     const json err = post(c, "/v1/completions", body, &status);

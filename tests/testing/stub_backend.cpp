@@ -158,10 +158,10 @@ Status StubBackend::step(std::span<const StepRow> rows,
   const int64_t n = ctl.steps.fetch_add(1) + 1;
   if (ctl.throw_at_step.load() == n) throw std::runtime_error("stub: injected throw in step");
   if (ctl.fail_at_step.load() == n) return Internal("stub: injected failure in step");
-  if (int32_t d = ctl.step_delay_us.load(); d > 0)
-    std::this_thread::sleep_for(std::chrono::microseconds(d));
   int32_t total = 0;
   for (const StepRow& r : rows) total += static_cast<int32_t>(r.tokens.size());
+  if (int64_t d = ctl.step_delay_us.load() + int64_t{ctl.token_delay_us.load()} * total; d > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(d));
   for (int32_t prev = ctl.max_rows_seen.load();
        static_cast<int32_t>(rows.size()) > prev &&
        !ctl.max_rows_seen.compare_exchange_weak(prev, static_cast<int32_t>(rows.size()));) {

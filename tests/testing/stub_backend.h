@@ -30,6 +30,7 @@ struct StubControl {
   std::atomic<int64_t> throw_at_step{-1};   // throw std::runtime_error when steps reaches it
   std::atomic<int64_t> fail_at_step{-1};    // return Internal when steps reaches it
   std::atomic<int32_t> step_delay_us{0};    // sleep per step (to widen race windows)
+  std::atomic<int32_t> token_delay_us{0};   // and per token of the step (a pass's cost)
   std::atomic<int32_t> max_rows_seen{0};    // largest number of rows in one step
   std::atomic<int32_t> max_tokens_seen{0};  // largest token count in one step
 

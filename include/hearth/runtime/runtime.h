@@ -156,6 +156,13 @@ struct SpeculativeConfig {
   // draft_n_gpu_layers puts every draft layer on it.
   std::optional<std::string> draft_device;
   std::optional<int32_t> draft_n_gpu_layers;
+  // Adaptive drafting (docs/runtime.md, "Adaptive drafting"): each tick a request drafts
+  // the number of tokens (0..draft_max) that maximises its expected tokens per second,
+  // from its recent acceptance and the worker's measured cost of verify passes; 0 when no
+  // draft pays, then a one-token probe every probe_interval plain steps (0 = no probes).
+  // false: always draft up to draft_max.
+  bool adaptive = true;
+  int32_t probe_interval = 16;  // 0..4096
   SpeculativeType resolved_type() const {
     return type ? *type : draft_model.empty() ? SpeculativeType::kNone : SpeculativeType::kDraft;
   }
@@ -470,6 +477,7 @@ struct RequestParams {
     std::optional<int32_t> n_max;  // 0 = off
     std::optional<int32_t> n_min;
     std::optional<float> p_min;
+    std::optional<bool> adaptive;  // SpeculativeConfig::adaptive
   } speculative;
   // LoRA scales for this request (llama-server's `lora` field): every adapter of the
   // model not listed runs at scale 0. Unset: the model's current scales
@@ -502,6 +510,10 @@ struct RequestStats {
   // agreed with (each accepted one saved a forward pass).
   int64_t draft_tokens = 0;
   int64_t draft_accepted = 0;
+  // Forward passes that decoded this request's tokens, and how many of them verified a
+  // draft (draft_tokens / draft_steps is the mean draft length).
+  int64_t decode_steps = 0;
+  int64_t draft_steps = 0;
 };
 
 struct CompletionResult {
