@@ -500,7 +500,7 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
   // A continuation of a row of this tier stores only the positions after it.
   const uint64_t full_payload_bytes = payload.size();
   // The caller's whole payload, still valid after a delta cut below (the cut writes a new
-  // vector): the remote tier is published whole rows (see remote_publish below).
+  // vector): the remote tier gets the whole row when the parent is not in Redis.
   const std::span<const uint8_t> full_payload = payload;
   std::optional<DeltaPlan> plan = plan_delta(tier, full_meta, payload.size());
   PinGuard parent_pin(plan ? plan->parent : nullptr);
@@ -576,17 +576,9 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
     row->bytes_per_position = plan->delta.bytes_per_position;
   }
 
-  // Redis holds whole rows: a delta's parent chain lives in this node's index, which
-  // another node does not have, so a delta published as is would be a broken chain
-  // (a miss) everywhere else. A delta save publishes the whole row it stands for.
+  // The row as built here, for the remote tier (the ram tier takes `prefix`).
   std::vector<uint8_t> remote_prefix;
-  if (remote && !remote_pull_in_progress()) {
-    if (!plan) {
-      remote_prefix = *prefix;
-    } else if (auto whole = kvc_build_prefix(full_meta, full_payload); whole.ok()) {
-      remote_prefix = std::move(*whole);
-    }
-  }
+  if (remote && !remote_pull_in_progress()) remote_prefix = *prefix;
   if (!ft) {
     row->ram_prefix = std::make_shared<const std::vector<uint8_t>>(std::move(prefix).value());
     row->ram_owner = std::move(ram_owner);
@@ -660,7 +652,13 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
   const uint64_t elapsed = timer.elapsed();
   counters.add(Counter::kPackTotalNs, elapsed);
   record_write(tier, payload.size(), elapsed);
-  if (!remote_prefix.empty()) remote_publish(key, remote_prefix, plan ? full_payload : payload);
+  if (!remote_prefix.empty()) {
+    if (plan) {
+      remote_publish_delta(key, full_meta, plan->delta, remote_prefix, payload, crc, full_payload);
+    } else {
+      remote_publish(key, remote_prefix, payload);
+    }
+  }
   return key;
 }
 

@@ -64,8 +64,26 @@ struct Cache::Impl {
   // Publishes a row just saved locally (not one pulled from the remote tier).
   void remote_publish(const CacheKey& key, std::span<const uint8_t> prefix,
                       std::span<const uint8_t> payload);
+  // Publishes a delta row just saved locally (`prefix` || `delta_payload`, with `crc`
+  // its payload CRC32C): as a delta when its parent's row is in Redis (touched) at a
+  // depth that keeps the chain within max_delta_depth (the header's depth is then the
+  // Redis chain's), else as the whole row (`full_meta`, `full_payload`).
+  void remote_publish_delta(const CacheKey& key, const KvcBuildMeta& full_meta,
+                            const KvcDelta& local, std::span<const uint8_t> prefix,
+                            std::span<const uint8_t> delta_payload, uint32_t crc,
+                            std::span<const uint8_t> full_payload);
   // Fetches `key` from the remote tier into the ram tier; null on a miss.
   RowPtr remote_pull(const CacheKey& key);
+  // The whole payload of a delta row fetched from Redis (`info`, its own `payload`):
+  // walks its chain, each link from the local tiers or Redis (verified), at most
+  // kMaxDeltaDepth links. nullopt = a miss: a broken chain (a link missing, corrupt
+  // or not continuing into the one above), or Redis unavailable (*unavailable set).
+  std::optional<std::vector<uint8_t>> remote_assemble(const KvcInfo& info,
+                                                      std::vector<uint8_t> payload,
+                                                      bool* unavailable);
+  // The whole (assembled) payload of a local row, verified as a lease reads it;
+  // nullopt when there is none or it cannot be read (lease.cpp).
+  std::optional<std::vector<uint8_t>> local_full_payload(const CacheKey& key);
   // A local radix hit, or a longer one pulled from the remote tier.
   std::optional<PrefixHit> radix_local(const KeyNamespace& ns, std::span<const Token> tokens,
                                        size_t min_tokens);

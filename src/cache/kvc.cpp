@@ -126,6 +126,22 @@ std::vector<uint8_t> kvc_cut_delta(std::span<const uint8_t> full, uint64_t n_tok
   return out;
 }
 
+std::vector<uint8_t> kvc_join_delta(std::span<const uint8_t> parent_full,
+                                    std::span<const uint8_t> delta, uint64_t n_tokens,
+                                    const KvcDelta& d) {
+  std::vector<uint8_t> out(d.full_payload_bytes);
+  auto scatter = [&](std::span<const uint8_t> src, uint64_t first, uint64_t last) {
+    uint64_t at = 0;
+    for (const auto& [off, len] : kvc_delta_runs(d, n_tokens, first, last)) {
+      std::memcpy(out.data() + off, src.data() + at, len);
+      at += len;
+    }
+  };
+  scatter(parent_full, 0, d.parent_tokens);
+  scatter(delta, d.parent_tokens, n_tokens);
+  return out;
+}
+
 uint32_t kvc_meta_crc(std::span<const uint8_t> prefix) {
   // The fields a reader may rewrite in place (hit_count, last_used_time) and the
   // checksum itself count as zeros: every other byte before the payload is covered.

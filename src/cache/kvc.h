@@ -180,6 +180,12 @@ std::vector<std::pair<uint64_t, uint64_t>> kvc_delta_runs(const KvcDelta& d, uin
 // A delta's payload cut from the whole payload of n_tokens positions.
 std::vector<uint8_t> kvc_cut_delta(std::span<const uint8_t> full, uint64_t n_tokens,
                                    const KvcDelta& d);
+// The inverse: the whole payload of n_tokens positions from the parent's whole payload
+// (d.parent_tokens positions) and the delta's own payload. The sizes must agree with d
+// (check_delta, and the parent's d.groups * d.bytes_per_position * d.parent_tokens).
+std::vector<uint8_t> kvc_join_delta(std::span<const uint8_t> parent_full,
+                                    std::span<const uint8_t> delta, uint64_t n_tokens,
+                                    const KvcDelta& d);
 
 // Reads the 48+24 fixed bytes and returns the total prefix length they imply
 // (payload_offset), so a file reader knows how much to read for parse_meta.

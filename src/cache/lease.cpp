@@ -265,6 +265,18 @@ Result<Lease> Cache::checkout(const CacheKey& key) {
   return Lease(std::move(st));
 }
 
+std::optional<std::vector<uint8_t>> Cache::Impl::local_full_payload(const CacheKey& key) {
+  RowPtr row = meta.find(key);
+  if (!row || !row->try_pin()) return std::nullopt;
+  auto st = Lease::State::open(this, row, false);
+  if (!st.ok()) return std::nullopt;
+  if ((row->parent || (*st)->kvc.delta) && !(*st)->open_chain().ok()) return std::nullopt;
+  Lease lease(std::move(st).value());
+  std::vector<uint8_t> whole(lease.payload_size());
+  if (!lease.read_payload(std::span<uint8_t>(whole)).ok()) return std::nullopt;
+  return whole;
+}
+
 Result<std::unique_ptr<Lease::State>> Lease::State::open(Cache::Impl* impl, RowPtr row,
                                                          bool target) {
   const CacheKey key = row->key;

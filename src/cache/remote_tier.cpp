@@ -257,13 +257,15 @@ Result<RemoteTier::Publish> RemoteTier::publish(const CacheKey& key,
   if (*r == Publish::kWon) {
     publishes_.fetch_add(1);
     bytes_stored_.fetch_add(total);
+    if (info->delta) delta_publishes_.fetch_add(1);
   } else {
     publish_lost_.fetch_add(1);
   }
   return r;
 }
 
-std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key, Fetch* outcome) {
+std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key, Fetch* outcome,
+                                                      std::string* manifest_out) {
   const std::string hex = to_hex(key);
   std::string manifest;  // as read: what delete_corrupt compares against
   bool incomplete = false;
@@ -307,6 +309,7 @@ std::optional<std::vector<uint8_t>> RemoteTier::fetch(const CacheKey& key, Fetch
     got = Fetch::kMiss;
   }
   if (outcome != nullptr) *outcome = got;
+  if (manifest_out != nullptr) *manifest_out = manifest;
   switch (got) {
     case Fetch::kHit:
       hits_.fetch_add(1);
@@ -346,6 +349,37 @@ bool RemoteTier::delete_corrupt(const CacheKey& key, const std::string& manifest
   if (!r.ok() || r->empty() || (*r)[0].integer != 1) return false;
   corrupt_deleted_.fetch_add(1);
   return true;
+}
+
+std::optional<uint32_t> RemoteTier::touch_row(const CacheKey& key) {
+  const std::string hex = to_hex(key);
+  auto r = with_conn([&](RedisClient& c) -> Result<std::optional<uint32_t>> {
+    const std::string row_key = k("row:", hex);
+    auto got = c.pipeline({{"GET", row_key}, {"HGET", cfg_.key_prefix + "meta", hex}});
+    if (!got.ok()) return got.status();
+    if ((*got)[0].is_nil() || (*got)[1].is_nil()) return std::optional<uint32_t>();
+    const auto parsed = parse_manifest((*got)[0].str);
+    auto m = parse_meta_value(hex, (*got)[1].str);
+    if (!parsed || !m.ok()) return std::optional<uint32_t>();
+    // TOUCH / EXPIRE answer how many keys exist: all chunks must still be there.
+    std::vector<std::vector<std::string>> cmds;
+    const std::string ttl = std::to_string(cfg_.ttl_s);
+    cmds.push_back(cfg_.ttl_s > 0 ? std::vector<std::string>{"EXPIRE", row_key, ttl}
+                                  : std::vector<std::string>{"TOUCH", row_key});
+    for (uint64_t i = 0; i < parsed->n_chunks; ++i) {
+      const std::string ck = chunk_key(hex, parsed->id, i);
+      cmds.push_back(cfg_.ttl_s > 0 ? std::vector<std::string>{"EXPIRE", ck, ttl}
+                                    : std::vector<std::string>{"TOUCH", ck});
+    }
+    auto t = c.pipeline(cmds);
+    if (!t.ok()) return t.status();
+    for (const auto& reply : *t) {
+      if (reply.integer != 1) return std::optional<uint32_t>();
+    }
+    return std::optional<uint32_t>(m->info.delta ? m->info.delta->depth : 0);
+  });
+  if (!r.ok()) return std::nullopt;
+  return *r;
 }
 
 Result<std::vector<RemoteRowMeta>> RemoteTier::scan_index() {
@@ -399,6 +433,8 @@ RemoteCounters RemoteTier::counters() const {
   c.publishes = publishes_.load();
   c.publish_lost = publish_lost_.load();
   c.bytes_stored = bytes_stored_.load();
+  c.delta_publishes = delta_publishes_.load();
+  c.chain_broken = chain_broken_.load();
   c.hits = hits_.load();
   c.misses = misses_.load();
   c.corrupt = corrupt_.load();

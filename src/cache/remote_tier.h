@@ -15,6 +15,11 @@
 //                               trailer, prompt, TLVs: tokens and namespace): the
 //                               full-resync source of the cross-node row index
 //   P index                     stream of {key, meta} entries, one per publish
+// A delta row (KVC v2, TLV 0x0B names its parent) is stored as its own KVC bytes, as
+// on disk: only the positions after its parent. The cache publishes one only while
+// the parent's row is in Redis (touch_row), and a fetch of one walks its chain
+// (Cache::Impl::remote_pull): a link missing or failing verification makes the whole
+// row a miss (counted in chain_broken), never a partial restore.
 // Every key gets the TTL when ttl_s > 0. Quota and eviction are Redis's own
 // (maxmemory + an LRU policy); hearth counts what it stored.
 //
@@ -54,6 +59,8 @@ struct RemoteCounters {
   uint64_t publishes = 0;        // rows this node published (won)
   uint64_t publish_lost = 0;     // another node won the key: adopted theirs
   uint64_t bytes_stored = 0;     // bytes of the rows this node published
+  uint64_t delta_publishes = 0;  // of publishes: rows stored as deltas of a parent in Redis
+  uint64_t chain_broken = 0;     // delta rows fetched whose chain could not be walked: misses
   uint64_t hits = 0;             // fetches that returned a verified row
   uint64_t misses = 0;           // no row under the key
   uint64_t corrupt = 0;          // a row failed verification (or lost a chunk): a miss
@@ -89,11 +96,22 @@ class RemoteTier {
   enum class Fetch { kHit, kMiss, kCorrupt, kUnavailable };
   // The row's verified bytes, or nullopt (miss, corrupt, or degraded: counted; a
   // corrupt row is deleted from Redis). `outcome` (optional) says which.
-  std::optional<std::vector<uint8_t>> fetch(const CacheKey& key, Fetch* outcome = nullptr);
+  // `manifest` (optional) gets the manifest read (for delete_corrupt).
+  std::optional<std::vector<uint8_t>> fetch(const CacheKey& key, Fetch* outcome = nullptr,
+                                            std::string* manifest_out = nullptr);
   // Deletes `key`'s row (its manifest, the chunks `manifest` names, its meta entry)
   // if `manifest` is still its manifest, atomically; true if it did (counted in
-  // corrupt_deleted). fetch calls it on a row that failed verification.
+  // corrupt_deleted). fetch calls it on a row that failed verification, the cache on
+  // a delta row whose chain is broken in Redis (a parent gone or bad).
   bool delete_corrupt(const CacheKey& key, const std::string& manifest);
+  // Refreshes `key`'s row in Redis (manifest and chunks: TTL back to ttl_s when set,
+  // else Redis's LRU clock) and returns its delta depth (0: a full row); nullopt when
+  // the row is absent (evicted, expired, lost a chunk key) or Redis is unavailable.
+  // A delta is published, and a chain fetched, with its parent touched, so a live
+  // chain tends to stay together under Redis's own eviction.
+  std::optional<uint32_t> touch_row(const CacheKey& key);
+  // A delta row fetched whose chain could not be walked (counted in chain_broken).
+  void note_chain_broken() { chain_broken_.fetch_add(1); }
   // Full resync: every row in the meta hash.
   Result<std::vector<RemoteRowMeta>> scan_index();
   // Stream entries after *last_id ("0" = from the start); advances *last_id.
@@ -122,8 +140,9 @@ class RemoteTier {
   std::chrono::steady_clock::time_point retry_at_{};
   uint32_t backoff_ms_ = 0;
   std::atomic<bool> degraded_{false};
-  std::atomic<uint64_t> publishes_{0}, publish_lost_{0}, bytes_stored_{0}, hits_{0}, misses_{0},
-      corrupt_{0}, corrupt_deleted_{0}, errors_{0}, skipped_{0}, recoveries_{0};
+  std::atomic<uint64_t> publishes_{0}, publish_lost_{0}, bytes_stored_{0}, delta_publishes_{0},
+      chain_broken_{0}, hits_{0}, misses_{0}, corrupt_{0}, corrupt_deleted_{0}, errors_{0},
+      skipped_{0}, recoveries_{0};
 };
 
 }  // namespace hearth::cache

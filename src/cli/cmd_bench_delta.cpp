@@ -7,6 +7,13 @@
 //   tiers[]  tier, full_bytes / delta_bytes (the tier's rows after the replay, summed),
 //            ratio = full_bytes / delta_bytes, rows, delta_saves, identical (every
 //            turn's generated tokens equal), full_ms / delta_ms (the replay's wall time)
+// With --redis URL both replays also publish to that Redis (each under its own key
+// prefix, deleted afterwards), and `redis` reports the bytes stored there:
+//   redis.full_bytes / delta_bytes (the row bytes each replay stored in Redis: chunk
+//            keys, i.e. whole KVC rows or deltas), ratio, delta_publishes (rows stored
+//            as deltas), restore_warm / restore_identical (a second runtime on the same
+//            Redis, "node B", answers the last turn from the delta run's rows: a warm
+//            start, and the reply equals node A's), restore_ms (that answer's time).
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -15,7 +22,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
+#include "cache/redis_client.h"
 #include "cli/device_flags.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
@@ -39,6 +48,7 @@ struct DeltaArgs {
   int threads = 0;
   std::vector<std::string> tiers = {"ram", "disk"};
   std::string dir;     // where the disk tier lives (default: a temporary directory)
+  std::string redis;   // --redis URL: also publish to Redis and report its bytes
   DeviceFlags device;  // ModelConfig::device, n_gpu_layers
 };
 
@@ -49,7 +59,45 @@ struct ReplayResult {
   uint64_t delta_saves = 0;
   uint64_t cold_turns = 0;
   double ms = 0;
+  std::vector<TokenId> last_prompt;  // the last turn's prompt
+  uint64_t redis_bytes = 0;          // row bytes published to Redis (--redis)
+  uint64_t redis_delta_publishes = 0;
 };
+
+// Each replay's own key prefix in Redis, so runs never share rows.
+std::string redis_prefix(const std::string& dir) {
+  return "hearth-bench-delta:" + std::to_string(::getpid()) + ":" +
+         std::filesystem::path(dir).filename().string() + ":";
+}
+
+// Deletes every key under `prefix` (the bench's rows, index and meta).
+void redis_cleanup(const std::string& url, const std::string& prefix) {
+  auto u = cache::parse_redis_url(url);
+  if (!u.ok()) return;
+  auto c = cache::RedisClient::connect(*u, 2000);
+  if (!c.ok()) return;
+  std::string cursor = "0";
+  do {
+    auto r = (*c)->command({"SCAN", cursor, "MATCH", prefix + "*", "COUNT", "1000"});
+    if (!r.ok() || r->elements.size() != 2) return;
+    cursor = r->elements[0].str;
+    for (const auto& k : r->elements[1].elements) (void)(*c)->command({"DEL", k.str});
+  } while (cursor != "0");
+}
+
+// Runtime options of one replay: its disk tier, depth, and (with --redis) the Redis key
+// prefix of the replay run in `run_dir`.
+RuntimeOptions replay_options(const DeltaArgs& a, uint32_t depth, const std::string& dir,
+                              const std::string& run_dir) {
+  RuntimeOptions o;
+  o.cache.disk_dir = dir;
+  o.cache.max_delta_depth = depth;
+  if (!a.redis.empty()) {
+    o.cache.remote.url = a.redis;
+    o.cache.remote.key_prefix = redis_prefix(run_dir);
+  }
+  return o;
+}
 
 Result<std::vector<TokenId>> text_tokens(Runtime& rt, size_t n, const std::string& seed) {
   std::string text;
@@ -64,11 +112,7 @@ Result<std::vector<TokenId>> text_tokens(Runtime& rt, size_t n, const std::strin
   return out;
 }
 
-Result<ReplayResult> replay(const DeltaArgs& a, Tier tier, uint32_t depth, const std::string& dir) {
-  RuntimeOptions o;
-  o.cache.disk_dir = dir;
-  o.cache.max_delta_depth = depth;
-  HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(o));
+ModelConfig replay_model(const DeltaArgs& a, Tier tier) {
   ModelConfig c;
   c.id = "bench";
   c.model_path = a.model;
@@ -78,6 +122,12 @@ Result<ReplayResult> replay(const DeltaArgs& a, Tier tier, uint32_t depth, const
   c.slot_affinity = false;  // every turn restores from the cache
   c.tier = tier;
   c.policy.min_tokens = 16;  // fixed (not the cost rule): the same rows every run
+  return c;
+}
+
+Result<ReplayResult> replay(const DeltaArgs& a, Tier tier, uint32_t depth, const std::string& dir) {
+  HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(replay_options(a, depth, dir, dir)));
+  ModelConfig c = replay_model(a, tier);
   HEARTH_RETURN_IF_ERROR(apply_device_flags(a.device, c));
   HEARTH_RETURN_IF_ERROR(rt->load_model(c).status());
   ReplayResult out;
@@ -91,6 +141,7 @@ Result<ReplayResult> replay(const DeltaArgs& a, Tier tier, uint32_t depth, const
     HEARTH_ASSIGN_OR_RETURN(auto user, text_tokens(*rt, static_cast<size_t>(a.user_tokens),
                                                    "user " + std::to_string(turn)));
     context.insert(context.end(), user.begin(), user.end());
+    out.last_prompt = context;
     HEARTH_ASSIGN_OR_RETURN(CompletionResult r, rt->complete_tokens("bench", context, p));
     if (r.cache_hit_kind == CacheHitKind::kCold) ++out.cold_turns;
     out.replies.push_back(r.generated);
@@ -103,9 +154,35 @@ Result<ReplayResult> replay(const DeltaArgs& a, Tier tier, uint32_t depth, const
     out.bytes += row.size_bytes;
     ++out.rows;
   }
-  out.delta_saves = rt->cache_counters()["delta_saves"];
+  auto counters = rt->cache_counters();
+  out.delta_saves = counters["delta_saves"];
+  out.redis_bytes = counters["remote_bytes_stored"];
+  out.redis_delta_publishes = counters["remote_delta_publishes"];
   rt->shutdown();
   return out;
+}
+
+// Node B: a second runtime on the delta run's Redis rows answers the last turn.
+Status restore_on_b(const DeltaArgs& a, Tier tier, const std::string& dir, const ReplayResult& r,
+                    nlohmann::json& out) {
+  HEARTH_ASSIGN_OR_RETURN(auto rt, Runtime::create(replay_options(a, static_cast<uint32_t>(a.depth),
+                                                                  dir + "-node-b", dir)));
+  ModelConfig c = replay_model(a, tier);
+  HEARTH_RETURN_IF_ERROR(apply_device_flags(a.device, c));
+  HEARTH_RETURN_IF_ERROR(rt->load_model(c).status());
+  // The row index comes from Redis in the background: wait for its first resync.
+  for (int i = 0; i < 200 && rt->cache_counters()["remote_index_learned"] == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  RequestParams p;
+  p.response_tokens = a.reply_tokens;
+  p.sampling.temperature = 0;
+  const auto t0 = Clock::now();
+  HEARTH_ASSIGN_OR_RETURN(CompletionResult res, rt->complete_tokens("bench", r.last_prompt, p));
+  out["restore_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  out["restore_warm"] = res.cache_hit_kind != CacheHitKind::kCold;
+  out["restore_identical"] = !r.replies.empty() && res.generated == r.replies.back();
+  rt->shutdown();
+  return OkStatus();
 }
 
 int run_bench(const DeltaArgs& a) {
@@ -137,9 +214,10 @@ int run_bench(const DeltaArgs& a) {
       return 2;
     }
     ReplayResult r[2];
+    std::string dirs[2];
     for (int i = 0; i < 2; ++i) {
-      auto res = replay(a, *tier, i == 0 ? 0u : static_cast<uint32_t>(a.depth),
-                        base + "/run" + std::to_string(run++));
+      dirs[i] = base + "/run" + std::to_string(run++);
+      auto res = replay(a, *tier, i == 0 ? 0u : static_cast<uint32_t>(a.depth), dirs[i]);
       if (!res.ok()) {
         std::fprintf(stderr, "bench delta: %s\n", res.status().to_string().c_str());
         return 1;
@@ -148,6 +226,21 @@ int run_bench(const DeltaArgs& a) {
     }
     const bool identical = r[0].replies == r[1].replies;
     if (!identical) rc = 1;
+    nlohmann::json redis;
+    if (!a.redis.empty()) {
+      redis = {
+          {"full_bytes", r[0].redis_bytes},
+          {"delta_bytes", r[1].redis_bytes},
+          {"ratio", r[1].redis_bytes ? double(r[0].redis_bytes) / double(r[1].redis_bytes) : 0.0},
+          {"delta_publishes", r[1].redis_delta_publishes}};
+      Status st = restore_on_b(a, *tier, dirs[1], r[1], redis);
+      for (const auto& d : dirs) redis_cleanup(a.redis, redis_prefix(d));
+      if (!st.ok()) {
+        std::fprintf(stderr, "bench delta: node B: %s\n", st.to_string().c_str());
+        return 1;
+      }
+      if (!redis["restore_identical"].get<bool>()) rc = 1;
+    }
     tiers.push_back({{"tier", tier_name(*tier)},
                      {"full_bytes", r[0].bytes},
                      {"delta_bytes", r[1].bytes},
@@ -158,7 +251,8 @@ int run_bench(const DeltaArgs& a) {
                      {"cold_turns", r[1].cold_turns},
                      {"identical", identical},
                      {"full_ms", r[0].ms},
-                     {"delta_ms", r[1].ms}});
+                     {"delta_ms", r[1].ms},
+                     {"redis", redis}});
   }
   if (a.dir.empty()) {
     std::error_code ec;
@@ -184,6 +278,14 @@ int run_bench(const DeltaArgs& a) {
                 t["ratio"].get<double>(),
                 static_cast<unsigned long long>(t["delta_rows"].get<uint64_t>()),
                 t["identical"].get<bool>() ? "yes" : "NO");
+    if (const auto& r = t["redis"]; !r.is_null()) {
+      std::printf("%-5s %14llu %14llu %6.2fx %6s node B: %s, %s, %.1f ms\n", "redis",
+                  static_cast<unsigned long long>(r["full_bytes"].get<uint64_t>()),
+                  static_cast<unsigned long long>(r["delta_bytes"].get<uint64_t>()),
+                  r["ratio"].get<double>(), "", r["restore_warm"].get<bool>() ? "warm" : "COLD",
+                  r["restore_identical"].get<bool>() ? "identical" : "DIFFERENT",
+                  r["restore_ms"].get<double>());
+    }
   }
   return rc;
 }
@@ -204,6 +306,8 @@ Registrar reg("bench_delta", [](CLI::App& root) {
   add_device_flags(cmd, &args->device);
   cmd->add_option("--tiers", args->tiers, "Tiers to measure (ram, disk)")->delimiter(',');
   cmd->add_option("--dir", args->dir, "Directory for the disk tier (default: a temporary one)");
+  cmd->add_option("--redis", args->redis,
+                  "Also publish to this Redis (redis://HOST:PORT[/DB]) and report its bytes");
   cmd->callback([args] { exit_code() = run_bench(*args); });
 });
 

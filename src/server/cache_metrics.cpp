@@ -61,6 +61,8 @@ constexpr Entry kEntries[] = {
     {"remote_publishes", "hearth_cache_remote_publishes_total", "outcome=\"won\"", 1},
     {"remote_publish_lost", "hearth_cache_remote_publishes_total", "outcome=\"adopted\"", 1},
     {"remote_bytes_stored", "hearth_cache_remote_stored_bytes_total", "", 1},
+    {"remote_delta_publishes", "hearth_cache_remote_delta_publishes_total", "", 1},
+    {"remote_chain_broken", "hearth_cache_remote_broken_chains_total", "", 1},
     {"remote_hits", "hearth_cache_remote_fetches_total", "outcome=\"hit\"", 1},
     {"remote_misses", "hearth_cache_remote_fetches_total", "outcome=\"miss\"", 1},
     {"remote_corrupt", "hearth_cache_remote_fetches_total", "outcome=\"corrupt\"", 1},
@@ -92,6 +94,11 @@ const char* family_help(const std::string& family) {
       {"hearth_cache_remote_publishes_total",
        "Rows published to the remote (Redis) tier: won, or adopted another node's row."},
       {"hearth_cache_remote_stored_bytes_total", "Bytes of the rows this node published to Redis."},
+      {"hearth_cache_remote_delta_publishes_total",
+       "Rows this node published to Redis as deltas of a parent row already there."},
+      {"hearth_cache_remote_broken_chains_total",
+       "Delta rows fetched from Redis whose chain could not be walked (a link missing or "
+       "bad): misses, deleted from Redis."},
       {"hearth_cache_remote_fetches_total",
        "Remote-tier fetches: hit (verified row), miss, or corrupt (failed verification or a "
        "lost chunk: served as a miss)."},

@@ -295,6 +295,27 @@ TEST(DeltaFiles, SwappedParentFileBreaksTheChainAtRestart) {
   EXPECT_FALSE((*c)->lookup_exact(keys[1]));
 }
 
+// kvc_join_delta rebuilds the whole payload from the parent's whole payload (a true
+// prefix's, as a model's KV is) and the delta cut from it, for any cut point.
+TEST(KvcDelta, JoinInvertsCut) {
+  const auto t = seq_tokens(20);
+  const auto full = layout_payload(t);
+  for (uint32_t pt = 1; pt < t.size(); pt += 6) {
+    KvcDelta d;
+    d.parent_tokens = pt;
+    d.groups = testing::kDeltaGroups;
+    d.depth = 1;
+    d.full_payload_bytes = full.size();
+    d.bytes_per_position = testing::kDeltaBpp;
+    const auto parent = layout_payload(std::vector<Token>(t.begin(), t.begin() + pt));
+    const auto delta = kvc_cut_delta(full, t.size(), d);
+    EXPECT_EQ(kvc_join_delta(parent, delta, t.size(), d), full) << "parent_tokens " << pt;
+    // Another parent (other tokens) gives other bytes: the join takes the parent's.
+    const auto other = layout_payload(seq_tokens(pt, 500));
+    EXPECT_NE(kvc_join_delta(other, delta, t.size(), d), full) << "parent_tokens " << pt;
+  }
+}
+
 TEST(KvcDelta, VersionsAndTheDeltaTlvGoTogether) {
   const auto t = seq_tokens(32);
   const auto full = layout_payload(t);
