@@ -51,6 +51,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "engine/cuda/matmul.h"
@@ -329,6 +330,41 @@ Error launch_mma(const Params& p, const Stream& stream) {
   return launch_error("matmul_mma_kernel");
 }
 
+// The weight types matmul takes, and the one switch from a run-time type to a kernel
+// instantiation: f(TypeTag<T>{}) for the matrix's type T (BF16 for the last case: callers
+// have checked matmul_supports).
+constexpr int32_t kMatmulTypes[] = {kF32,  kF16,  kBF16, kQ4_0, kQ4_1, kQ5_0,
+                                    kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K};
+template <int TYPE>
+using TypeTag = std::integral_constant<int, TYPE>;
+template <class F>
+decltype(auto) with_type(int32_t type, F&& f) {
+  switch (type) {
+    case kQ4_0:
+      return f(TypeTag<kQ4_0>{});
+    case kQ4_1:
+      return f(TypeTag<kQ4_1>{});
+    case kQ5_0:
+      return f(TypeTag<kQ5_0>{});
+    case kQ5_1:
+      return f(TypeTag<kQ5_1>{});
+    case kQ8_0:
+      return f(TypeTag<kQ8_0>{});
+    case kQ4_K:
+      return f(TypeTag<kQ4_K>{});
+    case kQ5_K:
+      return f(TypeTag<kQ5_K>{});
+    case kQ6_K:
+      return f(TypeTag<kQ6_K>{});
+    case kF32:
+      return f(TypeTag<kF32>{});
+    case kF16:
+      return f(TypeTag<kF16>{});
+    default:
+      return f(TypeTag<kBF16>{});
+  }
+}
+
 template <int TYPE>
 Error launch_type(const Params& p, const Stream& stream) {
   if constexpr (TYPE != kF32 && TYPE != kF16 && TYPE != kBF16) {
@@ -503,22 +539,10 @@ bool matmul_tensor_cores() {
 }
 
 bool matmul_supports(int32_t type) {
-  switch (type) {
-    case kF32:
-    case kF16:
-    case kBF16:
-    case kQ4_0:
-    case kQ4_1:
-    case kQ5_0:
-    case kQ5_1:
-    case kQ8_0:
-    case kQ4_K:
-    case kQ5_K:
-    case kQ6_K:
-      return true;
-    default:
-      return false;
+  for (const int32_t t : kMatmulTypes) {
+    if (t == type) return true;
   }
+  return false;
 }
 
 Error upload_matrix(int32_t type, int64_t rows, int64_t cols, const void* host, size_t row_bytes,
@@ -591,40 +615,7 @@ Error matmul_on_host(int32_t type, int64_t rows, int64_t cols, const void* host,
   p.n_tokens = n_tokens;
   p.nseg = (cols + mm::kSegment - 1) / mm::kSegment;
   p.act = mm::Act{aq.data(), ad.data(), as.data(), cols, nb};
-  switch (type) {
-    case kQ4_0:
-      run_on_host<kQ4_0>(p, tensor_core_path);
-      break;
-    case kQ4_1:
-      run_on_host<kQ4_1>(p, tensor_core_path);
-      break;
-    case kQ5_0:
-      run_on_host<kQ5_0>(p, tensor_core_path);
-      break;
-    case kQ5_1:
-      run_on_host<kQ5_1>(p, tensor_core_path);
-      break;
-    case kQ8_0:
-      run_on_host<kQ8_0>(p, tensor_core_path);
-      break;
-    case kQ4_K:
-      run_on_host<kQ4_K>(p, tensor_core_path);
-      break;
-    case kQ5_K:
-      run_on_host<kQ5_K>(p, tensor_core_path);
-      break;
-    case kQ6_K:
-      run_on_host<kQ6_K>(p, tensor_core_path);
-      break;
-    case kF32:
-      run_on_host<kF32>(p, tensor_core_path);
-      break;
-    case kF16:
-      run_on_host<kF16>(p, tensor_core_path);
-      break;
-    default:
-      run_on_host<kBF16>(p, tensor_core_path);
-  }
+  with_type(type, [&](auto tag) { run_on_host<decltype(tag)::value>(p, tensor_core_path); });
   return {};
 }
 
@@ -700,30 +691,7 @@ Error matmul(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y, 
     if (Error e = launch_error("matmul: quantize_activations"); !e.empty()) return e;
     p.act = mm::Act{aq, ad, as, w.cols, w.cols / mm::kQBlock};
   }
-  switch (w.type) {
-    case kQ4_0:
-      return launch_type<kQ4_0>(p, stream);
-    case kQ4_1:
-      return launch_type<kQ4_1>(p, stream);
-    case kQ5_0:
-      return launch_type<kQ5_0>(p, stream);
-    case kQ5_1:
-      return launch_type<kQ5_1>(p, stream);
-    case kQ8_0:
-      return launch_type<kQ8_0>(p, stream);
-    case kQ4_K:
-      return launch_type<kQ4_K>(p, stream);
-    case kQ5_K:
-      return launch_type<kQ5_K>(p, stream);
-    case kQ6_K:
-      return launch_type<kQ6_K>(p, stream);
-    case kF32:
-      return launch_type<kF32>(p, stream);
-    case kF16:
-      return launch_type<kF16>(p, stream);
-    default:
-      return launch_type<kBF16>(p, stream);
-  }
+  return with_type(w.type, [&](auto tag) { return launch_type<decltype(tag)::value>(p, stream); });
 }
 
 }  // namespace hearth::engine::cuda
