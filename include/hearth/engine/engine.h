@@ -1,5 +1,6 @@
 // The inference engine: a llama-family transformer (llama, qwen2) evaluated on the CPU
-// straight from a memory-mapped GGUF file.
+// straight from a memory-mapped GGUF file, or with some or all of its layers on a GPU
+// (EngineOptions::device; docs/gpu.md).
 //
 // Numerics contract (what the persistent KV cache relies on): the logits and the KV
 // bytes produced for a position depend only on the model file, the tokens of that
