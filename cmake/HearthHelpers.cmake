@@ -89,6 +89,11 @@ function(hearth_install_package)
           DESTINATION ${cmake_dir})
   file(RELATIVE_PATH HEARTH_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig
        ${CMAKE_INSTALL_PREFIX})
+  # A CUDA build's engine needs the kernels' library and the static CUDA runtime.
+  set(HEARTH_PC_CUDA_LIBS "")
+  if(HEARTH_CUDA)
+    set(HEARTH_PC_CUDA_LIBS "-lhearth_cuda -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt ")
+  endif()
   configure_file(${PROJECT_SOURCE_DIR}/cmake/hearth.pc.in ${PROJECT_BINARY_DIR}/hearth.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/hearth.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endfunction()
