@@ -105,43 +105,29 @@ MM_HD int f2i_rn(float v) {
 MM_HD int64_t min64(int64_t a, int64_t b) {
   return a < b ? a : b;
 }
-// 16 bytes at p (16-byte aligned).
-MM_HD uint4 ld16(const void* p) {
+// sizeof(T) bytes at p, which is aligned to them: a plain load on the device, memcpy on the
+// host (the host twin must not assume alignment or aliasing rules the device may).
+template <class T>
+MM_HD T ld_aligned(const void* p) {
 #ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const uint4*>(p);
+  return *reinterpret_cast<const T*>(p);
 #else
-  uint4 v;
-  std::memcpy(&v, p, 16);
+  T v;
+  std::memcpy(&v, p, sizeof(T));
   return v;
 #endif
+}
+MM_HD uint4 ld16(const void* p) {
+  return ld_aligned<uint4>(p);
 }
 MM_HD int4 ld16i(const void* p) {
-#ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const int4*>(p);
-#else
-  int4 v;
-  std::memcpy(&v, p, 16);
-  return v;
-#endif
+  return ld_aligned<int4>(p);
 }
 MM_HD float4 ld16f(const float* p) {
-#ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const float4*>(p);
-#else
-  float4 v;
-  std::memcpy(&v, p, 16);
-  return v;
-#endif
+  return ld_aligned<float4>(p);
 }
-// 4 bytes at p (4-byte aligned).
 MM_HD uint32_t ld32(const uint8_t* p) {
-#ifdef __CUDA_ARCH__
-  return *reinterpret_cast<const uint32_t*>(p);
-#else
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-#endif
+  return ld_aligned<uint32_t>(p);
 }
 MM_HD float half_bits_to_float(uint16_t h) {
   __half_raw r;
