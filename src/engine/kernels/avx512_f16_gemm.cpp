@@ -60,9 +60,13 @@ inline __m512 in_register(__m512 v) {
 
 // One pass over elements [c0, c1) of lane half `half` (0: lanes 0..15, 1: 16..31)
 // for rows w[0..R) and tokens x[0..T), continuing the accumulators acc[r * T + t].
+// Forced inline (with group_chunk): under the target pragma GCC 12 keeps both out of
+// line, so each pass copied its 24 accumulators through a stack array on entry and exit;
+// inlined, they load from and store to the parked tile directly, as a -march=native
+// build does (6-10 % of F16 prefill on Zen 4, docs/benchmarks.md).
 template <int R, int T>
-inline void tile_pass(const uint16_t* const w[R], const uint16_t* const x[T], int64_t c0,
-                      int64_t c1, int half, __m512* acc) {
+[[gnu::always_inline]] inline void tile_pass(const uint16_t* const w[R], const uint16_t* const x[T],
+                                             int64_t c0, int64_t c1, int half, __m512* acc) {
   __m512 a[R][T];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) a[r][t] = acc[r * T + t];
@@ -80,8 +84,9 @@ inline void tile_pass(const uint16_t* const w[R], const uint16_t* const x[T], in
 
 // Both halves of one chunk for R rows starting at w0 (row stride n).
 template <int R, int T>
-void group_chunk(const uint16_t* w0, int64_t n, const uint16_t* const x[T], int64_t c0, int64_t c1,
-                 __m512* lo, __m512* hi) {
+[[gnu::always_inline]] inline void group_chunk(const uint16_t* w0, int64_t n,
+                                               const uint16_t* const x[T], int64_t c0, int64_t c1,
+                                               __m512* lo, __m512* hi) {
   const uint16_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = w0 + r * n;
   tile_pass<R, T>(w, x, c0, c1, 0, lo);
