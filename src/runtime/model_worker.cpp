@@ -96,7 +96,7 @@ Status ModelWorker::submit(RequestPtr request) {
   }
   const size_t free_slots = static_cast<size_t>(config_.n_seq_max - active_);
   // The bound counts sequences: a request with n choices waits as n of them.
-  size_t queued = 0;
+  size_t queued = in_admission_;
   for (const RequestPtr& q : queue_) queued += 1 + q->forks.size();
   if (queued + 1 + request->forks.size() > static_cast<size_t>(config_.max_queue) + free_slots)
     return ResourceExhausted("request queue of model '" + config_.id + "' is full (max_queue " +
@@ -532,11 +532,13 @@ void ModelWorker::admit_queued(size_t free_slots) {
   // Requests left waiting for a pending save go back to the queue head, in order, also
   // when an admission throws (the restarted worker serves them).
   std::vector<RequestPtr> waiting;
+  size_t waiting_seqs = 0;  // sequences of `waiting`
   auto requeue = [&] {
     std::lock_guard lock(mu_);
     queue_.insert(queue_.begin(), std::make_move_iterator(waiting.begin()),
                   std::make_move_iterator(waiting.end()));
     resume_waiting_ = waiting.size();
+    in_admission_ = 0;  // every request taken is now active, ended or queued again
   };
   RequestPtr r;  // popped, not yet admitted nor waiting
   try {
@@ -549,6 +551,7 @@ void ModelWorker::admit_queued(size_t free_slots) {
         if (queue_.front()->forks.size() + 1 > free_slots) break;
         r = std::move(queue_.front());
         queue_.pop_front();
+        in_admission_ = waiting_seqs + 1 + r->forks.size();
       }
       const size_t needed = 1 + r->forks.size();
       std::vector<Slot*> candidates;
@@ -556,6 +559,7 @@ void ModelWorker::admit_queued(size_t free_slots) {
         candidates = candidate_slots(*r, needed);
         if (candidates.size() < needed) {  // the free sequences are pinned by busy sessions
           waiting.push_back(std::move(r));
+          waiting_seqs += needed;
           continue;
         }
       }
@@ -569,10 +573,13 @@ void ModelWorker::admit_queued(size_t free_slots) {
       }
       if (!restore) {
         waiting.push_back(std::move(r));
+        waiting_seqs += needed;
         continue;
       }
       free_slots -= needed;
       admit(std::move(r), std::move(*restore), candidates);
+      std::lock_guard lock(mu_);
+      in_admission_ = waiting_seqs;  // ended, or active (counted there since admit's ++active_)
     }
   } catch (...) {
     if (r) waiting.push_back(std::move(r));  // its lookup threw: serve it after the restart
@@ -635,6 +642,7 @@ void ModelWorker::admit(RequestPtr r, Restore restore, const std::vector<Slot*>&
   {
     std::lock_guard lock(mu_);
     ++active_;
+    if (in_admission_ > 0) --in_admission_;  // counted once: from here as active
   }
 
   // Reuse resident cells, restore a cached row, or start cold.
@@ -718,6 +726,7 @@ void ModelWorker::admit_forks(Slot& parent, const std::vector<Slot*>& candidates
     {
       std::lock_guard lock(mu_);
       ++active_;
+      if (in_admission_ > 0) --in_admission_;
     }
     c.awaiting_fork = true;
     c.fork_parent = parent.seq;

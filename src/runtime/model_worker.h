@@ -174,6 +174,10 @@ class ModelWorker {
   // Requests at the head of queue_ that the last admission left waiting for a pending
   // parent save (re-checked every loop; an idle worker polls for them).
   size_t resume_waiting_ = 0;
+  // Sequences of requests an admission has taken off queue_ and not yet made active,
+  // ended or put back (guarded by mu_): submit() counts them as queued, so a request
+  // in admission (its cache lookup runs unlocked) does not free a place in the bound.
+  size_t in_admission_ = 0;
   std::deque<Job*> jobs_;
   std::vector<LoadedAdapter> adapters_;  // guarded by mu_, in id order
   int32_t next_adapter_id_ = 0;          // guarded by mu_
