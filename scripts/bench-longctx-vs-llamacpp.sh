@@ -7,19 +7,26 @@
 # measurement the median over rounds of each engine and hearth's ratio to each.
 #   scripts/bench-longctx-vs-llamacpp.sh LC_BENCH MODEL [--hearth BIN] [--base BIN]
 #       [--rounds 3] [--threads 2] [--depths 512,4096,16384,32768] [--prefills 8192,16384]
-#       [--gen 16] [--reps 1] [--kv-fill 0] [--flash-attn off,on]
+#       [--gen 16] [--reps 1] [--kv-fill 0] [--flash-attn off,on] [--json FILE] [--plot FILE.svg]
 # --depths: decode tg<gen> after that many prompt positions (both engines prefill them,
 # untimed; hearth with --kv-fill F prefills F and repeats their KV rows, llama.cpp always
 # prefills). --prefills: pp<N>, N tokens in one call (llama.cpp in 512-token ubatches).
 # --depths '' or --prefills '' skips that part. llama.cpp runs with whatever
 # OMP_WAIT_POLICY the environment has (say `passive` on a loaded machine).
+# --json FILE: the medians as a JSON array of rows, one per measurement and engine ("hearth",
+# "hearth base", "llama.cpp fa off", "llama.cpp fa on"): {"kind": "decode", "engine", "depth",
+# "tg_tok_s", ...} and {"kind": "prefill", "engine", "prompt_tokens", "pp_tok_s", ...}.
+# --plot FILE.svg: the decode rows drawn by `hearth plot` (the --hearth binary): decode
+# tok/s by depth, a line per engine and flash-attention setting.
 set -euo pipefail
-[[ $# -ge 2 ]] || { sed -n 2,15p "$0"; exit 2; }
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
+[[ $# -ge 2 ]] || usage
 lc=$1 model=$2
 shift 2
 hearth=${HEARTH:-build/hearth} base="" rounds=3 threads=2 depths=512,4096,16384,32768
-prefills=8192,16384 gen=16 reps=1 kv_fill=0 fas=off,on
+prefills=8192,16384 gen=16 reps=1 kv_fill=0 fas=off,on json="" plot=""
 while [[ $# -gt 0 ]]; do
+  [[ $# -ge 2 ]] || { echo "bench-longctx-vs-llamacpp.sh: option '$1' needs a value" >&2; exit 2; }
   case $1 in
     --hearth) hearth=$2 ;;
     --base) base=$2 ;;
@@ -31,6 +38,8 @@ while [[ $# -gt 0 ]]; do
     --reps) reps=$2 ;;
     --kv-fill) kv_fill=$2 ;;
     --flash-attn) fas=$2 ;;
+    --json) json=$2 ;;
+    --plot) plot=$2 ;;
     *) echo "bench-longctx-vs-llamacpp.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
   shift 2
@@ -77,9 +86,13 @@ for r in $(seq "$rounds"); do
     run_all "$r" "pp$n" "--prompts $n --gen 0" "--prompt $n --gen 0 --ctx $((n + 16))"
   done
 done
-python3 - "$out" "$rounds" "$model" "$gen" <<'PY'
+rows=${json:-$out/medians.rows}
+python3 - "$out" "$rounds" "$model" "$gen" "$threads" "$rows" <<'PY'
 import glob, json, os, statistics, sys
 out, rounds, model, gen = sys.argv[1], int(sys.argv[2]), os.path.basename(sys.argv[3]), sys.argv[4]
+threads, rows_path = int(sys.argv[5]), sys.argv[6]
+names = {"hearth": "hearth", "base": "hearth base"}
+rows = []
 def value(name, js):
     return js["tg" + gen] if name.startswith("tg@") else js[name]
 runs = {}
@@ -87,13 +100,41 @@ for f in sorted(glob.glob(f"{out}/*.json")):
     name, engine, _, _ = os.path.basename(f).rsplit(".", 3)
     runs.setdefault(name, {}).setdefault(engine, []).append(value(name, json.load(open(f))))
 print(f"{model}: tok/s, medians of {rounds} alternated rounds; ratios are hearth / the other")
-for name, by in runs.items():
+# Decode by depth, then prefill by length; hearth, its base, then llama.cpp's settings.
+measurements = sorted(runs, key=lambda n: (n.startswith("pp"), int(n.lstrip("tgp@"))))
+order = lambda e: (e != "hearth", e != "base", e)
+for name in measurements:
+    by = dict(sorted(runs[name].items(), key=lambda kv: order(kv[0])))
     h = statistics.median(by["hearth"])
     parts = [f"hearth {h:.2f}"]
-    for engine, vals in sorted(by.items()):
+    for engine, vals in by.items():
         if engine == "hearth":
             continue
         m = statistics.median(vals)
         parts.append(f"{engine} {m:.2f} ({h / m:.2f}x)")
     print(f"{name:10} " + ", ".join(parts))
+    for engine, vals in by.items():
+        row = {"engine": names.get(engine, engine.replace("llamacpp-fa-", "llama.cpp fa "))}
+        if name.startswith("tg@"):
+            row.update(kind="decode", depth=int(name[3:]), tg_tok_s=statistics.median(vals),
+                       gen=int(gen))
+        else:
+            row.update(kind="prefill", prompt_tokens=int(name[2:]),
+                       pp_tok_s=statistics.median(vals))
+        row.update(model=model, threads=threads, rounds=rounds)
+        rows.append(row)
+with open(rows_path, "w") as f:
+    json.dump(rows, f, indent=1)
 PY
+[[ -z $json ]] || echo "medians: $json"
+if [[ -n $plot ]]; then
+  if [[ -z ${depths//,/} ]]; then
+    echo "bench-longctx-vs-llamacpp.sh: --plot draws the decode rows, and --depths is empty: no plot" >&2
+  else
+    "$hearth" plot --in "$rows" --where kind=decode --x depth --y tg_tok_s --series engine --log-x \
+      --title "Decode at depth, $(basename "$model"), $threads threads: hearth vs llama.cpp" \
+      --x-label "positions before decoding" --y-label "decode tokens/s (median of $rounds rounds)" \
+      --out "$plot"
+    echo "plot: $plot"
+  fi
+fi

@@ -23,6 +23,7 @@
 
 #include "cli/bench_util.h"
 #include "cli/device_flags.h"
+#include "cli/plot_rows.h"
 #include "cli/progress.h"
 #include "cli/registry.h"
 #include "common/json_text.h"
@@ -46,6 +47,7 @@ struct BatchArgs {
   std::string model;
   int threads = 2;
   bool json = false;
+  std::string plot;  // --plot FILE.svg
   std::vector<int32_t> streams = {1, 2, 4, 8, 16};
   std::vector<int32_t> positions = {512, 4096};
   int32_t gen = 32;  // decode steps timed per run
@@ -289,6 +291,22 @@ Result<nlohmann::json> mix_runs(const BatchArgs& a, int32_t n_vocab) {
 
 // ---------------------------------------------------------------- the command
 
+// Aggregate tokens/s by streams (log axis), one line per positions, of the decode runs.
+Status plot_runs(const std::string& path, const nlohmann::json& runs, const nlohmann::json& out) {
+  HEARTH_ASSIGN_OR_RETURN(auto rows, plot_rows_of(runs, "runs"));
+  HEARTH_ASSIGN_OR_RETURN(
+      auto series,
+      plot_series_of(rows, {"streams", "aggregate_tok_s", "positions", {{"mode", "decode"}}}));
+  PlotOptions o;
+  o.title = "Aggregate decode, " + out["model"].get<std::string>() + " " +
+            out["quant"].get<std::string>() + ", " + std::to_string(out["threads"].get<int>()) +
+            " threads";
+  o.x_label = "concurrent streams";
+  o.y_label = "aggregate tokens/s";
+  o.log_x = true;
+  return write_svg_plot(path, o, series);
+}
+
 int fail(const Status& s) {
   std::fprintf(stderr, "hearth bench batch: %s\n", s.to_string().c_str());
   return 1;
@@ -389,6 +407,10 @@ int run_bench(const BatchArgs& a) {
     runs.push_back(r);
   }
   out["runs"] = runs;
+  if (!a.plot.empty()) {
+    if (Status s = plot_runs(a.plot, runs, out); !s.ok())
+      return fail(Status(s.code(), "--plot: " + s.message()));
+  }
   if (a.json) {
     std::printf("%s\n", json_text(out, 2).c_str());
   } else {
@@ -412,6 +434,9 @@ Registrar reg("bench_batch", [](CLI::App& root) {
   cmd->add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
   add_device_flags(cmd, &a->device);
   cmd->add_flag("--json", a->json, "JSON output");
+  cmd->add_option("--plot", a->plot,
+                  "SVG chart of the decode runs: aggregate tokens/s by streams, a line per "
+                  "--positions value");
   cmd->add_option("--streams", a->streams, "concurrent sequences of the decode runs")
       ->delimiter(',')
       ->check(CLI::Range(1, 256));

@@ -298,7 +298,7 @@ int run_bench(const BenchOptions& opt) {
 
   if (!opt.plot.empty()) {
     if (Status s = plot_restore(opt.plot, out); !s.ok()) {
-      std::fprintf(stderr, "bench cache: %s\n", s.to_string().c_str());
+      std::fprintf(stderr, "bench cache: --plot: %s\n", s.to_string().c_str());
       return 1;
     }
   }

@@ -382,7 +382,7 @@ int run_bench(BenchArgs a) {
   }
   if (!a.plot.empty()) {
     if (Status s = plot_runs(a.plot, out["runs"]); !s.ok()) {
-      std::fprintf(stderr, "bench cold-warm: %s\n", s.to_string().c_str());
+      std::fprintf(stderr, "bench cold-warm: --plot: %s\n", s.to_string().c_str());
       rc = 1;
     }
   }

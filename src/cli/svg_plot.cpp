@@ -215,10 +215,10 @@ std::string render_svg_plot(const PlotOptions& o, const std::vector<PlotSeries>&
 Status write_svg_plot(const std::string& path, const PlotOptions& options,
                       const std::vector<PlotSeries>& series) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return IoError("--plot: cannot create '" + path + "'");
+  if (!out) return IoError("cannot create SVG file '" + path + "'");
   out << render_svg_plot(options, series);
   out.close();
-  if (!out) return IoError("--plot: cannot write '" + path + "'");
+  if (!out) return IoError("cannot write SVG file '" + path + "'");
   return OkStatus();
 }
 
