@@ -206,7 +206,9 @@ struct Matcher::State {
 
   std::string cache_key() const {
     std::string key(cur.tops.size() * 4 + 6, '\0');
-    std::memcpy(key.data(), cur.tops.data(), cur.tops.size() * 4);
+    // No stack left (the grammar is finished or dead): tops.data() may be null, which
+    // memcpy must not receive even for 0 bytes.
+    if (!cur.tops.empty()) std::memcpy(key.data(), cur.tops.data(), cur.tops.size() * 4);
     std::memcpy(key.data() + cur.tops.size() * 4, &partial.cp, 4);
     key[key.size() - 2] = static_cast<char>(partial.need | (partial.len << 4));
     key[key.size() - 1] = cur.accepting ? 1 : 0;
