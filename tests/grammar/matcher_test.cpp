@@ -115,6 +115,21 @@ TEST(Matcher, EogOnlyWhenTheGrammarCanEnd) {
   EXPECT_EQ(mask, (std::vector<uint8_t>{1, 0, 0}));
 }
 
+// A grammar that is complete before any byte has no stack at all: its mask (whose cache
+// key copies the stacks) is end-of-generation only. Under `make asan`'s UBSan this once
+// failed: the key copied from the empty stack vector's null data (found by make fuzz).
+TEST(Matcher, AGrammarWithNothingLeftAllowsOnlyTheEnd) {
+  auto vocab = TokenVocab::build({"</s>", "a", "b"}, {0});
+  Matcher m(must_parse("root ::= \"\""));
+  std::vector<uint8_t> mask;
+  m.allowed_tokens(*vocab, mask);
+  EXPECT_EQ(mask, (std::vector<uint8_t>{1, 0, 0}));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_FALSE(m.accept_bytes("a"));
+  m.allowed_tokens(*vocab, mask);
+  EXPECT_EQ(mask, (std::vector<uint8_t>{1, 0, 0}));
+}
+
 // Ambiguous grammars do not blow up: equal stacks are merged.
 TEST(Matcher, AmbiguityStaysSmall) {
   Grammar g = must_parse("root ::= x* x* x* x*\nx ::= \"a\" | \"a\" \"a\"");
