@@ -59,17 +59,19 @@ inline __m512 in_register(__m512 v) {
 }
 
 // One pass over elements [c0, c1) of lane half `half` (0: lanes 0..15, 1: 16..31)
-// for rows w[0..R) and tokens x[0..T), continuing the accumulators acc[r * T + t].
+// for rows w[0..R) and tokens x[0..T), continuing the accumulators acc[r * T + t], or
+// starting them at zero (`fresh`, the first chunk: no zeroed tile is stored and loaded).
 // Forced inline (with group_chunk): under the target pragma GCC 12 keeps both out of
 // line, so each pass copied its 24 accumulators through a stack array on entry and exit;
 // inlined, they load from and store to the parked tile directly, as a -march=native
 // build does (6-10 % of F16 prefill on Zen 4, docs/benchmarks.md).
 template <int R, int T>
 [[gnu::always_inline]] inline void tile_pass(const uint16_t* const w[R], const uint16_t* const x[T],
-                                             int64_t c0, int64_t c1, int half, __m512* acc) {
+                                             int64_t c0, int64_t c1, int half, bool fresh,
+                                             __m512* acc) {
   __m512 a[R][T];
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) a[r][t] = acc[r * T + t];
+    for (int t = 0; t < T; ++t) a[r][t] = fresh ? _mm512_setzero_ps() : acc[r * T + t];
   for (int64_t i = c0 + 16 * half; i < c1; i += 32) {
     __m512 xv[T];
     for (int t = 0; t < T; ++t) xv[t] = in_register(load_x(x[t] + i));
@@ -89,8 +91,8 @@ template <int R, int T>
                                                __m512* lo, __m512* hi) {
   const uint16_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = w0 + r * n;
-  tile_pass<R, T>(w, x, c0, c1, 0, lo);
-  tile_pass<R, T>(w, x, c0, c1, 1, hi);
+  tile_pass<R, T>(w, x, c0, c1, 0, c0 == 0, lo);
+  tile_pass<R, T>(w, x, c0, c1, 1, c0 == 0, hi);
 }
 
 // Tokens x0 .. x0 + T - 1 against rows [0, n_rows): y[t * y_stride + r].
@@ -113,8 +115,10 @@ void token_group(const uint16_t* w, int n_rows, int64_t n, const uint8_t* x0, si
     auto rows_in = [&](int g) {
       return sub_rows - g * kTileRows < kTileRows ? sub_rows - g * kTileRows : kTileRows;
     };
-    for (int g = 0; g < groups; ++g)
-      for (int j = 0; j < kTileRows * T; ++j) lo[g][j] = hi[g][j] = _mm512_setzero_ps();
+    if (full == 0) {  // no chunk to start the accumulators: the tail alone
+      for (int g = 0; g < groups; ++g)
+        for (int j = 0; j < kTileRows * T; ++j) lo[g][j] = hi[g][j] = _mm512_setzero_ps();
+    }
     for (int64_t c0 = 0; c0 < full; c0 += kChunk) {
       const int64_t c1 = c0 + kChunk < full ? c0 + kChunk : full;
       for (int g = 0; g < groups; ++g) {
