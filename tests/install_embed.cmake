@@ -52,8 +52,12 @@ foreach(header IN LISTS installed)
   endif()
 endforeach()
 
+# A sanitizer build (`make asan` / `make tsan`) installs instrumented archives: like any
+# consumer of those, the example then links the sanitizer's runtime (CONSUMER_LINK_FLAGS);
+# the package itself still exports no -fsanitize (checked above).
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/embed" -B "${WORK_DIR}/build"
-    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}")
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}"
+    "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINK_FLAGS}")
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("${WORK_DIR}/build/embed" "${MODEL}")
 
