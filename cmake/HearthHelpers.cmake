@@ -33,18 +33,22 @@ target_include_directories(hearth_flags INTERFACE ${PROJECT_SOURCE_DIR}/include
 if(HEARTH_NATIVE)
   target_compile_options(hearth_flags INTERFACE -march=native)
 endif()
+# The sanitizer a build links (empty: none): hearth's own targets, and a program built
+# against a sanitizer build's installed archives (tests/install_embed.cmake).
+set(HEARTH_SANITIZER_LINK_FLAGS "")
 if(HEARTH_SANITIZE)
+  list(APPEND HEARTH_SANITIZER_LINK_FLAGS -fsanitize=address,undefined)
   target_compile_options(hearth_flags INTERFACE -fsanitize=address,undefined
                          -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
-  target_link_options(hearth_flags INTERFACE -fsanitize=address,undefined)
 endif()
 if(HEARTH_TSAN)
+  list(APPEND HEARTH_SANITIZER_LINK_FLAGS -fsanitize=thread)
   # GCC 12's -Wmaybe-uninitialized misfires on the AVX2 panel kernels under TSan's
   # instrumentation (arrays filled by intrinsics in a loop); the release build keeps it.
   target_compile_options(hearth_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer
                          $<$<CXX_COMPILER_ID:GNU>:-Wno-maybe-uninitialized>)
-  target_link_options(hearth_flags INTERFACE -fsanitize=thread)
 endif()
+target_link_options(hearth_flags INTERFACE ${HEARTH_SANITIZER_LINK_FLAGS})
 target_link_libraries(hearth_flags INTERFACE Threads::Threads)
 
 # hearth_add_library(<name> [DEPS ...]) builds src/<name>/**/*.cpp as hearth_<name>,
