@@ -15,6 +15,7 @@
 // "raw" below means the register without the initial/final inversion.
 #include "cache/crc32c.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -209,22 +210,40 @@ HEARTH_CLMUL_TARGET inline __m512i load512(const uint8_t* p) {
   return _mm512_loadu_si512(static_cast<const void*>(p));
 }
 
-HEARTH_CLMUL_TARGET uint32_t raw_vpclmul(uint32_t crc, const uint8_t* p, size_t n) {
-  if (n < 1024) return raw_sse42(crc, p, n);
+// Loads 64 bytes at p + off; with kCopy also stores them at d + off (the fused copy),
+// with a non-temporal store: d is then 64-byte aligned.
+template <bool kCopy>
+HEARTH_CLMUL_TARGET inline __m512i take512(const uint8_t* p, uint8_t* d, size_t off) {
+  const __m512i v = load512(p + off);
+  if constexpr (kCopy) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + off), v);
+  return v;
+}
+
+// The folding CRC of p[0..n); with kCopy the bytes are also copied to d[0..n) as they
+// are read, so a copy and its check read the source once.
+template <bool kCopy>
+HEARTH_CLMUL_TARGET uint32_t raw_vpclmul_t(uint32_t crc, const uint8_t* p, size_t n, uint8_t* d) {
+  if (n < 1024) {
+    if constexpr (kCopy) std::memcpy(d, p, n);
+    return raw_sse42(crc, p, n);
+  }
   const FoldConstants& k = fold_constants();
   // The running CRC enters as the first four message bytes xor'ed with it.
-  __m512i x0 = _mm512_xor_si512(load512(p),
+  __m512i x0 = _mm512_xor_si512(take512<kCopy>(p, d, 0),
                                 _mm512_castsi128_si512(_mm_cvtsi32_si128(static_cast<int>(crc))));
-  __m512i x1 = load512(p + 64), x2 = load512(p + 128), x3 = load512(p + 192);
+  __m512i x1 = take512<kCopy>(p, d, 64), x2 = take512<kCopy>(p, d, 128),
+          x3 = take512<kCopy>(p, d, 192);
   p += 256;
+  d += kCopy ? 256 : 0;
   n -= 256;
   const __m512i k2048 = pair512(k.by2048);
   while (n >= 256) {
-    x0 = fold512(x0, k2048, load512(p));
-    x1 = fold512(x1, k2048, load512(p + 64));
-    x2 = fold512(x2, k2048, load512(p + 128));
-    x3 = fold512(x3, k2048, load512(p + 192));
+    x0 = fold512(x0, k2048, take512<kCopy>(p, d, 0));
+    x1 = fold512(x1, k2048, take512<kCopy>(p, d, 64));
+    x2 = fold512(x2, k2048, take512<kCopy>(p, d, 128));
+    x3 = fold512(x3, k2048, take512<kCopy>(p, d, 192));
     p += 256;
+    d += kCopy ? 256 : 0;
     n -= 256;
   }
   const __m512i k512 = pair512(k.by512);
@@ -239,7 +258,25 @@ HEARTH_CLMUL_TARGET uint32_t raw_vpclmul(uint32_t crc, const uint8_t* p, size_t 
   // r is congruent to everything so far: its CRC from a zero state is the state.
   uint64_t c = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(r)));
   c = _mm_crc32_u64(c, static_cast<uint64_t>(_mm_extract_epi64(r, 1)));
+  if constexpr (kCopy) std::memcpy(d, p, n);
   return raw_sse42(static_cast<uint32_t>(c), p, n);
+}
+
+uint32_t raw_vpclmul(uint32_t crc, const uint8_t* p, size_t n) {
+  return raw_vpclmul_t<false>(crc, p, n, nullptr);
+}
+// The copy stores past the caches (a restored row is far larger than them, and a
+// store that allocates a line first reads it from memory: a third more traffic). So
+// the destination is brought to a 64-byte boundary first, and the stores are fenced
+// before the bytes are handed on.
+HEARTH_CLMUL_TARGET uint32_t raw_vpclmul_copy(uint32_t crc, uint8_t* d, const uint8_t* p,
+                                              size_t n) {
+  const size_t head = std::min<size_t>(n, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, p, head);
+  crc = raw_sse42(crc, p, head);
+  crc = raw_vpclmul_t<true>(crc, p + head, n - head, d + head);
+  _mm_sfence();
+  return crc;
 }
 
 bool cpu_has_vpclmul() {
@@ -269,19 +306,36 @@ __attribute__((target("+crc"))) uint32_t raw_armv8(uint32_t crc, const uint8_t* 
 }
 #endif
 
+// Copy, then check each piece while it is still in cache: the fused copy of the
+// implementations that fold no wide registers.
+using CopyFn = uint32_t (*)(uint32_t, uint8_t*, const uint8_t*, size_t);
+template <RawFn kRaw>
+uint32_t copy_then_crc(uint32_t crc, uint8_t* d, const uint8_t* p, size_t n) {
+  constexpr size_t kPiece = 64u << 10;
+  for (size_t off = 0; off < n; off += kPiece) {
+    const size_t m = n - off < kPiece ? n - off : kPiece;
+    std::memcpy(d + off, p + off, m);
+    crc = kRaw(crc, d + off, m);
+  }
+  return crc;
+}
+
 struct Impl {
   RawFn fn;
+  CopyFn copy;
   const char* name;
 };
 
 Impl pick() {
 #if defined(__x86_64__)
-  if (cpu_has_sse42() && cpu_has_vpclmul()) return {raw_vpclmul, "avx512-vpclmulqdq"};
-  if (cpu_has_sse42()) return {raw_sse42, "sse4.2"};
+  if (cpu_has_sse42() && cpu_has_vpclmul()) {
+    return {raw_vpclmul, raw_vpclmul_copy, "avx512-vpclmulqdq"};
+  }
+  if (cpu_has_sse42()) return {raw_sse42, copy_then_crc<raw_sse42>, "sse4.2"};
 #elif defined(__aarch64__)
-  if (getauxval(AT_HWCAP) & HWCAP_CRC32) return {raw_armv8, "armv8-crc"};
+  if (getauxval(AT_HWCAP) & HWCAP_CRC32) return {raw_armv8, copy_then_crc<raw_armv8>, "armv8-crc"};
 #endif
-  return {raw_portable_entry, "portable"};
+  return {raw_portable_entry, copy_then_crc<raw_portable_entry>, "portable"};
 }
 
 const Impl& impl() {
@@ -293,6 +347,10 @@ const Impl& impl() {
 
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n) {
   return ~impl().fn(~crc, static_cast<const uint8_t*>(data), n);
+}
+
+uint32_t crc32c_copy_extend(uint32_t crc, void* dst, const void* src, size_t n) {
+  return ~impl().copy(~crc, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n);
 }
 
 uint32_t crc32c(const void* data, size_t n) {

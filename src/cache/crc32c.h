@@ -12,9 +12,12 @@ namespace hearth::cache {
 uint32_t crc32c(const void* data, size_t n);
 // Continue a CRC: crc32c(a||b) == crc32c_extend(crc32c(a), b).
 uint32_t crc32c_extend(uint32_t crc, const void* data, size_t n);
+// Copies src[0..n) to dst (not overlapping) and continues crc over those bytes:
+// crc32c_extend(crc, src, n) after memcpy(dst, src, n), reading src once.
+uint32_t crc32c_copy_extend(uint32_t crc, void* dst, const void* src, size_t n);
 // The portable implementation, exposed for cross-checking in tests.
 uint32_t crc32c_portable(uint32_t crc, const void* data, size_t n);
-// "sse4.2", "armv8-crc" or "portable".
+// "avx512-vpclmulqdq", "sse4.2", "armv8-crc" or "portable".
 const char* crc32c_impl_name();
 
 }  // namespace hearth::cache

@@ -3,7 +3,6 @@
 // A delta row's lease also pins and verifies every link of its chain (parents
 // first); its reads scatter each link's own payload into the whole payload.
 #include <fcntl.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,7 +21,7 @@ struct Lease::State {
   RowInfo info;
   KvcInfo kvc;
   int fd = -1;
-  void* map = nullptr;
+  const void* map = nullptr;  // io->map_read of the row's file (map_len bytes), or null
   size_t map_len = 0;
   bool view_verified = false;
   // A delta row's chain below it, root first, each link pinned and its metadata
@@ -38,9 +37,11 @@ struct Lease::State {
   Status open_chain();
   // This row's own stored payload into dst (sizes add up to its payload_bytes).
   Status read_own(std::span<const std::span<uint8_t>> dst);
+  // The row's file mapped (once per lease): its payload's first byte, or an error.
+  Result<const uint8_t*> mapped_payload();
 
   ~State() {
-    if (map) ::munmap(map, map_len);
+    if (map) impl->io->unmap(map, map_len);
     if (fd >= 0) impl->io->close(fd);
     if (row) row->unpin();
   }
@@ -68,12 +69,30 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
   return why;
 }
 
-// A disk row worth a direct read: large, and mostly not in the page cache (a cached
-// file is faster read buffered: a memcpy out of RAM).
-bool use_direct_read(const Cache::Impl* impl, const Row& row, int fd) {
+// Smallest ram_file payload copied out of a mapping rather than pread: below it the
+// mapping's own cost (the syscalls, the page-table setup) is not paid back.
+constexpr uint64_t kMapMinBytes = uint64_t{1} << 20;
+
+enum class ReadPath {
+  kDirect,    // O_DIRECT into the caller's buffers: a large disk row mostly not cached
+  kMapped,    // memcpy out of a populated mapping: a large ram_file row
+  kBuffered,  // pread
+};
+
+// How a file row's payload is read. A disk row worth a direct read is large and mostly
+// not in the page cache (a cached file is faster read buffered: a copy out of RAM). A
+// ram_file row lives in memory (tmpfs), where a populated mapping copies at memcpy's
+// speed and pread at about half of it. Disk rows are never mapped: a page the kernel
+// must read in behind a mapping reports a device error as SIGBUS, pread as EIO.
+ReadPath choose_read_path(const Cache::Impl* impl, const Row& row, int fd) {
+  if (row.tier == Tier::kRamFile) {
+    return row.payload_bytes >= kMapMinBytes ? ReadPath::kMapped : ReadPath::kBuffered;
+  }
   const uint64_t min = impl->cfg.direct_read_min_bytes;
-  if (row.tier != Tier::kDisk || min == 0 || row.payload_bytes < min) return false;
-  return cached_fraction(fd, row.size, row.payload_offset, row.payload_bytes) < 0.5;
+  if (row.tier != Tier::kDisk || min == 0 || row.payload_bytes < min) return ReadPath::kBuffered;
+  return cached_fraction(fd, row.size, row.payload_offset, row.payload_bytes) < 0.5
+             ? ReadPath::kDirect
+             : ReadPath::kBuffered;
 }
 
 // The end of a file row's read: an I/O error marks the tier degraded, and an error or a
@@ -115,6 +134,18 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
   return read_payload(std::span<const std::span<uint8_t>>(one));
 }
 
+Result<const uint8_t*> Lease::State::mapped_payload() {
+  if (map == nullptr) {
+    const int r = impl->io->map_read(fd, row->size, &map);
+    if (r < 0) {
+      map = nullptr;
+      return IoError("mmap " + row->location + ": " + std::strerror(-r));
+    }
+    map_len = row->size;
+  }
+  return static_cast<const uint8_t*>(map) + row->payload_offset;
+}
+
 Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
   State& s = *this;
   const Row& row = *s.row;
@@ -129,25 +160,40 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
   // An immutable in-process slab is verified once; later loads are a memcpy.
   const bool need_ram = check && !row.verified.load(std::memory_order_acquire);
   uint32_t crc = 0;
-  if (!row.ram_prefix && use_direct_read(s.impl, row, s.fd)) {
-    Status st = direct_read(*s.impl->io, s.fd, row.payload_offset, dst, check ? &crc : nullptr);
-    if (st.code() != ErrorCode::kUnsupported) return finish_file_read(s.impl, s.row, st, crc, t0);
-    crc = 0;  // start over through the page cache
+  // Where the bytes are copied from: the in-process slab, a mapping of the file, or
+  // (null) the file through pread.
+  const uint8_t* src = row.ram_prefix ? row.ram_data : nullptr;
+  if (!row.ram_prefix) {
+    const ReadPath path = choose_read_path(s.impl, row, s.fd);
+    if (path == ReadPath::kDirect) {
+      Status st = direct_read(*s.impl->io, s.fd, row.payload_offset, dst, check ? &crc : nullptr);
+      if (st.code() != ErrorCode::kUnsupported) return finish_file_read(s.impl, s.row, st, crc, t0);
+      crc = 0;  // start over through the page cache
+    } else if (path == ReadPath::kMapped) {
+      auto m = s.mapped_payload();
+      if (m.ok()) src = *m;  // else pread: the file may still be readable
+    }
   }
+  const bool crc_each = row.ram_prefix ? need_ram : check;
   uint64_t at = 0;  // payload offset of the next byte
   for (const auto& d : dst) {
+    if (src != nullptr && !crc_each) {
+      // Nothing to check: one memcpy, which for a large buffer stores past the caches
+      // (chunk by chunk it would allocate every destination line first).
+      std::memcpy(d.data(), src + at, d.size());
+      at += d.size();
+      continue;
+    }
     for (size_t off = 0; off < d.size(); off += kChunk) {
       const size_t n = std::min(kChunk, d.size() - off);
       uint8_t* out = d.data() + off;
-      if (row.ram_prefix) {
-        std::memcpy(out, row.ram_data + at, n);
-        if (need_ram) crc = crc32c_extend(crc, out, n);
+      if (src != nullptr) {
+        crc = crc32c_copy_extend(crc, out, src + at, n);  // one read of the source
       } else {
-        // Large preads straight into the caller's buffer; CRC each chunk while it is
-        // still in cache.
         Status st = read_full(*s.impl->io, s.fd, out, n, row.payload_offset + at);
         if (!st.ok()) return finish_file_read(s.impl, s.row, st, crc, t0);
-        if (check) crc = crc32c_extend(crc, out, n);
+        // The CRC of each chunk while it is still in cache.
+        if (crc_each) crc = crc32c_extend(crc, out, n);
       }
       at += n;
     }
@@ -238,13 +284,9 @@ Result<std::span<const uint8_t>> Lease::view() {
     }
     s.view_verified = true;
   } else {
-    if (!s.map) {
-      void* m = ::mmap(nullptr, row.size, PROT_READ, MAP_PRIVATE, s.fd, 0);
-      if (m == MAP_FAILED) return IoError("mmap " + row.location + ": " + std::strerror(errno));
-      s.map = m;
-      s.map_len = row.size;
-    }
-    payload = {static_cast<const uint8_t*>(s.map) + row.payload_offset, row.payload_bytes};
+    auto m = s.mapped_payload();
+    if (!m.ok()) return m.status();
+    payload = {*m, row.payload_bytes};
     if (s.impl->cfg.verify_on_load && !s.view_verified) {
       if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
         return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));

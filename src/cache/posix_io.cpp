@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -32,8 +33,12 @@ class PosixIo final : public CacheIo {
   ssize_t pread(int fd, void* buf, size_t n, uint64_t off) override {
     return retry_eintr([&] { return ::pread(fd, buf, n, static_cast<off_t>(off)); });
   }
-  int fdatasync(int fd) override { return retry_eintr([&] { return ::fdatasync(fd); }); }
-  int fsync(int fd) override { return retry_eintr([&] { return ::fsync(fd); }); }
+  int fdatasync(int fd) override {
+    return retry_eintr([&] { return ::fdatasync(fd); });
+  }
+  int fsync(int fd) override {
+    return retry_eintr([&] { return ::fsync(fd); });
+  }
   int fstat_size(int fd, uint64_t* size) override {
     struct stat st;
     if (::fstat(fd, &st) < 0) return -errno;
@@ -46,9 +51,7 @@ class PosixIo final : public CacheIo {
   int rename(const std::string& from, const std::string& to) override {
     return ::rename(from.c_str(), to.c_str()) < 0 ? -errno : 0;
   }
-  int unlink(const std::string& path) override {
-    return ::unlink(path.c_str()) < 0 ? -errno : 0;
-  }
+  int unlink(const std::string& path) override { return ::unlink(path.c_str()) < 0 ? -errno : 0; }
   int mkdir(const std::string& path, mode_t mode) override {
     return ::mkdir(path.c_str(), mode) < 0 ? -errno : 0;
   }
@@ -64,6 +67,15 @@ class PosixIo final : public CacheIo {
     int err = errno;
     ::closedir(d);
     return err != 0 ? -err : 0;
+  }
+  int map_read(int fd, size_t len, const void** out) override {
+    void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (m == MAP_FAILED) return -errno;
+    *out = m;
+    return 0;
+  }
+  int unmap(const void* addr, size_t len) override {
+    return ::munmap(const_cast<void*>(addr), len) < 0 ? -errno : 0;
   }
 };
 

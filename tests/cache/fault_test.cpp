@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -51,6 +52,11 @@ class FaultyIo final : public testing::ForwardingIo {
   ssize_t pread(int fd, void* b, size_t n, uint64_t off) override {
     if (hit(Op::kRead)) return -fail_errno;
     return real->pread(fd, b, n, off);
+  }
+  // A failed read fails the mapping too (the reads then go through pread, which fails).
+  int map_read(int fd, size_t len, const void** out) override {
+    if (hit(Op::kRead)) return -fail_errno;
+    return real->map_read(fd, len, out);
   }
   int fdatasync(int fd) override { return hit(Op::kFdatasync) ? -fail_errno : real->fdatasync(fd); }
   int fsync(int fd) override { return hit(Op::kFsync) ? -fail_errno : real->fsync(fd); }
@@ -172,6 +178,50 @@ TEST(Fault, BitFlippedPayloadFailsTheScatterRead) {
             ErrorCode::kDataLoss);
   EXPECT_EQ(testing::counter(*f.cache, Counter::kCorruptFiles), 1u);
   EXPECT_FALSE(f.cache->lookup_exact(key));
+}
+
+// A ram_file row of 1 MiB or more is copied out of a mapping of its file (the fused
+// copy + CRC): read whole and scattered over unaligned pieces it gives the saved
+// bytes; one flipped byte is a miss, counted and dropped, like a pread read.
+TEST(Fault, MappedRamFileRowReadsExactlyAndCatchesAFlip) {
+  Fixture f;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes((3u << 20) + 777, 8);
+  CacheKey key = *f.cache->save(Tier::kRamFile, meta, payload);
+  {
+    auto lease = f.cache->checkout(key);
+    ASSERT_TRUE(lease.ok());
+    std::vector<uint8_t> a(1000003), b(payload.size() - 1000003);
+    const std::span<uint8_t> parts[2] = {a, b};
+    ASSERT_TRUE(lease->read_payload(std::span<const std::span<uint8_t>>(parts)).ok());
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), payload.begin()));
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), payload.begin() + 1000003));
+    std::vector<uint8_t> whole(payload.size());
+    ASSERT_TRUE(lease->read_payload(whole).ok());  // the lease's mapping, again
+    EXPECT_EQ(whole, payload);
+  }
+  std::string path = f.cache->lookup_exact(key)->location;
+  flip_payload_byte(path, payload, (2u << 20) + 5);
+  auto r = f.cache->load(key);
+  EXPECT_EQ(r.status().code(), ErrorCode::kDataLoss);
+  EXPECT_EQ(testing::counter(*f.cache, Counter::kCorruptFiles), 1u);
+  EXPECT_FALSE(f.cache->lookup_exact(key));
+  EXPECT_FALSE(fs::exists(path));
+}
+
+// A mapping that cannot be made falls back to pread (here failing too: the read error
+// path, the tier degraded, the row a miss).
+TEST(Fault, FailedMappingFallsBackToPread) {
+  Fixture f;
+  auto meta = testing::make_meta(testing::seq_tokens(64));
+  auto payload = testing::random_bytes((2u << 20) + 1, 9);
+  CacheKey key = *f.cache->save(Tier::kRamFile, meta, payload);
+  auto lease = f.cache->checkout(key);
+  ASSERT_TRUE(lease.ok());
+  f.io->fail_op = static_cast<int>(Op::kRead);
+  std::vector<uint8_t> out(payload.size());
+  EXPECT_EQ(lease->read_payload(out).code(), ErrorCode::kIo);
+  EXPECT_GE(testing::counter(*f.cache, Counter::kLoadErrors), 1u);
 }
 
 TEST(Fault, TruncatedFileIsAMiss) {

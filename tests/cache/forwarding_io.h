@@ -32,6 +32,10 @@ class ForwardingIo : public CacheIo {
   int list_dir(const std::string& p, std::vector<std::string>* n) override {
     return real->list_dir(p, n);
   }
+  int map_read(int fd, size_t len, const void** out) override {
+    return real->map_read(fd, len, out);
+  }
+  int unmap(const void* a, size_t len) override { return real->unmap(a, len); }
 };
 
 }  // namespace hearth::cache::testing

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "cache/crc32c.h"
 #include "hearth/cache/key.h"
@@ -122,6 +124,27 @@ TEST(Crc32c, FoldingThresholdsAndTailsMatchPortable) {
       for (uint32_t seed : {0u, 0xDEADBEEFu}) {
         ASSERT_EQ(crc32c_extend(seed, p, n), crc32c_portable(seed, p, n))
             << "n " << n << " off " << off << " seed " << seed << " (" << crc32c_impl_name() << ")";
+      }
+    }
+  }
+}
+
+// The fused copy: the destination holds exactly the source bytes (nothing written past
+// them) and the CRC is the plain one, at the folding thresholds, offsets and seeds.
+TEST(Crc32c, CopyExtendCopiesExactlyAndMatchesExtend) {
+  auto bytes = testing::random_bytes(70000 + 8, 11);
+  for (size_t n : {size_t{0}, size_t{1}, size_t{255}, size_t{1024}, size_t{1025}, size_t{1279},
+                   size_t{4096 + 7}, size_t{65536}, size_t{69999}}) {
+    for (size_t off : {size_t{0}, size_t{5}}) {
+      const uint8_t* p = bytes.data() + off;
+      for (uint32_t seed : {0u, 0xDEADBEEFu}) {
+        std::vector<uint8_t> dst(n + 64 + 3, 0xA5);
+        const uint32_t got = crc32c_copy_extend(seed, dst.data() + 3, p, n);
+        ASSERT_EQ(got, crc32c_portable(seed, p, n))
+            << "n " << n << " off " << off << " seed " << seed << " (" << crc32c_impl_name() << ")";
+        ASSERT_TRUE(std::equal(p, p + n, dst.begin() + 3)) << "n " << n << " off " << off;
+        for (size_t i = 0; i < 3; ++i) ASSERT_EQ(dst[i], 0xA5) << "before, n " << n;
+        for (size_t i = n + 3; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xA5) << "after, n " << n;
       }
     }
   }

@@ -94,7 +94,7 @@ class Lease {
   // sequence's KV runs, with each chunk CRC-checked while still in cache.
   Status read_payload(std::span<const std::span<uint8_t>> dst);
   // Zero-copy read-only view of the payload, verified on first call. RAM: the
-  // slab itself. File tiers: a private read-only mapping kept by the lease.
+  // slab itself. File tiers: a read-only mapping kept by the lease.
   Result<std::span<const uint8_t>> view();
 
  private:
