@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/bench_bandwidth.h"
 #include "cli/bench_util.h"
 #include "cli/device_flags.h"
 #include "cli/progress.h"
@@ -85,59 +86,6 @@ Status fill_kv(Engine& e, const std::vector<int32_t>& toks, int32_t n_prompt, in
     }
   }
   return e.kv_unpack(0, full, n_prompt);
-}
-
-// Bandwidths over a buffer much larger than the caches, split across threads.
-struct Bandwidth {
-  double memcpy_gbps = 0;
-  double read_gbps = 0;
-};
-
-Bandwidth measure_bandwidth(int threads) {
-  const size_t bytes = size_t{256} << 20;
-  std::vector<uint64_t> src(bytes / 8), dst(bytes / 8);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = i;
-  std::memcpy(dst.data(), src.data(), bytes);  // fault the pages in
-  auto split = [&](auto&& fn) {
-    std::vector<std::thread> ts;
-    const size_t n = src.size();
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] { fn(n * t / threads, n * (t + 1) / threads); });
-    }
-    for (auto& th : ts) th.join();
-  };
-  Bandwidth bw;
-  std::vector<double> cp, rd;
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
-  for (int rep = 0; rep < 3; ++rep) {
-    auto t0 = Clock::now();
-    split([&](size_t b, size_t e) { std::memcpy(&dst[b], &src[b], (e - b) * 8); });
-    cp.push_back(2.0 * bytes / seconds_since(t0) / 1e9);  // read + write
-    t0 = Clock::now();
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t) {
-      ts.emplace_back([&, t] {
-        const size_t n = src.size(), b = n * t / threads, e = n * (t + 1) / threads;
-        uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        size_t i = b;
-        for (; i + 4 <= e; i += 4) {
-          a0 += src[i];
-          a1 += src[i + 1];
-          a2 += src[i + 2];
-          a3 += src[i + 3];
-        }
-        for (; i < e; ++i) a0 += src[i];
-        sums[static_cast<size_t>(t)] = a0 + a1 + a2 + a3;
-      });
-    }
-    for (auto& th : ts) th.join();
-    rd.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
-  }
-  volatile uint64_t sink = 0;
-  for (uint64_t s : sums) sink = sink + s;
-  bw.memcpy_gbps = median(cp);
-  bw.read_gbps = median(rd);
-  return bw;
 }
 
 struct BenchArgs {
