@@ -80,7 +80,7 @@ TEST_P(MatmulTest, BitsIndependentOfBatchPositionThreadsAndPath) {
 
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
-    for (int64_t n_tokens : {1, 7, 12, 64, 300}) {
+    for (int64_t n_tokens : {1, 7, 12, 16, 17, 64, 300}) {
       // Batches that start at different positions of the token stream.
       for (int64_t start : {int64_t{0}, max_tokens - n_tokens, (max_tokens - n_tokens) / 2}) {
         std::vector<float> y(n_tokens * rows);
