@@ -22,11 +22,6 @@ constexpr size_t kTileBlockBytes = size_t{256} << 10;
 // Fewest tokens for which packing panels pays for itself (the pack touches every
 // weight once, like one token's worth of dot products).
 constexpr int64_t kPanelMinTokens = 8;
-// Fewest tokens for which a type whose panels must be packed (pk.pack) takes them:
-// the pack reads every weight and writes it again, which at the few tokens of a
-// many-stream decode step (the Q6_K output head at 8-16 streams) costs more than the
-// tile path's extra passes over each L2-resident cache block. Bits are dot's either way.
-constexpr int64_t kPackMinTokens = 17;
 // Most consecutive panels one thread packs per grab on the pack path (2b).
 constexpr int64_t kPackRun = 4;
 static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
@@ -306,7 +301,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     return;
   }
   const bool group_gemm = use_tiles && w.interleaved && kernels.group_gemm_interleaved[type_id];
-  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPackMinTokens && !group_gemm) {
+  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens && !group_gemm) {
     // 2b. Prefill: pack each task's rows into a panel, then sweep every token past it.
     // Runs of kPackRun consecutive tasks per grab: a pack prefetches the next panel's
     // rows, which is then this thread's next task (except at a run's end).
