@@ -31,7 +31,10 @@ inline std::filesystem::path node_tests_dir(const std::string& dest = "node-test
 // status, `out` its output.
 inline int setup_node_tests(std::string& out, const std::string& dest = "node-tests",
                             const std::string& src = "node") {
-  const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path();
+  // __FILE__ is absolute under CMake's Makefiles but relative to the build directory
+  // (where the hearth binary lies) under Ninja.
+  std::filesystem::path here = std::filesystem::path(__FILE__).parent_path();
+  if (here.is_relative()) here = std::filesystem::path(HEARTH_CLI_PATH).parent_path() / here;
   return run_shell("bash '" + (here / "node" / "setup.sh").string() + "' '" +
                        node_tests_dir(dest).string() + "' '" + (here / src).string() + "'",
                    &out);
