@@ -137,10 +137,7 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
 Result<const uint8_t*> Lease::State::mapped_payload() {
   if (map == nullptr) {
     const int r = impl->io->map_read(fd, row->size, &map);
-    if (r < 0) {
-      map = nullptr;
-      return IoError("mmap " + row->location + ": " + std::strerror(-r));
-    }
+    if (r < 0) return IoError("mmap " + row->location + ": " + std::strerror(-r));
     map_len = row->size;
   }
   return static_cast<const uint8_t*>(map) + row->payload_offset;

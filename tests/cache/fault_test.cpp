@@ -80,6 +80,12 @@ struct Fixture {
     c.io = io;
     cache = std::move(Cache::open(c)).value();
   }
+  // Saves payload as a 64-token row on `tier`; the test fails here if the save does.
+  CacheKey save_row(Tier tier, const std::vector<uint8_t>& payload) {
+    auto key = cache->save(tier, testing::make_meta(testing::seq_tokens(64)), payload);
+    EXPECT_TRUE(key.ok()) << key.status().to_string();
+    return key.ok() ? *key : CacheKey{};
+  }
   bool no_tmp_files() const {
     for (const auto& e : fs::directory_iterator(dir.sub("disk"))) {
       if (e.path().extension() == ".tmp") return false;
@@ -185,9 +191,8 @@ TEST(Fault, BitFlippedPayloadFailsTheScatterRead) {
 // bytes; one flipped byte is a miss, counted and dropped, like a pread read.
 TEST(Fault, MappedRamFileRowReadsExactlyAndCatchesAFlip) {
   Fixture f;
-  auto meta = testing::make_meta(testing::seq_tokens(64));
   auto payload = testing::random_bytes((3u << 20) + 777, 8);
-  CacheKey key = *f.cache->save(Tier::kRamFile, meta, payload);
+  CacheKey key = f.save_row(Tier::kRamFile, payload);
   {
     auto lease = f.cache->checkout(key);
     ASSERT_TRUE(lease.ok());
@@ -213,9 +218,8 @@ TEST(Fault, MappedRamFileRowReadsExactlyAndCatchesAFlip) {
 // path, the tier degraded, the row a miss).
 TEST(Fault, FailedMappingFallsBackToPread) {
   Fixture f;
-  auto meta = testing::make_meta(testing::seq_tokens(64));
   auto payload = testing::random_bytes((2u << 20) + 1, 9);
-  CacheKey key = *f.cache->save(Tier::kRamFile, meta, payload);
+  CacheKey key = f.save_row(Tier::kRamFile, payload);
   auto lease = f.cache->checkout(key);
   ASSERT_TRUE(lease.ok());
   f.io->fail_op = static_cast<int>(Op::kRead);

@@ -34,9 +34,9 @@ class CacheIo {
   // Names in a directory (no "." / ".."), or -errno.
   virtual int list_dir(const std::string& path, std::vector<std::string>* names) = 0;
   // Maps bytes [0, len) of fd read-only with their pages populated; *out = the address,
-  // returns 0 or -errno. A row whose pages are already in memory (a ram_file row on
-  // tmpfs, a disk row in the page cache) is copied out of such a mapping: the kernel's
-  // copy out of the page cache (pread) runs at about half of memcpy's speed.
+  // returns 0 or -errno. A large ram_file row (tmpfs) is copied out of such a mapping:
+  // the kernel's copy out of tmpfs (pread) runs at about half of memcpy's speed. Also
+  // Lease::view() of a file row.
   virtual int map_read(int fd, size_t len, const void** out) = 0;
   // Undoes map_read; 0 or -errno.
   virtual int unmap(const void* addr, size_t len) = 0;
