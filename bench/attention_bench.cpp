@@ -8,6 +8,7 @@
 //   build/bench/hearth_microbench --benchmark_filter=Attention
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -69,7 +70,68 @@ void BM_DecodeAttention(benchmark::State& state, bool cold) {
       kv_bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
 }
 
+// A prefix hit's tail: `tokens` new tokens after n_past cached positions, in blocks of 8
+// as the engine makes them (each block shares K tiles), on every layer and KV head, one
+// thread, warm. Reports the useful f32 FMAs per second (QK and P.V).
+void BM_TailAttention(benchmark::State& state) {
+  const auto n_past = static_cast<int32_t>(state.range(0));
+  const auto n_tok = static_cast<int32_t>(state.range(1));
+  constexpr int32_t kBlock = 8;
+  const int32_t kv_dim = kKvHeads * kHeadDim;
+  auto created = KvStore::create(1, kLayers, kCtx, kv_dim);
+  if (!created.ok()) {
+    state.SkipWithError(created.status().to_string().c_str());
+    return;
+  }
+  KvStore& kv = *created;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int32_t l = 0; l < kLayers; ++l) {
+    for (int32_t p = 0; p < n_past + n_tok; ++p) {
+      uint16_t* k = kv.k_row(0, l, p);
+      uint16_t* v = kv.v_row(0, l, p);
+      for (int32_t i = 0; i < kv_dim; ++i) {
+        k[i] = fp32_to_fp16(dist(rng));
+        v[i] = fp32_to_fp16(dist(rng));
+      }
+    }
+  }
+  kv.set_len(0, n_past + n_tok);
+  const size_t per_token = static_cast<size_t>(kKvHeads) * kGroup * kHeadDim;
+  std::vector<float> q(per_token * static_cast<size_t>(n_tok)), out(q.size());
+  for (auto& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  std::vector<float> scratch(attend_tokens_scratch_floats(kBlock, kGroup, kCtx, kHeadDim));
+  for (auto _ : state) {
+    for (int32_t l = 0; l < kLayers; ++l) {
+      for (int32_t b0 = 0; b0 < n_tok; b0 += kBlock) {
+        for (int32_t h = 0; h < kKvHeads; ++h) {
+          TokenQueries tq[kBlock];
+          const int32_t nb = std::min(kBlock, n_tok - b0);
+          for (int32_t i = 0; i < nb; ++i) {
+            const size_t first = static_cast<size_t>(b0 + i) * per_token +
+                                 static_cast<size_t>(h) * kGroup * kHeadDim;
+            tq[i] = {n_past + b0 + i, q.data() + first, out.data() + first};
+          }
+          attend_tokens(kv, 0, l, h, kGroup, {tq, static_cast<size_t>(nb)}, kHeadDim, 0.125f,
+                        scratch.data());
+        }
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  double fmas = 0;
+  for (int32_t i = 0; i < n_tok; ++i) fmas += 2.0 * (n_past + i + 1) * kHeadDim;
+  fmas *= static_cast<double>(kLayers) * kKvHeads * kGroup;
+  state.counters["GFMA/s"] = benchmark::Counter(fmas, benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
 void Register() {
+  benchmark::RegisterBenchmark("Attention/tail", BM_TailAttention)
+      ->Args({2048, 16})
+      ->Args({512, 16})
+      ->Args({2048, 64})
+      ->Unit(benchmark::kMillisecond);
   for (bool cold : {false, true}) {
     const std::string name = std::string("Attention/decode/") + (cold ? "cold" : "warm");
     benchmark::RegisterBenchmark(name.c_str(), BM_DecodeAttention, cold)

@@ -95,7 +95,8 @@ void Register() {
       // threads: wall time (CPU time would only count the calling thread).
       // A 512-token prefill chunk (the engine's batch) on the square shape only:
       // the pack of a prefill GEMM is amortized over that many tokens there.
-      // 4 tokens: several sequences decoding at once (against the interleaved form).
+      // 4-16 tokens (interleaved form): several sequences decoding at once, a prefix
+      // hit's tail.
       const std::vector<int64_t> tokens =
           s[0] == 2048 ? std::vector<int64_t>{1, 4, 64, 512} : std::vector<int64_t>{1, 4, 64};
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1], false)
@@ -112,7 +113,7 @@ void Register() {
         const std::string iname = std::string("Matmul/") + quant_type_name(t) + "-interleaved/" +
                                   std::to_string(s[0]) + "x" + std::to_string(s[1]);
         benchmark::RegisterBenchmark(iname.c_str(), BM_Matmul, t, s[0], s[1], true)
-            ->ArgsProduct({{1, 4, 64}, {1}})
+            ->ArgsProduct({{1, 4, 8, 16, 64}, {1}})
             ->ArgNames({"tokens", "threads"})
             ->Unit(benchmark::kMicrosecond);
         benchmark::RegisterBenchmark(iname.c_str(), BM_Matmul, t, s[0], s[1], true)

@@ -65,7 +65,7 @@ TEST(AttentionTokens, EveryWidthMatchesTheReferenceBitForBit) {
     for (int32_t lanes : {8, 16}) {
       bool ran = false;
       for (int32_t head_dim : {32, 64, 80, 128}) {
-        for (int32_t group : {1, 3, 8}) {
+        for (int32_t group : {1, 3, 8, 12}) {
           const KvStore kv = random_kv(head_dim, static_cast<uint32_t>(head_dim * 31 + group));
           Lcg rng{static_cast<uint32_t>(lanes + head_dim + group)};
           std::vector<float> scratch(attend_tokens_scratch_floats(8, group, kCtx, head_dim));

@@ -101,6 +101,13 @@ struct TokenQueries {
 // they size the scratch (attend_tokens_scratch_floats) that AttendTask::scratch holds.
 inline constexpr int32_t kAttendMaxLanes = 16;
 inline constexpr int32_t kAttendMaxHeadDim = 256;
+// Floats of AttendTask::scratch holding n_tokens x group queries of head_dim transposed
+// (rounded up to a whole tile, so that the scores after them start aligned).
+inline constexpr size_t attend_queries_floats(int32_t n_tokens, int32_t group, int32_t head_dim) {
+  const size_t n =
+      static_cast<size_t>(n_tokens) * static_cast<size_t>(group) * static_cast<size_t>(head_dim);
+  return (n + kAttendMaxLanes - 1) / kAttendMaxLanes * kAttendMaxLanes;
+}
 struct AttendTask {
   const uint16_t* k0;  // K of position 0, at this KV head's slice
   const uint16_t* v0;  // V of position 0, likewise
@@ -110,7 +117,9 @@ struct AttendTask {
   int32_t n_tokens;            // > 0
   int32_t head_dim;
   float scale;
-  float* scratch;  // kAttendMaxHeadDim * kAttendMaxLanes floats of K tile, then the scores
+  // kAttendMaxHeadDim * kAttendMaxLanes floats of K tile, then (F16 rows) the block's
+  // queries transposed (attend_queries_floats), then the scores.
+  float* scratch;
   // Gemma: scores soft-capped (canon::softcap) before the softmax when > 0, and each
   // query sees only positions canon::window_start(pos, window) .. pos.
   float softcap = 0.0f;

@@ -156,6 +156,7 @@ size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_c
   const size_t scores = static_cast<size_t>(std::max(1, n_tokens)) * static_cast<size_t>(group) *
                         round_up(static_cast<size_t>(std::max(1, n_ctx)), kAttendMaxLanes);
   return static_cast<size_t>(kAttendMaxHeadDim) * kAttendMaxLanes +
+         attend_queries_floats(std::max(1, n_tokens), group, head_dim) +
          std::max(scores, static_cast<size_t>(head_dim));
 }
 
