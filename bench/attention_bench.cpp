@@ -25,8 +25,9 @@ constexpr int32_t kLayers = 22, kKvHeads = 4, kHeadDim = 64, kGroup = 8, kCtx = 
 
 void BM_DecodeAttention(benchmark::State& state, bool cold) {
   const auto n_past = static_cast<int32_t>(state.range(0));
-  const int32_t kv_dim = kKvHeads * kHeadDim;
-  auto created = KvStore::create(1, kLayers, kCtx, kv_dim);
+  const int32_t kv_heads = state.range(1) > 0 ? static_cast<int32_t>(state.range(1)) : kKvHeads;
+  const int32_t kv_dim = kv_heads * kHeadDim;
+  auto created = KvStore::create(1, kLayers, std::max(kCtx, n_past + 1), kv_dim);
   if (!created.ok()) {
     state.SkipWithError(created.status().to_string().c_str());
     return;
@@ -47,7 +48,8 @@ void BM_DecodeAttention(benchmark::State& state, bool cold) {
   kv.set_len(0, n_past + 1);
   std::vector<float> q(static_cast<size_t>(kGroup * kHeadDim)), out(q.size());
   for (auto& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
-  std::vector<float> scratch(attend_tokens_scratch_floats(1, kGroup, kCtx, kHeadDim));
+  std::vector<float> scratch(
+      attend_tokens_scratch_floats(1, kGroup, std::max(kCtx, n_past + 1), kHeadDim));
   const TokenQueries token{n_past, q.data(), out.data()};
   std::vector<uint64_t> evict(cold ? (size_t{64} << 20) / 8 : 0, 1);
   uint64_t sink = 0;
@@ -58,7 +60,7 @@ void BM_DecodeAttention(benchmark::State& state, bool cold) {
       state.ResumeTiming();
     }
     for (int32_t l = 0; l < kLayers; ++l) {
-      for (int32_t h = 0; h < kKvHeads; ++h) {
+      for (int32_t h = 0; h < kv_heads; ++h) {
         attend_tokens(kv, 0, l, h, kGroup, {&token, 1}, kHeadDim, 0.125f, scratch.data());
       }
     }
@@ -135,8 +137,10 @@ void Register() {
   for (bool cold : {false, true}) {
     const std::string name = std::string("Attention/decode/") + (cold ? "cold" : "warm");
     benchmark::RegisterBenchmark(name.c_str(), BM_DecodeAttention, cold)
-        ->Arg(512)
-        ->Arg(2048)
+        ->Args({512, 0})
+        ->Args({2048, 0})
+        ->Args({16384, 0})
+        ->Args({16384, 1})  // one KV head: each K and V row read whole (no stride)
         ->Unit(benchmark::kMicrosecond);
   }
 }
