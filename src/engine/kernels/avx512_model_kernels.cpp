@@ -36,6 +36,8 @@ void install_avx512_model_kernels(KernelSet* k) {
   k->exp_f32 = exp_f32_rows;
   k->silu_mul = silu_mul_rows;
   k->softmax_f16 = softmax_f16_row;
+  k->to_f16 = to_f16_rows;
+  k->round_to_f16 = round_to_f16_rows;
   k->attend = attend;
 }
 

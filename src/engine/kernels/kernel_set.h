@@ -212,6 +212,10 @@ struct KernelSet {
   void (*silu_mul)(float* gate, const float* up, int64_t n);
   // engine/model/attention.h's softmax_f16.
   void (*softmax_f16)(float* scores, int32_t n, float scale);
+  // engine/model/half_rows.h's to_f16: y[i] = fp32_to_fp16(x[i]).
+  void (*to_f16)(const float* x, uint16_t* y, int64_t n);
+  // engine/model/half_rows.h's round_to_f16: y[i] = fp16_to_fp32(fp32_to_fp16(x[i] * scale)).
+  void (*round_to_f16)(const float* x, float scale, float* y, int64_t n);
   AttendFn attend;
 };
 

@@ -10,10 +10,10 @@
 #include "engine/model/activation.h"
 #include "engine/model/attention.h"
 #include "engine/model/engine_impl.h"
+#include "engine/model/half_rows.h"
 #include "engine/model/norm.h"
 #include "engine/model/rope.h"
 #include "engine/quant/quant.h"
-#include "hearth/engine/fp16.h"
 
 namespace hearth {
 
@@ -186,8 +186,8 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
     if (kv->type() == KvType::kF16) {
       uint16_t* kr = kv->k_row(chunk[t].seq, kl, chunk[t].pos);
       uint16_t* vr = kv->v_row(chunk[t].seq, kl, chunk[t].pos);
-      for (int32_t i = 0; i < kvd; ++i) kr[i] = fp32_to_fp16(k[i]);
-      for (int32_t i = 0; i < kvd; ++i) vr[i] = fp32_to_fp16(v[i]);
+      engine::to_f16(k, kr, kvd);
+      engine::to_f16(v, vr, kvd);
     } else {
       const gguf::TensorType qt =
           kv->type() == KvType::kQ8_0 ? gguf::TensorType::kQ8_0 : gguf::TensorType::kQ4_0;
@@ -196,11 +196,8 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
       (void)engine::quantize_row(qt, v, kv->v_bytes(chunk[t].seq, kl, chunk[t].pos), kvd);
     }
     float* q16 = s.q16.data() + t * qd;
-    if (hp.q_scale > 0) {
-      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i] * hp.q_scale));
-    } else {
-      for (int32_t i = 0; i < qd; ++i) q16[i] = fp16_to_fp32(fp32_to_fp16(q[i]));
-    }
+    // (x * 1 is x for every float, NaN included: the unscaled rounding is the same call.)
+    engine::round_to_f16(q, hp.q_scale > 0 ? hp.q_scale : 1.0f, q16, qd);
   });
 }
 
