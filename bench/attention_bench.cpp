@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/attention.h"
@@ -23,20 +25,21 @@ namespace {
 
 constexpr int32_t kLayers = 22, kKvHeads = 4, kHeadDim = 64, kGroup = 8, kCtx = 4096;
 
-void BM_DecodeAttention(benchmark::State& state, bool cold) {
-  const auto n_past = static_cast<int32_t>(state.range(0));
-  const int32_t kv_heads = state.range(1) > 0 ? static_cast<int32_t>(state.range(1)) : kKvHeads;
-  const int32_t kv_dim = kv_heads * kHeadDim;
-  auto created = KvStore::create(1, kLayers, std::max(kCtx, n_past + 1), kv_dim);
+// A TinyLlama-shaped store (kLayers layers, kv_dim values a position) with positions
+// 0 .. filled - 1 of sequence 0 holding random F16 K and V; nullopt (the benchmark
+// marked failed) when it cannot be made.
+std::optional<KvStore> random_kv(benchmark::State& state, int32_t kv_dim, int32_t n_ctx,
+                                 int32_t filled) {
+  auto created = KvStore::create(1, kLayers, n_ctx, kv_dim);
   if (!created.ok()) {
     state.SkipWithError(created.status().to_string().c_str());
-    return;
+    return std::nullopt;
   }
-  KvStore& kv = *created;
+  KvStore kv = std::move(*created);
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (int32_t l = 0; l < kLayers; ++l) {
-    for (int32_t p = 0; p <= n_past; ++p) {
+    for (int32_t p = 0; p < filled; ++p) {
       uint16_t* k = kv.k_row(0, l, p);
       uint16_t* v = kv.v_row(0, l, p);
       for (int32_t i = 0; i < kv_dim; ++i) {
@@ -45,7 +48,19 @@ void BM_DecodeAttention(benchmark::State& state, bool cold) {
       }
     }
   }
-  kv.set_len(0, n_past + 1);
+  kv.set_len(0, filled);
+  return kv;
+}
+
+void BM_DecodeAttention(benchmark::State& state, bool cold) {
+  const auto n_past = static_cast<int32_t>(state.range(0));
+  const int32_t kv_heads = state.range(1) > 0 ? static_cast<int32_t>(state.range(1)) : kKvHeads;
+  const int32_t kv_dim = kv_heads * kHeadDim;
+  std::optional<KvStore> store = random_kv(state, kv_dim, std::max(kCtx, n_past + 1), n_past + 1);
+  if (!store) return;
+  const KvStore& kv = *store;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> q(static_cast<size_t>(kGroup * kHeadDim)), out(q.size());
   for (auto& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
   std::vector<float> scratch(
@@ -80,25 +95,11 @@ void BM_TailAttention(benchmark::State& state) {
   const auto n_tok = static_cast<int32_t>(state.range(1));
   constexpr int32_t kBlock = 8;
   const int32_t kv_dim = kKvHeads * kHeadDim;
-  auto created = KvStore::create(1, kLayers, kCtx, kv_dim);
-  if (!created.ok()) {
-    state.SkipWithError(created.status().to_string().c_str());
-    return;
-  }
-  KvStore& kv = *created;
-  std::mt19937 rng(1);
+  std::optional<KvStore> store = random_kv(state, kv_dim, kCtx, n_past + n_tok);
+  if (!store) return;
+  const KvStore& kv = *store;
+  std::mt19937 rng(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int32_t l = 0; l < kLayers; ++l) {
-    for (int32_t p = 0; p < n_past + n_tok; ++p) {
-      uint16_t* k = kv.k_row(0, l, p);
-      uint16_t* v = kv.v_row(0, l, p);
-      for (int32_t i = 0; i < kv_dim; ++i) {
-        k[i] = fp32_to_fp16(dist(rng));
-        v[i] = fp32_to_fp16(dist(rng));
-      }
-    }
-  }
-  kv.set_len(0, n_past + n_tok);
   const size_t per_token = static_cast<size_t>(kKvHeads) * kGroup * kHeadDim;
   std::vector<float> q(per_token * static_cast<size_t>(n_tok)), out(q.size());
   for (auto& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));

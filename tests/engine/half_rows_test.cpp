@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -19,17 +18,6 @@
 namespace hearth::engine {
 namespace {
 
-float from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 std::vector<float> inputs() {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> xs = {0.0f,      -0.0f,    1.0f,    -1.0f,         65504.0f,      -65504.0f,
@@ -38,14 +26,14 @@ std::vector<float> inputs() {
                            0.1f,      -0.1f,    1e-30f,  std::nanf(""), -std::nanf("")};
   // NaNs with other payloads (F16C would keep their top bits), quiet and signalling.
   for (uint32_t u : {0x7f800001u, 0x7fa00000u, 0x7fffffffu, 0xffc12345u, 0x7fc00001u})
-    xs.push_back(from_bits(u));
+    xs.push_back(fp32_from_bits(u));
   // Halfway cases between neighbouring halves: normal (exponents around 1, the top and the
   // bottom of the range) and subnormal.
   for (uint32_t e : {103u, 110u, 112u, 113u, 127u, 140u, 142u}) {
     for (uint32_t m = 0; m < 64; ++m) {
-      xs.push_back(from_bits(e << 23 | m << 13 | 0x1000u));  // exactly between two halves
-      xs.push_back(from_bits(e << 23 | m << 13 | 0x0fffu));
-      xs.push_back(from_bits(0x80000000u | e << 23 | m << 13 | 0x1001u));
+      xs.push_back(fp32_from_bits(e << 23 | m << 13 | 0x1000u));  // exactly between two halves
+      xs.push_back(fp32_from_bits(e << 23 | m << 13 | 0x0fffu));
+      xs.push_back(fp32_from_bits(0x80000000u | e << 23 | m << 13 | 0x1001u));
     }
   }
   Lcg rng{11};
@@ -66,16 +54,16 @@ TEST(HalfRows, EveryTableMatchesTheScalarConversionBitForBit) {
         k->to_f16(x, got.data(), n);
         for (int64_t i = 0; i < n; ++i) {
           ASSERT_EQ(got[static_cast<size_t>(i)], fp32_to_fp16(x[i]))
-              << k->isa << " to_f16 of bits 0x" << std::hex << bits_of(x[i]);
+              << k->isa << " to_f16 of bits 0x" << std::hex << fp32_to_bits(x[i]);
         }
         for (float scale : {1.0f, 0.125f, 0.0883883f}) {
           std::vector<float> rounded(static_cast<size_t>(n));
           k->round_to_f16(x, scale, rounded.data(), n);
           for (int64_t i = 0; i < n; ++i) {
             const float want = fp16_to_fp32(fp32_to_fp16(x[i] * scale));
-            ASSERT_EQ(bits_of(rounded[static_cast<size_t>(i)]), bits_of(want))
-                << k->isa << " round_to_f16 of bits 0x" << std::hex << bits_of(x[i]) << " scale "
-                << scale;
+            ASSERT_EQ(fp32_to_bits(rounded[static_cast<size_t>(i)]), fp32_to_bits(want))
+                << k->isa << " round_to_f16 of bits 0x" << std::hex << fp32_to_bits(x[i])
+                << " scale " << scale;
           }
         }
         ++checked;
@@ -95,7 +83,7 @@ TEST(HalfRows, DispatchedCallsGiveTheScalarBits) {
   round_to_f16(all.data(), 0.5f, r.data(), n);
   for (size_t i = 0; i < all.size(); ++i) {
     ASSERT_EQ(h[i], fp32_to_fp16(all[i])) << i;
-    ASSERT_EQ(bits_of(r[i]), bits_of(fp16_to_fp32(fp32_to_fp16(all[i] * 0.5f)))) << i;
+    ASSERT_EQ(fp32_to_bits(r[i]), fp32_to_bits(fp16_to_fp32(fp32_to_fp16(all[i] * 0.5f)))) << i;
   }
 }
 

@@ -19,12 +19,6 @@
 namespace hearth::engine {
 namespace {
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 // Edge values and a dense sweep of the finite range, plus random ones.
 std::vector<float> exp_inputs() {
   const float inf = std::numeric_limits<float>::infinity();
@@ -69,7 +63,7 @@ TEST(CanonExp, SimdTwinsGiveTheScalarBits) {
       std::vector<float> out(n);
       k->exp_f32(xs.data(), out.data(), static_cast<int64_t>(n));
       for (size_t i = 0; i < n; ++i, ++checked)
-        ASSERT_EQ(bits_of(out[i]), bits_of(canon::exp_f32(xs[i])))
+        ASSERT_EQ(fp32_to_bits(out[i]), fp32_to_bits(canon::exp_f32(xs[i])))
             << k->isa << " x = " << xs[i] << " n = " << n;
     }
   }
@@ -101,13 +95,14 @@ TEST(CanonExp, SoftmaxMatchesItsScalarDefinition) {
     std::vector<float> got = s;
     softmax_f16(got.data(), n, scale);
     for (int32_t p = 0; p < n; ++p)
-      ASSERT_EQ(bits_of(got[p]), bits_of(want[p])) << "n = " << n << " p = " << p;
+      ASSERT_EQ(fp32_to_bits(got[p]), fp32_to_bits(want[p])) << "n = " << n << " p = " << p;
     for (const KernelSet* k : runnable_kernel_sets()) {
       if (k->softmax_f16 == nullptr) continue;
       got = s;
       k->softmax_f16(got.data(), n, scale);
       for (int32_t p = 0; p < n; ++p)
-        ASSERT_EQ(bits_of(got[p]), bits_of(want[p])) << k->isa << " n = " << n << " p = " << p;
+        ASSERT_EQ(fp32_to_bits(got[p]), fp32_to_bits(want[p]))
+            << k->isa << " n = " << n << " p = " << p;
     }
   }
 }
@@ -124,13 +119,14 @@ TEST(CanonExp, SiluMulMatchesItsScalarDefinition) {
   std::vector<float> got = g;
   silu_mul(got.data(), u.data(), static_cast<int64_t>(got.size()));
   for (size_t i = 0; i < g.size(); ++i)
-    ASSERT_EQ(bits_of(got[i]), bits_of(canon::silu_mul(g[i], u[i]))) << "g = " << g[i];
+    ASSERT_EQ(fp32_to_bits(got[i]), fp32_to_bits(canon::silu_mul(g[i], u[i]))) << "g = " << g[i];
   for (const KernelSet* k : runnable_kernel_sets()) {
     if (k->silu_mul == nullptr) continue;
     got = g;
     k->silu_mul(got.data(), u.data(), static_cast<int64_t>(got.size()));
     for (size_t i = 0; i < g.size(); ++i)
-      ASSERT_EQ(bits_of(got[i]), bits_of(canon::silu_mul(g[i], u[i]))) << k->isa << " g = " << g[i];
+      ASSERT_EQ(fp32_to_bits(got[i]), fp32_to_bits(canon::silu_mul(g[i], u[i])))
+          << k->isa << " g = " << g[i];
   }
 }
 
