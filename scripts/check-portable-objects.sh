@@ -6,7 +6,7 @@
 # Allowed to hold AVX-512 (each only reached after a run-time CPU check):
 #   engine/kernels/avx512_*, avx2_*, avxvnni_*: the kernel tables (cpu_features.cpp);
 #   cache/crc32c.cpp: its own cpuid dispatch to a VPCLMULQDQ fold (target attributes);
-#   cli/bench_bandwidth.cpp: the bench's read loop, target_clones picked by an ifunc.
+#   cli/bench_bandwidth.cpp: the bench's read loop, per-ISA copies picked after a CPU check.
 # AVX-512 is recognised by its registers (zmm, xmm/ymm16-31, mask k0-7) or by an EVEX
 # prefix (0x62 as the first opcode byte: AVX-512 forms on xmm/ymm 0-15 name no new
 # register), which covers every AVX-512 instruction.
