@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/kernels/canonical.h"
 #include "engine/kernels/kv_blocks.h"
