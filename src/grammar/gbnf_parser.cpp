@@ -51,6 +51,7 @@ class Parser {
       data->rules.push_back(std::move(out));
     }
     data->root = root->second;
+    data->index_same_rest();
     HEARTH_RETURN_IF_ERROR(check_left_recursion(*data));
     return Grammar(std::move(data));
   }
@@ -350,11 +351,22 @@ class Parser {
     while (i_ < src_.size() && (src_[i_] == ' ' || src_[i_] == '\t')) ++i_;
   }
 
+  // A run of postfix operators. Chained *, + and ? fold into one (x++ is x+, x?? is x?,
+  // any other pair is x*): repeating a repetition directly would make a rule that can
+  // re-enter itself without a character, which the left-recursion check rejects.
   Status parse_postfixes(uint32_t owner, std::vector<Element>& term) {
+    std::vector<Element> base;  // the term before its last simple operator
+    char simple = 0;            // that operator, 0 when the last one was not *, + or ?
     for (;;) {
       skip_inline_space();
       if (i_ >= src_.size()) return OkStatus();
-      const char c = src_[i_];
+      char c = src_[i_];
+      if (simple != 0 && (c == '*' || c == '+' || c == '?')) {
+        c = c == simple && c != '*' ? c : '*';
+        term = base;
+      } else if (c == '*' || c == '+' || c == '?') {
+        base = term;
+      }
       uint32_t min = 0, max = 0;
       bool unbounded = false;
       if (c == '*') {
@@ -388,6 +400,7 @@ class Parser {
         return OkStatus();
       }
       ++i_;
+      simple = c == '{' ? 0 : c;
       repeat(owner, term, min, max, unbounded);
     }
   }

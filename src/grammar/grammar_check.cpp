@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace hearth::grammar {
@@ -47,6 +48,30 @@ bool CharClass::intersects(uint32_t lo, uint32_t hi) const {
     next = r.second + 1;
   }
   return next <= hi;
+}
+
+void GrammarData::index_same_rest() {
+  same_rest.assign(elems.size(), 0);
+  // Each suffix gets an id from (its first element, the id of the suffix after it),
+  // the empty suffix (a kEnd) being 0; equal ids are equal suffixes.
+  std::unordered_map<uint64_t, uint32_t> ids;
+  std::vector<uint32_t> first_at{0};  // by id: a position with that suffix
+  std::vector<uint32_t> id_at(elems.size(), 0);
+  for (size_t p = elems.size(); p-- > 0;) {
+    const Element& e = elems[p];
+    if (e.type == ElemType::kEnd) {
+      id_at[p] = 0;
+      same_rest[p] = static_cast<uint32_t>(p);
+      continue;
+    }
+    const uint32_t rest = id_at[p + 1];  // a kEnd always follows, so p + 1 exists
+    const uint64_t key =
+        (uint64_t{rest} << 32) | (uint64_t{e.arg} << 1) | (e.type == ElemType::kRef ? 1u : 0u);
+    auto [it, fresh] = ids.try_emplace(key, static_cast<uint32_t>(first_at.size()));
+    if (fresh) first_at.push_back(static_cast<uint32_t>(p));
+    id_at[p] = it->second;
+    same_rest[p] = first_at[it->second];
+  }
 }
 
 Status check_left_recursion(const GrammarData& g) {

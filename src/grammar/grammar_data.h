@@ -46,6 +46,14 @@ struct GrammarData {
   std::vector<CharClass> classes;
   std::vector<Rule> rules;
   uint32_t root = 0;
+  // Per position: one position whose remaining elements, up to the kEnd, are the same.
+  // Two such positions continue alike, so the matcher keeps one of them in its stacks:
+  // nested repetition ("a"+++, ((x)*)+) otherwise makes 2^depth stacks that differ only
+  // in which of two equal continuations each frame holds.
+  std::vector<uint32_t> same_rest;
+
+  // Fills same_rest from elems and rules.
+  void index_same_rest();
 };
 
 }  // namespace hearth::grammar

@@ -6,7 +6,9 @@
 // an integer compare, and a state seen before (e.g. inside a JSON string, after every
 // token) hits the mask cache. A reference whose next element is the alternative's end
 // returns straight to the parent (a tail call), so right recursion (x*) keeps stacks
-// shallow.
+// shallow. One step expands each (position, return) pair once: nested repetition
+// ("a"+++, ((x)*)+) reaches the same pair by exponentially many chains of empty
+// alternatives, and the second visit can only add tops the first one added.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -39,6 +41,59 @@ struct Partial {
   uint8_t len = 0;  // the character's byte count
 };
 
+// The (position, return) pairs one step has expanded: open addressing, stamped with a
+// generation so starting a step is O(1).
+class VisitedPairs {
+ public:
+  void begin() {
+    if (++gen_ == 0) {  // the stamp wrapped: forget every entry for real
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      gen_ = 1;
+    }
+    used_ = 0;
+  }
+
+  // True the first time `key` is seen since begin().
+  bool insert(uint64_t key) {
+    if ((used_ + 1) * 2 > stamp_.size()) grow();
+    const size_t mask = stamp_.size() - 1;
+    for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+      if (stamp_[i] != gen_) {
+        stamp_[i] = gen_;
+        keys_[i] = key;
+        ++used_;
+        return true;
+      }
+      if (keys_[i] == key) return false;
+    }
+  }
+
+ private:
+  static size_t hash(uint64_t k) {
+    k *= 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(k ^ (k >> 29));
+  }
+
+  void grow() {
+    std::vector<uint64_t> old_keys;
+    std::vector<uint32_t> old_stamp;
+    old_keys.swap(keys_);
+    old_stamp.swap(stamp_);
+    const size_t cap = std::max<size_t>(64, old_stamp.size() * 2);
+    keys_.assign(cap, 0);
+    stamp_.assign(cap, 0);
+    used_ = 0;
+    for (size_t i = 0; i < old_stamp.size(); ++i) {
+      if (old_stamp[i] == gen_) insert(old_keys[i]);
+    }
+  }
+
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> stamp_;
+  uint32_t gen_ = 1;
+  size_t used_ = 0;
+};
+
 constexpr size_t kMaxNodes = size_t{1} << 21;  // compact the arena beyond this
 constexpr size_t kMaxCachedMasks = 64;
 
@@ -54,21 +109,30 @@ struct Matcher::State {
   std::unordered_map<std::string, std::vector<uint8_t>> masks;
   std::vector<Stacks> scratch;  // one per trie depth
   Stacks tmp_a, tmp_b;
+  VisitedPairs visited;
+
+  static uint64_t pair_key(uint32_t pos, int32_t parent) {
+    return (uint64_t{pos} << 32) | static_cast<uint32_t>(parent + 1);
+  }
 
   uint32_t intern(uint32_t pos, int32_t parent) {
-    const uint64_t key = (uint64_t{pos} << 32) | static_cast<uint32_t>(parent + 1);
-    auto [it, fresh] = interned.try_emplace(key, static_cast<uint32_t>(nodes.size()));
+    auto [it, fresh] =
+        interned.try_emplace(pair_key(pos, parent), static_cast<uint32_t>(nodes.size()));
     if (fresh) nodes.push_back(Node{pos, parent});
     return it->second;
   }
 
+  // Adds the tops reachable from (pos, parent) to `out`; call visited.begin() first
+  // for each new `out`.
   void expand(uint32_t pos, int32_t parent, Stacks& out) {
     for (;;) {
+      pos = g->same_rest[pos];
       const Element& e = g->elems[pos];
       if (e.type == ElemType::kClass) {
         out.tops.push_back(intern(pos, parent));
         return;
       }
+      if (!visited.insert(pair_key(pos, parent))) return;
       if (e.type == ElemType::kEnd) {
         if (parent < 0) {
           out.accepting = true;
@@ -83,7 +147,7 @@ struct Matcher::State {
       const uint32_t next = pos + 1;
       const int32_t ret = g->elems[next].type == ElemType::kEnd
                               ? parent
-                              : static_cast<int32_t>(intern(next, parent));
+                              : static_cast<int32_t>(intern(g->same_rest[next], parent));
       const std::vector<uint32_t>& alts = g->rules[e.arg].alts;
       for (size_t k = 0; k + 1 < alts.size(); ++k) expand(alts[k], ret, out);
       pos = alts.back();
@@ -98,6 +162,7 @@ struct Matcher::State {
 
   void advance_cp(const Stacks& in, uint32_t cp, Stacks& out) {
     out.clear();
+    visited.begin();
     for (uint32_t top : in.tops) {
       const Node n = nodes[top];
       if (g->classes[g->elems[n.pos].arg].matches(cp)) expand(n.pos + 1, n.parent, out);
@@ -241,6 +306,7 @@ Matcher::Matcher(const Grammar& grammar) : s_(std::make_unique<State>()) {
   s_->keep = grammar.shared();
   s_->g = s_->keep.get();
   const Rule& root = s_->g->rules[s_->g->root];
+  s_->visited.begin();
   for (uint32_t alt : root.alts) s_->expand(alt, -1, s_->cur);
   State::normalize(s_->cur);
 }

@@ -138,5 +138,44 @@ TEST(Matcher, AmbiguityStaysSmall) {
   EXPECT_TRUE(m.can_end());
 }
 
+// Nested repetition ("a"++++..., ((("a")+)*)+) reaches the same stack by exponentially
+// many paths of empty alternatives; each (position, return) pair is expanded once per
+// step, so these finish at once instead of doubling per level.
+TEST(Matcher, NestedRepetitionStaysLinear) {
+  auto nest = [](int depth, const std::string& close) {
+    std::string s = "root ::= " + std::string(depth, '(') + "\"a\"";
+    for (int i = 0; i < depth; ++i) s += close;
+    return s + " \"b\"";
+  };
+  for (const std::string& text :
+       {"root ::= \"a\"" + std::string(40, '+'), "root ::= \"a\"" + std::string(40, '*'),
+        "root ::= \"a\"" + std::string(40, '?') + " \"b\"", nest(40, ")+"), nest(40, ")?")}) {
+    SCOPED_TRACE(text);
+    Grammar g = must_parse(text);
+    Matcher m(g);
+    std::vector<uint8_t> mask;
+    auto vocab = TokenVocab::build({"a", "b", "aa"}, {});
+    int accepted = 0;
+    for (int i = 0; i < 64 && m.accept_bytes("a"); ++i) {
+      m.allowed_tokens(*vocab, mask);
+      ++accepted;
+    }
+    EXPECT_GE(accepted, 1);
+  }
+  EXPECT_TRUE(full_match(must_parse("root ::= \"a\"++"), "aaaa"));
+  EXPECT_FALSE(full_match(must_parse("root ::= \"a\"++"), ""));
+  EXPECT_TRUE(full_match(must_parse("root ::= \"a\"?? \"b\""), "b"));
+  EXPECT_TRUE(full_match(must_parse("root ::= \"a\"?? \"b\""), "ab"));
+  EXPECT_FALSE(full_match(must_parse("root ::= \"a\"?? \"b\""), "aab"));
+  EXPECT_TRUE(full_match(must_parse("root ::= \"a\"+? \"b\""), "b"));
+  EXPECT_TRUE(full_match(must_parse("root ::= \"a\"?+ \"b\""), "aaab"));
+  EXPECT_TRUE(full_match(must_parse("root ::= \"a\"*+"), ""));
+  EXPECT_TRUE(full_match(must_parse("root ::= (\"a\"+)+"), "aaaaa"));
+  EXPECT_TRUE(full_match(must_parse("root ::= (\"a\" \"b\"?)+"), "aaba"));
+  EXPECT_FALSE(full_match(must_parse("root ::= (\"a\" \"b\"?)+"), "abb"));
+  // Repeating what can match nothing is still left recursion, with a message.
+  EXPECT_FALSE(parse_gbnf("root ::= (\"a\"*)+").ok());
+}
+
 }  // namespace
 }  // namespace hearth::grammar
