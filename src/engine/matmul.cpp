@@ -162,14 +162,19 @@ ActivationRows convert_activations(const KernelSet& kernels, gguf::TensorType ty
 // groups), at least one, at most 256 rows.
 int64_t rows_per_block(const WeightView& w) {
   const auto fit = static_cast<int64_t>(kTileBlockBytes / w.row_bytes());
-  return std::clamp<int64_t>(fit / kRowsPerTask * kRowsPerTask, kRowsPerTask, 256);
+  // Whole pairs of tasks where two fit (a group GEMM takes its groups in pairs).
+  const int64_t unit = fit >= 2 * kRowsPerTask ? 2 * kRowsPerTask : kRowsPerTask;
+  return std::clamp<int64_t>(fit / unit * unit, kRowsPerTask, 256);
 }
 
 // Dynamic grain of the tile path: about one cache block, but at least ~4 ranges per
-// thread so the faster thread can take over the tail.
+// thread so the faster thread can take over the tail. Even where it can be: a group
+// GEMM may take its groups in pairs, and an odd range leaves one group to a slower
+// single-group kernel.
 int64_t tile_grain(const WeightView& w, int64_t n_tasks, const ThreadPool& pool) {
-  return std::clamp<int64_t>(
-      std::min(rows_per_block(w) / kRowsPerTask, n_tasks / (4 * pool.size())), 1, n_tasks);
+  int64_t grain = std::min(rows_per_block(w) / kRowsPerTask, n_tasks / (4 * pool.size()));
+  if (grain > 1) grain += grain & 1;
+  return std::clamp<int64_t>(grain, 1, n_tasks);
 }
 
 // The tile path (2c) over plain rows [r0, r1) of a matrix of `rows` rows, row r at
@@ -244,10 +249,12 @@ void tile_tasks(const KernelSet& kernels, bool use_tiles, const WeightView& w, A
     const int64_t r1 = std::min(row_end_all, r0 + block);
     int64_t r = r0;
     if (group_gemm != nullptr) {
-      for (; r < std::min(r1, grouped_end); r += kInterleavedRows) {
-        group_gemm(w.data + static_cast<size_t>(r) * w_stride, w.cols, xa.data, xa.stride,
-                   static_cast<int>(n_tokens), y + r, static_cast<size_t>(rows));
-      }
+      const int64_t r_end = std::max(r, std::min(r1, grouped_end));
+      const auto n_groups = static_cast<int>((r_end - r) / kInterleavedRows);
+      group_gemm(w.data + static_cast<size_t>(r) * w_stride, kInterleavedRows * w_stride, n_groups,
+                 w.cols, xa.data, xa.stride, static_cast<int>(n_tokens), y + r,
+                 static_cast<size_t>(rows));
+      r += static_cast<int64_t>(n_groups) * kInterleavedRows;
     } else if (interleaved_dot != nullptr) {
       for (; r < std::min(r1, grouped_end); r += kInterleavedRows) {
         const uint8_t* g = w.data + static_cast<size_t>(r) * w_stride;

@@ -144,9 +144,10 @@ TEST(RowGroupTest, EveryTablesInterleavedRowGroupsMatchScalarDot) {
   if (checked == 0) GTEST_SKIP() << "no runnable kernel table has interleaved row groups";
 }
 
-// The small-batch group GEMMs (interleaved group x nt tokens) likewise: every token
-// count through the tile sizes and their remainders, outputs y_stride apart with the
-// gaps and the space after the last token left untouched.
+// The group GEMMs (runs of interleaved groups x nt tokens) likewise: runs of 1, 2 and 3
+// groups (a kernel may take them in pairs, with one left over), every token count
+// through the tile sizes and their remainders, outputs y_stride apart with the gaps and
+// the space after the last token left untouched.
 TEST(RowGroupTest, EveryTablesGroupGemmsMatchScalarDotForEveryTokenCount) {
   int checked = 0;
   for (const TensorType t : testing::weight_types()) {
@@ -158,11 +159,17 @@ TEST(RowGroupTest, EveryTablesGroupGemmsMatchScalarDotForEveryTokenCount) {
       for (int64_t blocks : {1, 3, 7, 65}) {
         const int64_t n = blocks * block_geometry(t).block_size;
         const size_t row_bytes = quant_row_bytes(t, n);
-        for (bool extreme : {false, true}) {
-          const auto w = strided_rows(t, n, row_bytes, extreme, static_cast<uint32_t>(n + 7),
-                                      kInterleavedRows);
+        const size_t group_bytes = kInterleavedRows * row_bytes;
+        for (int n_groups : {1, 2, 3}) {
+          const bool extreme = n_groups == 2 ? blocks % 2 == 1 : blocks % 2 == 0;
+          const int n_rows = n_groups * kInterleavedRows;
+          const auto w = strided_rows(t, n, row_bytes, extreme,
+                                      static_cast<uint32_t>(n + 7 + n_groups), n_rows);
           std::vector<uint8_t> grouped(w.size());
-          interleave_row_group(t, w.data(), row_bytes, n, grouped.data());
+          for (int g = 0; g < n_groups; ++g) {
+            interleave_row_group(t, w.data() + g * group_bytes, row_bytes, n,
+                                 grouped.data() + g * group_bytes);
+          }
           const int max_nt = 17;
           const size_t x_stride = activation_row_bytes(t, n) + 64;  // rows with a gap
           std::vector<uint8_t> xs(x_stride * max_nt, 0xA5);
@@ -172,18 +179,19 @@ TEST(RowGroupTest, EveryTablesGroupGemmsMatchScalarDotForEveryTokenCount) {
                 activation_row(t, n, extreme && i % 2 == 0, static_cast<uint32_t>(n * 31 + i)));
             std::memcpy(xs.data() + i * x_stride, rows.back().data(), rows.back().size());
           }
-          for (int nt : {1, 2, 3, 4, 5, 7, 8, 9, 16, 17}) {
-            const size_t y_stride = kInterleavedRows + 5;
+          for (int nt : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17}) {
+            const size_t y_stride = n_rows + 5;
             const float sentinel = -1234.5f;
             std::vector<float> y(y_stride * (nt + 1), sentinel);
-            gemm(grouped.data(), n, xs.data(), x_stride, nt, y.data(), y_stride);
+            gemm(grouped.data(), group_bytes, n_groups, n, xs.data(), x_stride, nt, y.data(),
+                 y_stride);
             for (int i = 0; i < nt; ++i) {
               const std::vector<float> out(y.begin() + i * y_stride,
                                            y.begin() + (i + 1) * y_stride);
-              expect_scalar_bits(*k, t, w.data(), row_bytes, kInterleavedRows, rows[i], n, out,
-                                 sentinel,
-                                 " group gemm nt=" + std::to_string(nt) + " token " +
-                                     std::to_string(i) + (extreme ? " extreme" : ""));
+              expect_scalar_bits(*k, t, w.data(), row_bytes, n_rows, rows[i], n, out, sentinel,
+                                 " group gemm groups=" + std::to_string(n_groups) +
+                                     " nt=" + std::to_string(nt) + " token " + std::to_string(i) +
+                                     (extreme ? " extreme" : ""));
               if (HasFatalFailure()) return;
             }
             for (size_t j = nt * y_stride; j < y.size(); ++j)

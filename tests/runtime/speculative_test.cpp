@@ -206,12 +206,13 @@ TEST(Speculative, AdaptiveDraftingEqualsPlainDecoding) {
 }
 
 // A draft model that is wrong at every position up to `wrong_until` (context positions),
-// right after; the target costs 1 ms a pass plus 0.1 ms a token (StubControl), so a
-// verify row is cheap next to the passes an accepted draft saves.
+// right after; the target costs 4 ms a pass plus 0.4 ms a token (StubControl), so a
+// verify row is cheap next to the passes an accepted draft saves, and the draft model's
+// own time (real work, slow under ASan on a loaded machine) stays small beside them.
 ModelConfig stub_with_switching_draft(int32_t wrong_until, std::shared_ptr<StubControl> control) {
   ModelConfig c = stub_config("m", 1, control);
-  control->step_delay_us = 1000;
-  control->token_delay_us = 100;
+  control->step_delay_us = 4000;
+  control->token_delay_us = 400;
   BackendFactory inner = stub_factory(StubOptions{});
   c.speculative.draft_model = "stub-draft.gguf";
   c.speculative.draft_max = 6;

@@ -103,14 +103,16 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
   }
 }
 
-void q4_0_group_gemm(const void* group, int64_t n, const uint8_t* x, size_t x_stride, int nt,
-                     float* y, size_t y_stride) {
-  const auto* g = static_cast<const uint8_t*>(group);
-  const int64_t nb = n / kQK32;
-  over_token_groups<2>(nt, [&]<int NT>(int t) {
-    q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                           y + static_cast<size_t>(t) * y_stride, y_stride);
-  });
+void q4_0_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  for (int gi = 0; gi < n_groups; ++gi, y += kInterleavedRows) {
+    const auto* g = static_cast<const uint8_t*>(groups) + static_cast<size_t>(gi) * group_bytes;
+    const int64_t nb = n / kQK32;
+    over_token_groups<2>(nt, [&]<int NT>(int t) {
+      q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                             y + static_cast<size_t>(t) * y_stride, y_stride);
+    });
+  }
 }
 
 // ---- Q4_K (x Q8_K) ------------------------------------------------------------------
@@ -204,14 +206,16 @@ void q4_k_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
   }
 }
 
-void q4_k_group_gemm(const void* group, int64_t n, const uint8_t* x, size_t x_stride, int nt,
-                     float* y, size_t y_stride) {
-  const auto* g = static_cast<const uint8_t*>(group);
-  const int64_t nb = n / kQKK;
-  over_token_groups<2>(nt, [&]<int NT>(int t) {
-    q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                           y + static_cast<size_t>(t) * y_stride, y_stride);
-  });
+void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  for (int gi = 0; gi < n_groups; ++gi, y += kInterleavedRows) {
+    const auto* g = static_cast<const uint8_t*>(groups) + static_cast<size_t>(gi) * group_bytes;
+    const int64_t nb = n / kQKK;
+    over_token_groups<2>(nt, [&]<int NT>(int t) {
+      q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                             y + static_cast<size_t>(t) * y_stride, y_stride);
+    });
+  }
 }
 
 }  // namespace

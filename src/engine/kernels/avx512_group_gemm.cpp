@@ -93,14 +93,83 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
   }
 }
 
-void q4_0_group_gemm(const void* group, int64_t n, const uint8_t* x, size_t x_stride, int nt,
-                     float* y, size_t y_stride) {
-  const auto* g = static_cast<const uint8_t*>(group);
+// Two groups (32 rows) at once, phase-major: for phase p the blocks b = p, p + 4, ...,
+// each block's 16 weight words (8 per group) decoded once for a tile of up to 16 tokens
+// and each broadcast activation word feeding both groups' dot products. A broadcast
+// load costs about as much as a vpdpbusd here, so sharing it between two groups is
+// what lifts the kernel; the accumulators (one per group, token and phase) live in an
+// L1 array, and each still sees its blocks in ascending order, as the canonical order
+// asks.
+template <int NT>
+void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* x,
+                        size_t x_stride, float* y, size_t y_stride) {
+  const size_t side_at = q8_0_side_offset(nb);
+  const size_t sums_at = q8_0_sums_offset(nb);
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  alignas(64) __m512 acc[4][NT][2];
+  for (int p = 0; p < 4; ++p) {
+    for (int t = 0; t < NT; ++t) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
+    for (int64_t b = p; b < nb; b += 4) {
+      const size_t at = static_cast<size_t>(b) * kGroupBlockBytes;
+      __m512i w0[8], w1[8];  // elements 4k..4k+3 of each group's 16 rows, unsigned (q + 8)
+      for (int m = 0; m < 4; ++m) {
+        const __m512i v0 = _mm512_loadu_si512(g0 + at + 32 + 64 * m);
+        const __m512i v1 = _mm512_loadu_si512(g1 + at + 32 + 64 * m);
+        w0[m] = _mm512_and_si512(v0, nib);
+        w0[4 + m] = _mm512_and_si512(_mm512_srli_epi16(v0, 4), nib);
+        w1[m] = _mm512_and_si512(v1, nib);
+        w1[4 + m] = _mm512_and_si512(_mm512_srli_epi16(v1, 4), nib);
+      }
+      const __m512 dw0 = _mm512_cvtph_ps(load256(g0 + at));
+      const __m512 dw1 = _mm512_cvtph_ps(load256(g1 + at));
+      const uint8_t* row = x;
+      for (int t = 0; t < NT; ++t, row += x_stride) {
+        const int8_t* xq = reinterpret_cast<const BlockQ8_0*>(row)[b].qs;
+        int32_t xsum;
+        float xscale;
+        std::memcpy(&xsum, row + sums_at + 4 * static_cast<size_t>(b), 4);
+        std::memcpy(&xscale, row + side_at + 4 * static_cast<size_t>(b), 4);
+        __m512i s0 = _mm512_set1_epi32(-8 * xsum);
+        __m512i s1 = s0;
+        for (int k = 0; k < 8; ++k) {
+          const __m512i a = bcast4(xq + 4 * k);
+          s0 = _mm512_dpbusd_epi32(s0, w0[k], a);
+          s1 = _mm512_dpbusd_epi32(s1, w1[k], a);
+        }
+        const __m512 dx = _mm512_set1_ps(xscale);
+        acc[p][t][0] =
+            _mm512_fmadd_ps(_mm512_mul_ps(dw0, dx), _mm512_cvtepi32_ps(s0), acc[p][t][0]);
+        acc[p][t][1] =
+            _mm512_fmadd_ps(_mm512_mul_ps(dw1, dx), _mm512_cvtepi32_ps(s1), acc[p][t][1]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    for (int h = 0; h < 2; ++h) {
+      const __m512 r = _mm512_add_ps(_mm512_add_ps(acc[0][t][h], acc[1][t][h]),
+                                     _mm512_add_ps(acc[2][t][h], acc[3][t][h]));
+      _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + kInterleavedRows * h, r);
+    }
+  }
+}
+
+void q4_0_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  const auto* g = static_cast<const uint8_t*>(groups);
   const int64_t nb = n / kQK32;
-  over_token_groups<4>(nt, [&]<int NT>(int t) {
-    q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                           y + static_cast<size_t>(t) * y_stride, y_stride);
-  });
+  int gi = 0;
+  for (; gi + 2 <= n_groups; gi += 2, g += 2 * group_bytes, y += 2 * kInterleavedRows) {
+    over_token_groups<16>(nt, [&]<int NT>(int t) {
+      q4_0_group_pair_nt<NT>(g, g + group_bytes, nb, x + static_cast<size_t>(t) * x_stride,
+                             x_stride, y + static_cast<size_t>(t) * y_stride, y_stride);
+    });
+  }
+  if (gi < n_groups) {
+    over_token_groups<4>(nt, [&]<int NT>(int t) {
+      q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                             y + static_cast<size_t>(t) * y_stride, y_stride);
+    });
+  }
 }
 
 // ---- Q4_K (x Q8_K) ------------------------------------------------------------------
@@ -184,14 +253,90 @@ void q4_k_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
   for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t]);
 }
 
-void q4_k_group_gemm(const void* group, int64_t n, const uint8_t* x, size_t x_stride, int nt,
-                     float* y, size_t y_stride) {
-  const auto* g = static_cast<const uint8_t*>(group);
+// Two groups at once, as the Q4_0 pair above: sub-block c's 16 weight words (8 per
+// group) decoded once for a tile of up to 16 tokens, each broadcast activation word
+// feeding both groups. The per-token integer sums and the float accumulators live in
+// L1 arrays; the scales are unpacked once per super-block into another.
+template <int NT>
+void q4_k_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* x,
+                        size_t x_stride, float* y, size_t y_stride) {
+  const __m512i nib = _mm512_set1_epi8(0x0F);
+  alignas(64) __m512 acc[NT][2];
+  alignas(64) __m512i isum[NT][2];
+  alignas(64) __m512i sc[2][8];
+  alignas(64) __m512i pairs[2][4];
+  for (int t = 0; t < NT; ++t) acc[t][0] = acc[t][1] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const size_t at = static_cast<size_t>(b) * kK4GroupBlockBytes;
+    q4_k_group_scales(g0 + at, sc[0], pairs[0]);
+    q4_k_group_scales(g1 + at, sc[1], pairs[1]);
+    for (int t = 0; t < NT; ++t) isum[t][0] = isum[t][1] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; ++c) {  // sub-block c: words 8 (c / 2) .. + 7, nibble c % 2
+      __m512i w0[8], w1[8];
+      for (int k = 0; k < 8; ++k) {
+        const size_t word = at + 256 + 64 * static_cast<size_t>(8 * (c / 2) + k);
+        const __m512i v0 = _mm512_loadu_si512(g0 + word);
+        const __m512i v1 = _mm512_loadu_si512(g1 + word);
+        w0[k] = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(v0, 4) : v0, nib);
+        w1[k] = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(v1, 4) : v1, nib);
+      }
+      const uint8_t* row = x;
+      for (int t = 0; t < NT; ++t, row += x_stride) {
+        const int8_t* yq = reinterpret_cast<const BlockQ8_K*>(row)[b].qs + 32 * c;
+        __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+        for (int k = 0; k < 8; ++k) {
+          const __m512i a = bcast4(yq + 4 * k);
+          s0 = _mm512_dpbusd_epi32(s0, w0[k], a);
+          s1 = _mm512_dpbusd_epi32(s1, w1[k], a);
+        }
+        isum[t][0] = _mm512_add_epi32(isum[t][0], _mm512_mullo_epi32(s0, sc[0][c]));
+        isum[t][1] = _mm512_add_epi32(isum[t][1], _mm512_mullo_epi32(s1, sc[1][c]));
+      }
+    }
+    const __m512 wd[2] = {_mm512_cvtph_ps(load256(g0 + at)), _mm512_cvtph_ps(load256(g1 + at))};
+    const __m512 wdmin[2] = {_mm512_cvtph_ps(load256(g0 + at + 32)),
+                             _mm512_cvtph_ps(load256(g1 + at + 32))};
+    const uint8_t* row = x;
+    for (int t = 0; t < NT; ++t, row += x_stride) {
+      const BlockQ8_K& xb = reinterpret_cast<const BlockQ8_K*>(row)[b];
+      int16_t sums[8];
+      for (int j = 0; j < 8; ++j)
+        sums[j] = static_cast<int16_t>(xb.bsums[2 * j] + xb.bsums[2 * j + 1]);
+      const __m512 xd = _mm512_set1_ps(xb.d);
+      for (int h = 0; h < 2; ++h) {
+        __m512i iside = _mm512_setzero_si512();
+        for (int i = 0; i < 4; ++i)
+          iside = _mm512_dpwssd_epi32(iside, pairs[h][i], bcast4(sums + 2 * i));
+        acc[t][h] =
+            _mm512_fmadd_ps(_mm512_mul_ps(xd, wd[h]), _mm512_cvtepi32_ps(isum[t][h]), acc[t][h]);
+        acc[t][h] =
+            _mm512_fnmadd_ps(_mm512_mul_ps(xd, wdmin[h]), _mm512_cvtepi32_ps(iside), acc[t][h]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride, acc[t][0]);
+    _mm512_storeu_ps(y + static_cast<size_t>(t) * y_stride + kInterleavedRows, acc[t][1]);
+  }
+}
+
+void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  const auto* g = static_cast<const uint8_t*>(groups);
   const int64_t nb = n / kQKK;
-  over_token_groups<4>(nt, [&]<int NT>(int t) {
-    q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                           y + static_cast<size_t>(t) * y_stride, y_stride);
-  });
+  int gi = 0;
+  for (; gi + 2 <= n_groups; gi += 2, g += 2 * group_bytes, y += 2 * kInterleavedRows) {
+    over_token_groups<16>(nt, [&]<int NT>(int t) {
+      q4_k_group_pair_nt<NT>(g, g + group_bytes, nb, x + static_cast<size_t>(t) * x_stride,
+                             x_stride, y + static_cast<size_t>(t) * y_stride, y_stride);
+    });
+  }
+  if (gi < n_groups) {
+    over_token_groups<4>(nt, [&]<int NT>(int t) {
+      q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                             y + static_cast<size_t>(t) * y_stride, y_stride);
+    });
+  }
 }
 
 }  // namespace

@@ -177,14 +177,14 @@ using GroupDotFn = void (*)(const void* w, size_t row_stride, const uint8_t* x, 
 // (engine/row_group_layout.h): w is the group, row_stride the plain row's bytes;
 // out[i] = dot(plain row i, x) for i < kInterleavedRows, bit for bit.
 inline constexpr int kInterleavedRows = 16;
-// Small-batch prefill over one interleaved group (optional, per weight type): its
-// kInterleavedRows rows against nt activation rows (row t at x + t * x_stride), each
-// weight block loaded and decoded once for a tile of tokens:
-// y[t * y_stride + i] = dot(plain row i, x row t) for t < nt, i < kInterleavedRows, bit
-// for bit. Reads the arena's layout as it lies (no regrouping, no panel packing), so
-// it serves rows of a few tokens to a few dozen (prefix-hit tails, verify rows).
-using GroupGemmFn = void (*)(const void* group, int64_t n, const uint8_t* x, size_t x_stride,
-                             int nt, float* y, size_t y_stride);
+// Prefill over a run of n_groups interleaved groups (optional, per weight type), group
+// g at groups + g * group_bytes: its kInterleavedRows rows against nt activation rows
+// (row t at x + t * x_stride), each weight block loaded and decoded once for a tile of
+// tokens: y[t * y_stride + g * kInterleavedRows + i] = dot(plain row i of group g, x row
+// t), bit for bit. Reads the arena's layout as it lies (no regrouping, no panel
+// packing); a run lets a kernel share each activation load between two groups.
+using GroupGemmFn = void (*)(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                             const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride);
 
 struct KernelSet {
   const char* isa;                   // "scalar", "avx2", "avx2-vnni", "avx512-vnni", "neon"
