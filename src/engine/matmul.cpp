@@ -143,9 +143,10 @@ ActivationRows convert_activations(const KernelSet& kernels, gguf::TensorType ty
   const size_t stride = activation_row_bytes(type, cols);
   uint8_t* buf = scratch.reserve(stride * static_cast<size_t>(n_tokens));
   const gguf::TensorType at = activation_type(type);
-  const auto fast = at == gguf::TensorType::kQ8_0  ? kernels.quantize_q8_0
-                    : at == gguf::TensorType::kF16 ? kernels.quantize_f16
-                                                   : nullptr;
+  const auto fast = at == gguf::TensorType::kQ8_0   ? kernels.quantize_q8_0
+                    : at == gguf::TensorType::kF16  ? kernels.quantize_f16
+                    : at == gguf::TensorType::kQ8_K ? kernels.quantize_q8_k
+                                                    : nullptr;
   pool.parallel_for(n_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       if (fast != nullptr) {

@@ -1,5 +1,5 @@
-// Every table's vectorized Q8_0 activation quantizer writes exactly the bytes of the
-// reference (quantize_activation_row): random rows at several scales, exact ties
+// Every table's vectorized Q8_0 / Q8_K / F16 activation quantizer writes exactly the
+// bytes of the reference (quantize_activation_row): random rows at several scales, exact ties
 // (x * id landing on k + 0.5), zero rows, tiny and huge magnitudes.
 #include <gtest/gtest.h>
 
@@ -56,6 +56,57 @@ TEST(QuantizeQ8_0Kernels, MatchTheReferenceByteForByte) {
     }
   }
   if (tested == 0) GTEST_SKIP() << "SKIPPED: no table on this CPU has a vectorized Q8_0 quantizer";
+}
+
+TEST(QuantizeQ8_KKernels, MatchTheReferenceByteForByte) {
+  int tested = 0;
+  auto expect_same = [](const KernelSet& k, const std::vector<float>& x, const char* what) {
+    const int64_t n = static_cast<int64_t>(x.size());
+    // The weight type names the partner: Q4_K's is Q8_K.
+    std::vector<uint8_t> want(activation_row_bytes(TensorType::kQ4_K, n), 0xAB);
+    std::vector<uint8_t> got(want.size(), 0xCD);
+    quantize_activation_row(TensorType::kQ4_K, x.data(), n, want.data());
+    k.quantize_q8_k(x.data(), n, got.data());
+    size_t at = 0;
+    while (at < want.size() && want[at] == got[at]) ++at;
+    ASSERT_EQ(at, want.size()) << k.isa << " " << what << ": n=" << n << ", byte " << at
+                               << " of " << want.size() << " is " << int{got[at]} << ", not "
+                               << int{want[at]};
+  };
+  for (const KernelSet* k : runnable_kernel_sets()) {
+    if (k->quantize_q8_k == nullptr) continue;
+    ++tested;
+    for (int64_t n : {256, 2048, 5632}) {
+      for (uint32_t seed = 1; seed <= 8; ++seed) {
+        const float scale = seed % 4 == 0   ? 1e-6f
+                            : seed % 4 == 1 ? 1.0f
+                            : seed % 4 == 2 ? 40.0f
+                                            : 3e4f;
+        expect_same(*k, testing::gaussian(n, seed, scale), "gaussian");
+      }
+      // max = +-127 gives iscale = -+1: halves are exact ties (rounded to even), and the
+      // largest magnitude appears twice with both signs (the first one sets the sign).
+      for (float first : {127.0f, -127.0f}) {
+        std::vector<float> ties(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          float v = static_cast<float>((i % 60) - 30) + 0.5f;
+          if (i % 3 == 0) v = -v;
+          if (i % 256 == 7) v = first;
+          if (i % 256 == 200) v = -first;
+          ties[static_cast<size_t>(i)] = v;
+        }
+        expect_same(*k, ties, first > 0 ? "ties, +127 first" : "ties, -127 first");
+      }
+      expect_same(*k, std::vector<float>(static_cast<size_t>(n), 0.0f), "zeros");
+      std::vector<float> mixed = testing::gaussian(n, 99, 1.0f);
+      for (int64_t i = 0; i < n; i += 512) {
+        for (int j = 0; j < 256 && i + j < n; ++j)
+          mixed[static_cast<size_t>(i + j)] = j == 5 ? -0.0f : 0.0f;
+      }
+      expect_same(*k, mixed, "zero blocks among random ones");
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "SKIPPED: no table on this CPU has a vectorized Q8_K quantizer";
 }
 
 TEST(QuantizeF16Kernels, MatchTheReferenceByteForByte) {

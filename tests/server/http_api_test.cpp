@@ -62,6 +62,18 @@ class HttpApiTest : public ::testing::Test {
     return r ? r->body : std::string();
   }
 
+  // Whether /metrics shows `line` within timeout_ms: the HTTP thread records a request's
+  // outcome after the runtime has freed its slot, so a check right after wait_active
+  // can come too early.
+  bool wait_metric(const std::string& line, int timeout_ms = 2000) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (metrics().find(line) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+
   httplib::Result post(const std::string& path, const json& body, httplib::Headers headers = {}) {
     return client_->Post(path.c_str(), headers, body.dump(), "application/json");
   }
@@ -497,7 +509,7 @@ TEST_F(HttpApiTest, ClientDisconnectCancelsStreamingGeneration) {
   }
   // Within a few token ticks the generation must be cancelled and its slot freed.
   EXPECT_TRUE(wait_active(0));
-  EXPECT_NE(metrics().find("hearth_cancelled_generations_total 1"), std::string::npos);
+  EXPECT_TRUE(wait_metric("hearth_cancelled_generations_total 1")) << metrics();
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 

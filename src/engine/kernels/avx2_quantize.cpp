@@ -1,9 +1,10 @@
-// AVX2 activation converters: the Q8_0 and F16 working rows (kernel_set.h), byte
+// AVX2 activation converters: the Q8_0, Q8_K and F16 working rows (kernel_set.h), byte
 // for byte what quantize_activation_row() writes, with the reference's IEEE
 // operations (quant/quantize.cpp):
 // - Q8_0: amax (max is exact in any order; a NaN element is skipped, as std::max
 //   skips it), d = amax / 127, id = 1 / d, q = round-half-away(x * id), computed
 //   exactly as trunc(p) + sign(p) where |p - trunc(p)| >= 0.5.
+// - Q8_K: see quantize_q8_k_row below.
 // - F16: F16C's conversion rounds to nearest even, exactly fp32_to_fp16, and the
 //   widened copy is exact.
 #include "engine/kernels/avx2_parts.h"
@@ -80,6 +81,56 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   clear_q8_0_working_padding(out, nb);  // as the reference
 }
 
+// Q8_K (plain blocks): as quantize_q8_k_row of the AVX-512 table, 32 elements a step.
+void quantize_q8_k_row(const float* x, int64_t n, uint8_t* out) {
+  const int64_t nb = n / kQKK;
+  auto* blocks = reinterpret_cast<BlockQ8_K*>(out);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 magic = _mm256_set1_ps(12582912.f);
+  const __m256i mant = _mm256_set1_epi32(0x007fffff), bias = _mm256_set1_epi32(0x00400000);
+  const __m256i top = _mm256_set1_epi32(127);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int64_t b = 0; b < nb; ++b, x += kQKK) {
+    BlockQ8_K& y = blocks[b];
+    __m256 m = _mm256_setzero_ps();
+    for (int c = 0; c < kQKK / 8; ++c)
+      m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * c), abs_mask), m);
+    const float amax = max8(m);
+    if (amax == 0.0f) {
+      std::memset(&y, 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    float max = 0.0f;
+    const __m256 vamax = _mm256_set1_ps(amax);
+    for (int c = 0; c < kQKK / 8; ++c) {
+      const int at = _mm256_movemask_ps(
+          _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + 8 * c), abs_mask), vamax, _CMP_EQ_OQ));
+      if (at != 0) {
+        max = x[8 * c + __builtin_ctz(static_cast<unsigned>(at))];
+        break;
+      }
+    }
+    const float iscale = -127.f / max;
+    const __m256 vis = _mm256_set1_ps(iscale);
+    for (int c = 0; c < kQKK / 32; ++c) {
+      __m256i q[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m256 p = _mm256_mul_ps(vis, _mm256_loadu_ps(x + 32 * c + 8 * k));
+        const __m256i bits = _mm256_castps_si256(_mm256_add_ps(p, magic));
+        q[k] = _mm256_min_epi32(_mm256_sub_epi32(_mm256_and_si256(bits, mant), bias), top);
+      }
+      // |q| <= 127 (|iscale * x| <= 127 by the choice of max): packs never saturate.
+      const __m256i q16a = _mm256_packs_epi32(q[0], q[1]);
+      const __m256i q16b = _mm256_packs_epi32(q[2], q[3]);
+      const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b), order);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y.qs + 32 * c), q8);
+      y.bsums[2 * c] = static_cast<int16_t>(sum8(_mm256_add_epi32(q[0], q[1])));
+      y.bsums[2 * c + 1] = static_cast<int16_t>(sum8(_mm256_add_epi32(q[2], q[3])));
+    }
+    y.d = 1 / iscale;
+  }
+}
+
 void quantize_f16_row(const float* x, int64_t n, uint8_t* out) {
   auto* h = reinterpret_cast<uint16_t*>(out);
   float* wide = reinterpret_cast<float*>(out + f16_side_offset(n));
@@ -106,6 +157,7 @@ namespace hearth::engine {
 void install_avx2_quantizers(KernelSet* k) {
   k->quantize_q8_0 = quantize_q8_0_row;
   k->quantize_f16 = quantize_f16_row;
+  k->quantize_q8_k = quantize_q8_k_row;
 }
 
 }  // namespace hearth::engine

@@ -394,6 +394,53 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   clear_q8_0_working_padding(out, nb);  // as the reference
 }
 
+// ---- Q8_K activation rows ---------------------------------------------------------
+//
+// The reference (quant/quantize.cpp, quantize_q8_k) vectorized, with the same IEEE
+// operations: per 256-element block the first element of largest magnitude (`max`,
+// its sign kept; NaNs never win, as `fabs(x) > amax` skips them), iscale = -127 / max,
+// q = min(127, round-half-even(iscale * x)) by the same 1.5 * 2^23 addition, the 16
+// sums of 16 quants, d = 1 / iscale; an all-zero block is all zero bytes.
+void quantize_q8_k_row(const float* x, int64_t n, uint8_t* out) {
+  const int64_t nb = n / kQKK;
+  auto* blocks = reinterpret_cast<BlockQ8_K*>(out);
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+  const __m512 magic = _mm512_set1_ps(12582912.f);
+  const __m512i mant = _mm512_set1_epi32(0x007fffff), bias = _mm512_set1_epi32(0x00400000);
+  const __m512i top = _mm512_set1_epi32(127);
+  for (int64_t b = 0; b < nb; ++b, x += kQKK) {
+    BlockQ8_K& y = blocks[b];
+    __m512 m = _mm512_setzero_ps();
+    for (int c = 0; c < kQKK / 16; ++c)
+      m = _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(x + 16 * c), abs_mask), m);
+    const float amax = _mm512_reduce_max_ps(m);
+    if (amax == 0.0f) {
+      std::memset(&y, 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    float max = 0.0f;
+    const __m512 vamax = _mm512_set1_ps(amax);
+    for (int c = 0; c < kQKK / 16; ++c) {
+      const __mmask16 at = _mm512_cmp_ps_mask(_mm512_and_ps(_mm512_loadu_ps(x + 16 * c), abs_mask),
+                                              vamax, _CMP_EQ_OQ);
+      if (at != 0) {
+        max = x[16 * c + __builtin_ctz(at)];
+        break;
+      }
+    }
+    const float iscale = -127.f / max;
+    const __m512 vis = _mm512_set1_ps(iscale);
+    for (int c = 0; c < kQKK / 16; ++c) {
+      const __m512 p = _mm512_mul_ps(vis, _mm512_loadu_ps(x + 16 * c));
+      const __m512i bits = _mm512_castps_si512(_mm512_add_ps(p, magic));
+      const __m512i q = _mm512_min_epi32(_mm512_sub_epi32(_mm512_and_si512(bits, mant), bias), top);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y.qs + 16 * c), _mm512_cvtepi32_epi8(q));
+      y.bsums[c] = static_cast<int16_t>(_mm512_reduce_add_epi32(q));
+    }
+    y.d = 1 / iscale;
+  }
+}
+
 // Two F16 weight rows x NT tokens: per row and token exactly dot_f16_512's lanes.
 template <int NT>
 void dot2_f16_512(const void* vw0, const void* vw1, const uint8_t* x, size_t x_stride, int64_t n,
@@ -543,6 +590,7 @@ KernelSet make_avx512() {
   put_panel<Z5_0>(&k, T::kQ5_0);
   put_panel<Z8_0>(&k, T::kQ8_0);
   k.quantize_q8_0 = quantize_q8_0_row;
+  k.quantize_q8_k = quantize_q8_k_row;
   k.quantize_f16 = quantize_f16_row;
   install_avx512_kquants(&k);
   install_avx512_kquant_panels(&k);

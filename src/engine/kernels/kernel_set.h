@@ -202,6 +202,8 @@ struct KernelSet {
   void (*quantize_q8_0)(const float* x, int64_t n, uint8_t* out);
   // Optional: the F16-partner activation row in its working format, likewise.
   void (*quantize_f16)(const float* x, int64_t n, uint8_t* out);
+  // Optional: the Q8_K-partner activation row (plain Q8_K blocks), likewise.
+  void (*quantize_q8_k)(const float* x, int64_t n, uint8_t* out);
 
   // Optional model-side kernels, each giving exactly the bits of the portable code in
   // engine/model (nullptr = that code). Here rather than compiled for the build's
