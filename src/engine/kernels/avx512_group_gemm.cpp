@@ -153,25 +153,6 @@ void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
   }
 }
 
-void q4_0_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
-                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
-  const auto* g = static_cast<const uint8_t*>(groups);
-  const int64_t nb = n / kQK32;
-  int gi = 0;
-  for (; gi + 2 <= n_groups; gi += 2, g += 2 * group_bytes, y += 2 * kInterleavedRows) {
-    over_token_groups<16>(nt, [&]<int NT>(int t) {
-      q4_0_group_pair_nt<NT>(g, g + group_bytes, nb, x + static_cast<size_t>(t) * x_stride,
-                             x_stride, y + static_cast<size_t>(t) * y_stride, y_stride);
-    });
-  }
-  if (gi < n_groups) {
-    over_token_groups<4>(nt, [&]<int NT>(int t) {
-      q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                             y + static_cast<size_t>(t) * y_stride, y_stride);
-    });
-  }
-}
-
 // ---- Q4_K (x Q8_K) ------------------------------------------------------------------
 //
 // Interleaved super-block of 16 rows (2,304 bytes): d and dmin (16 f16 each), scale byte
@@ -320,23 +301,46 @@ void q4_k_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
   }
 }
 
-void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
-                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+// ---- Runs of groups --------------------------------------------------------------
+
+// A run of groups (GroupGemmFn) of blocks of block_size elements: pairs through
+// pair.operator()<NT> in token tiles of up to 16, an odd last group through
+// single.operator()<NT> in tiles of up to 4.
+template <class Pair, class Single>
+void group_gemm_run(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                    int64_t block_size, const uint8_t* x, size_t x_stride, int nt, float* y,
+                    size_t y_stride, Pair pair, Single single) {
   const auto* g = static_cast<const uint8_t*>(groups);
-  const int64_t nb = n / kQKK;
+  const int64_t nb = n / block_size;
+  auto x_at = [&](int t) { return x + static_cast<size_t>(t) * x_stride; };
+  auto y_at = [&](int t) { return y + static_cast<size_t>(t) * y_stride; };
   int gi = 0;
   for (; gi + 2 <= n_groups; gi += 2, g += 2 * group_bytes, y += 2 * kInterleavedRows) {
     over_token_groups<16>(nt, [&]<int NT>(int t) {
-      q4_k_group_pair_nt<NT>(g, g + group_bytes, nb, x + static_cast<size_t>(t) * x_stride,
-                             x_stride, y + static_cast<size_t>(t) * y_stride, y_stride);
+      pair.template operator()<NT>(g, g + group_bytes, nb, x_at(t), x_stride, y_at(t), y_stride);
     });
   }
   if (gi < n_groups) {
     over_token_groups<4>(nt, [&]<int NT>(int t) {
-      q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                             y + static_cast<size_t>(t) * y_stride, y_stride);
+      single.template operator()<NT>(g, nb, x_at(t), x_stride, y_at(t), y_stride);
     });
   }
+}
+
+void q4_0_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  group_gemm_run(
+      groups, group_bytes, n_groups, n, kQK32, x, x_stride, nt, y, y_stride,
+      []<int NT>(auto... a) { q4_0_group_pair_nt<NT>(a...); },
+      []<int NT>(auto... a) { q4_0_group_gemm_nt<NT>(a...); });
+}
+
+void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  group_gemm_run(
+      groups, group_bytes, n_groups, n, kQKK, x, x_stride, nt, y, y_stride,
+      []<int NT>(auto... a) { q4_k_group_pair_nt<NT>(a...); },
+      []<int NT>(auto... a) { q4_k_group_gemm_nt<NT>(a...); });
 }
 
 }  // namespace
