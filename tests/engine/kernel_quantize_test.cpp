@@ -69,8 +69,8 @@ TEST(QuantizeQ8_KKernels, MatchTheReferenceByteForByte) {
     k.quantize_q8_k(x.data(), n, got.data());
     size_t at = 0;
     while (at < want.size() && want[at] == got[at]) ++at;
-    ASSERT_EQ(at, want.size()) << k.isa << " " << what << ": n=" << n << ", byte " << at
-                               << " of " << want.size() << " is " << int{got[at]} << ", not "
+    ASSERT_EQ(at, want.size()) << k.isa << " " << what << ": n=" << n << ", byte " << at << " of "
+                               << want.size() << " is " << int{got[at]} << ", not "
                                << int{want[at]};
   };
   for (const KernelSet* k : runnable_kernel_sets()) {
