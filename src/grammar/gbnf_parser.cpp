@@ -351,56 +351,48 @@ class Parser {
     while (i_ < src_.size() && (src_[i_] == ' ' || src_[i_] == '\t')) ++i_;
   }
 
-  // A run of postfix operators. Chained *, + and ? fold into one (x++ is x+, x?? is x?,
-  // any other pair is x*): repeating a repetition directly would make a rule that can
-  // re-enter itself without a character, which the left-recursion check rejects.
+  // A run of postfix operators. Chained *, + and ? fold into one before it is applied
+  // (x++ is x+, x?? is x?, any other pair is x*): repeating a repetition directly would
+  // make a rule that can re-enter itself without a character, which the left-recursion
+  // check rejects.
   Status parse_postfixes(uint32_t owner, std::vector<Element>& term) {
-    std::vector<Element> base;  // the term before its last simple operator
-    char simple = 0;            // that operator, 0 when the last one was not *, + or ?
+    char pending = 0;  // the folded run of *, + and ? not applied yet
+    auto apply_pending = [&] {
+      if (pending != 0) repeat(owner, term, pending == '+' ? 1 : 0, 1, pending != '?');
+      pending = 0;
+    };
     for (;;) {
       skip_inline_space();
-      if (i_ >= src_.size()) return OkStatus();
-      char c = src_[i_];
-      if (simple != 0 && (c == '*' || c == '+' || c == '?')) {
-        c = c == simple && c != '*' ? c : '*';
-        term = base;
-      } else if (c == '*' || c == '+' || c == '?') {
-        base = term;
+      const char c = i_ < src_.size() ? src_[i_] : '\0';
+      if (c == '*' || c == '+' || c == '?') {
+        pending = pending == 0 || (pending == c && c != '*') ? c : '*';
+        ++i_;
+        continue;
       }
+      apply_pending();
+      if (c != '{') return OkStatus();
+      const size_t at = i_;
+      ++i_;
       uint32_t min = 0, max = 0;
       bool unbounded = false;
-      if (c == '*') {
-        unbounded = true;
-      } else if (c == '+') {
-        min = 1;
-        unbounded = true;
-      } else if (c == '?') {
-        max = 1;
-      } else if (c == '{') {
-        const size_t at = i_;
+      skip_inline_space();
+      if (i_ < src_.size() && src_[i_] != ',') HEARTH_RETURN_IF_ERROR(parse_count(min));
+      skip_inline_space();
+      if (i_ < src_.size() && src_[i_] == ',') {
         ++i_;
         skip_inline_space();
-        if (i_ < src_.size() && src_[i_] != ',') HEARTH_RETURN_IF_ERROR(parse_count(min));
-        skip_inline_space();
-        if (i_ < src_.size() && src_[i_] == ',') {
-          ++i_;
-          skip_inline_space();
-          if (i_ < src_.size() && src_[i_] == '}') {
-            unbounded = true;
-          } else {
-            HEARTH_RETURN_IF_ERROR(parse_count(max));
-            if (max < min) return error(at, "repetition {m,n} with n < m");
-          }
+        if (i_ < src_.size() && src_[i_] == '}') {
+          unbounded = true;
         } else {
-          max = min;
+          HEARTH_RETURN_IF_ERROR(parse_count(max));
+          if (max < min) return error(at, "repetition {m,n} with n < m");
         }
-        skip_inline_space();
-        if (i_ >= src_.size() || src_[i_] != '}') return error(i_, "expected '}'");
       } else {
-        return OkStatus();
+        max = min;
       }
+      skip_inline_space();
+      if (i_ >= src_.size() || src_[i_] != '}') return error(i_, "expected '}'");
       ++i_;
-      simple = c == '{' ? 0 : c;
       repeat(owner, term, min, max, unbounded);
     }
   }
