@@ -103,18 +103,6 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
   }
 }
 
-void q4_0_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
-                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
-  for (int gi = 0; gi < n_groups; ++gi, y += kInterleavedRows) {
-    const auto* g = static_cast<const uint8_t*>(groups) + static_cast<size_t>(gi) * group_bytes;
-    const int64_t nb = n / kQK32;
-    over_token_groups<2>(nt, [&]<int NT>(int t) {
-      q4_0_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                             y + static_cast<size_t>(t) * y_stride, y_stride);
-    });
-  }
-}
-
 // ---- Q4_K (x Q8_K) ------------------------------------------------------------------
 //
 // The interleaved super-block as in avx512_group_gemm.cpp; the integers as the AVX2
@@ -206,16 +194,34 @@ void q4_k_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
   }
 }
 
-void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
-                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
-  for (int gi = 0; gi < n_groups; ++gi, y += kInterleavedRows) {
-    const auto* g = static_cast<const uint8_t*>(groups) + static_cast<size_t>(gi) * group_bytes;
-    const int64_t nb = n / kQKK;
+// ---- Runs of groups --------------------------------------------------------------
+
+// A run of groups (GroupGemmFn) of blocks of block_size elements, group by group, each
+// through single.operator()<NT> in token tiles of up to 2.
+template <class Single>
+void group_gemm_run(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                    int64_t block_size, const uint8_t* x, size_t x_stride, int nt, float* y,
+                    size_t y_stride, Single single) {
+  const auto* g = static_cast<const uint8_t*>(groups);
+  const int64_t nb = n / block_size;
+  for (int gi = 0; gi < n_groups; ++gi, g += group_bytes, y += kInterleavedRows) {
     over_token_groups<2>(nt, [&]<int NT>(int t) {
-      q4_k_group_gemm_nt<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
-                             y + static_cast<size_t>(t) * y_stride, y_stride);
+      single.template operator()<NT>(g, nb, x + static_cast<size_t>(t) * x_stride, x_stride,
+                                     y + static_cast<size_t>(t) * y_stride, y_stride);
     });
   }
+}
+
+void q4_0_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  group_gemm_run(groups, group_bytes, n_groups, n, kQK32, x, x_stride, nt, y, y_stride,
+                 []<int NT>(auto... a) { q4_0_group_gemm_nt<NT>(a...); });
+}
+
+void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64_t n,
+                     const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
+  group_gemm_run(groups, group_bytes, n_groups, n, kQKK, x, x_stride, nt, y, y_stride,
+                 []<int NT>(auto... a) { q4_k_group_gemm_nt<NT>(a...); });
 }
 
 }  // namespace
