@@ -34,6 +34,21 @@ namespace {
 
 constexpr size_t kGroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_0);
 
+// Slice b of the pair after (g0, g1) (a run's groups lie back to back, so it starts at
+// g1 + (g1 - g0)) into L2, for a pair kernel at block b of its block_bytes blocks: the
+// next pair arrives while this one is computed. The weights come from memory, and the
+// hardware prefetcher alone does not run far enough ahead of a walk that reads a group
+// phase by phase (every fourth block). Only a pair's first token tile asks: the later
+// ones find the next pair already asked for. (Q4_K's pair kernel walks its super-blocks in
+// order and gained nothing from it at 8-16 tokens.) A prefetch past the run's
+// end is harmless (prefetches do not fault).
+__attribute__((always_inline)) inline void prefetch_next_pair(const uint8_t* g0, const uint8_t* g1,
+                                                              int64_t b, size_t block_bytes) {
+  const size_t slice = 2 * block_bytes;
+  const char* p = reinterpret_cast<const char*>(g1 + (g1 - g0)) + static_cast<size_t>(b) * slice;
+  for (size_t o = 0; o < slice; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+}
+
 // Block b of the group for NT tokens into the accumulators of its phase.
 template <int NT>
 __attribute__((always_inline)) inline void q4_0_group_block(const uint8_t* g, int64_t b,
@@ -102,7 +117,7 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
 // asks.
 template <int NT>
 void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* x,
-                        size_t x_stride, float* y, size_t y_stride) {
+                        size_t x_stride, float* y, size_t y_stride, bool prefetch_next) {
   const size_t side_at = q8_0_side_offset(nb);
   const size_t sums_at = q8_0_sums_offset(nb);
   const __m512i nib = _mm512_set1_epi8(0x0F);
@@ -111,6 +126,7 @@ void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
     for (int t = 0; t < NT; ++t) acc[p][t][0] = acc[p][t][1] = _mm512_setzero_ps();
     for (int64_t b = p; b < nb; b += 4) {
       const size_t at = static_cast<size_t>(b) * kGroupBlockBytes;
+      if (prefetch_next) prefetch_next_pair(g0, g1, b, kGroupBlockBytes);
       __m512i w0[8], w1[8];  // elements 4k..4k+3 of each group's 16 rows, unsigned (q + 8)
       for (int m = 0; m < 4; ++m) {
         const __m512i v0 = _mm512_loadu_si512(g0 + at + 32 + 64 * m);
@@ -304,7 +320,8 @@ void q4_k_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
 // ---- Runs of groups --------------------------------------------------------------
 
 // A run of groups (GroupGemmFn) of blocks of block_size elements: pairs through
-// pair.operator()<NT> in token tiles of up to 16, an odd last group through
+// pair.operator()<NT> in token tiles of up to 16 (its last argument true for a pair's
+// first tile, the one that reads it from memory), an odd last group through
 // single.operator()<NT> in tiles of up to 4.
 template <class Pair, class Single>
 void group_gemm_run(const void* groups, size_t group_bytes, int n_groups, int64_t n,
@@ -317,7 +334,8 @@ void group_gemm_run(const void* groups, size_t group_bytes, int n_groups, int64_
   int gi = 0;
   for (; gi + 2 <= n_groups; gi += 2, g += 2 * group_bytes, y += 2 * kInterleavedRows) {
     over_token_groups<16>(nt, [&]<int NT>(int t) {
-      pair.template operator()<NT>(g, g + group_bytes, nb, x_at(t), x_stride, y_at(t), y_stride);
+      pair.template operator()<NT>(g, g + group_bytes, nb, x_at(t), x_stride, y_at(t), y_stride,
+                                   t == 0);
     });
   }
   if (gi < n_groups) {
@@ -339,7 +357,10 @@ void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64
                      const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
   group_gemm_run(
       groups, group_bytes, n_groups, n, kQKK, x, x_stride, nt, y, y_stride,
-      []<int NT>(auto... a) { q4_k_group_pair_nt<NT>(a...); },
+      []<int NT>(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* xt,
+                 size_t xs, float* yt, size_t ys, bool /*first_tile*/) {
+        q4_k_group_pair_nt<NT>(g0, g1, nb, xt, xs, yt, ys);
+      },
       []<int NT>(auto... a) { q4_k_group_gemm_nt<NT>(a...); });
 }
 
