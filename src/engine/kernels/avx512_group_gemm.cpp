@@ -357,10 +357,9 @@ void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64
                      const uint8_t* x, size_t x_stride, int nt, float* y, size_t y_stride) {
   group_gemm_run(
       groups, group_bytes, n_groups, n, kQKK, x, x_stride, nt, y, y_stride,
-      []<int NT>(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* xt,
-                 size_t xs, float* yt, size_t ys, bool /*first_tile*/) {
-        q4_k_group_pair_nt<NT>(g0, g1, nb, xt, xs, yt, ys);
-      },
+      []<int NT>(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* xt, size_t xs,
+                 float* yt, size_t ys,
+                 bool /*first_tile*/) { q4_k_group_pair_nt<NT>(g0, g1, nb, xt, xs, yt, ys); },
       []<int NT>(auto... a) { q4_k_group_gemm_nt<NT>(a...); });
 }
 
