@@ -144,9 +144,13 @@ void group_dot_q4_0(const void* vw, size_t s, const uint8_t* x, int64_t n, float
 
 // One interleaved group of 16 rows (engine/row_group_layout.h): per block 32 bytes
 // of scales, then the four quant words of rows 0..7 and 8..15 (64 bytes each). The
-// two halves are two row groups sharing each activation broadcast; the group is
-// one contiguous stream, which the hardware prefetchers follow alone.
-void group_dot_q4_0_interleaved(const void* vg, size_t /*row_stride*/, const uint8_t* x, int64_t n,
+// two halves are two row groups sharing each activation broadcast. The group is one
+// contiguous stream, but from memory the hardware prefetchers alone do not run far
+// enough ahead of a decode step's few instructions per byte: while a block is
+// computed, the same block of the next group (right after this one in the matrix,
+// 16 rows of row_stride bytes on) is asked for into L2. A prefetch past the matrix's
+// end is harmless.
+void group_dot_q4_0_interleaved(const void* vg, size_t row_stride, const uint8_t* x, int64_t n,
                                 float* out) {
   const auto* g = static_cast<const uint8_t*>(vg);
   const int64_t nb = n / kQK32;
@@ -157,8 +161,12 @@ void group_dot_q4_0_interleaved(const void* vg, size_t /*row_stride*/, const uin
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 lo_acc[4], hi_acc[4];  // rows 0..7 and 8..15, one per phase
   for (int k = 0; k < 4; ++k) lo_acc[k] = hi_acc[k] = _mm256_setzero_ps();
+  const char* next = reinterpret_cast<const char*>(g) + kInterleavedRows * row_stride;
   const auto step = [&](int64_t b, __m256& acc_lo, __m256& acc_hi) {
     const uint8_t* p = g + static_cast<size_t>(b) * (kInterleavedRows * sizeof(BlockQ4_0));
+    for (size_t o = 0; o < kInterleavedRows * sizeof(BlockQ4_0); o += 64)
+      _mm_prefetch(next + static_cast<size_t>(b) * (kInterleavedRows * sizeof(BlockQ4_0)) + o,
+                   _MM_HINT_T1);
     const int8_t* xq = xb[b].qs;
     __m256i sum_lo = _mm256_setzero_si256(), sum_hi = _mm256_setzero_si256();
     for (int m = 0; m < 4; ++m) {
