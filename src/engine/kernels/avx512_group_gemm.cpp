@@ -114,7 +114,7 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
 // load costs about as much as a vpdpbusd here, so sharing it between two groups is
 // what lifts the kernel; the accumulators (one per group, token and phase) live in an
 // L1 array, and each still sees its blocks in ascending order, as the canonical order
-// asks.
+// asks. prefetch_next: ask for the next pair meanwhile (prefetch_next_pair).
 template <int NT>
 void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* x,
                         size_t x_stride, float* y, size_t y_stride, bool prefetch_next) {
