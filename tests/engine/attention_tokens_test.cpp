@@ -224,5 +224,58 @@ TEST(AttentionTokens, F16ProductsAreExactSoFmaAndMulAddAgree) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// A decode token split by positions (attend_split_*): every KV head's outputs are
+// attend_reference's bits, whatever the position ranges and their order, with and
+// without a soft-cap; a ring or a window is not split (the tasks say so).
+TEST(AttentionTokens, SplitDecodeMatchesTheReferenceBitForBit) {
+  if (active_kernels().attend_scores == nullptr) GTEST_SKIP() << "SKIPPED: no split decode here";
+  for (int32_t head_dim : {32, 64, 80, 128}) {
+    for (int32_t group : {1, 3, 8}) {
+      const KvStore kv = random_kv(head_dim, static_cast<uint32_t>(head_dim * 13 + group));
+      Lcg rng{static_cast<uint32_t>(head_dim + group * 7)};
+      const size_t per_head = static_cast<size_t>(group * head_dim);
+      std::vector<float> shared(kKvHeads * attend_tokens_scratch_floats(1, group, kCtx, head_dim));
+      std::vector<float> slot(attend_split_scratch_floats(kKvHeads, group, head_dim));
+      for (int32_t pos : {0, 15, 16, 40, 200, kCtx - 1}) {
+        for (float softcap : {0.0f, 4.0f}) {
+          std::vector<float> q(kKvHeads * per_head), got(q.size(), -1.0f);
+          for (float& x : q) x = fp16_to_fp32(fp32_to_fp16(rng.next() * 2.0f));
+          TokenQueries per[kKvHeads];
+          for (int32_t h = 0; h < kKvHeads; ++h)
+            per[h] = {pos, q.data() + h * per_head, got.data() + h * per_head};
+          AttendTask tasks[kKvHeads];
+          ASSERT_TRUE(attend_split_tasks(kv, 0, 1, kKvHeads, group, per, head_dim, 0.125f,
+                                         shared.data(), tasks, {softcap, 0}))
+              << "head_dim " << head_dim;
+          // Three ranges, the last first: [32, end), [0, 16), [16, 32).
+          attend_split_scores(tasks, kKvHeads, 32, kCtx + 16, slot.data());
+          attend_split_scores(tasks, kKvHeads, 0, 16, slot.data());
+          attend_split_scores(tasks, kKvHeads, 16, 32, slot.data());
+          for (int32_t h = 0; h < kKvHeads; ++h) attend_split_finish(tasks[h]);
+          for (int32_t h = 0; h < kKvHeads; ++h) {
+            for (int32_t j = 0; j < group; ++j) {
+              const size_t at = h * per_head + static_cast<size_t>(j * head_dim);
+              std::vector<float> want(static_cast<size_t>(head_dim)), s1(kCtx);
+              attend_reference(kv, 0, 1, h, pos, q.data() + at, head_dim, 0.125f, s1.data(),
+                               want.data(), {softcap, 0});
+              ASSERT_EQ(std::memcmp(want.data(), got.data() + at, want.size() * sizeof(float)), 0)
+                  << "head_dim " << head_dim << " group " << group << " pos " << pos << " kv head "
+                  << h << " query " << j << " softcap " << softcap;
+            }
+          }
+        }
+      }
+      TokenQueries per[kKvHeads];
+      std::vector<float> q(kKvHeads * per_head, 0.5f), out(q.size());
+      for (int32_t h = 0; h < kKvHeads; ++h)
+        per[h] = {10, q.data() + h * per_head, out.data() + h * per_head};
+      AttendTask tasks[kKvHeads];
+      EXPECT_FALSE(attend_split_tasks(kv, 0, 1, kKvHeads, group, per, head_dim, 0.125f,
+                                      shared.data(), tasks, {0.0f, 8}))
+          << "a window is not split";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hearth::engine

@@ -39,6 +39,8 @@ void install_avx2_model_kernels(KernelSet* k) {
   k->to_f16 = to_f16_rows;
   k->round_to_f16 = round_to_f16_rows;
   k->attend = attend;
+  k->attend_scores = attend_scores;
+  k->attend_finish = attend_finish;
 }
 
 }  // namespace hearth::engine

@@ -138,6 +138,22 @@ struct AttendTask {
 // this table has for head_dim). False, with nothing written, when the table has no
 // such tiling or head_dim does not fit it.
 using AttendFn = bool (*)(int32_t lanes, const AttendTask& task);
+// One decode token on n KV heads, split by positions (optional; nullptr: attend per
+// head). tasks[h]: the token's queries on KV head first + h, the heads' slices side by
+// side in each row, each task's scratch its own (attend's layout, where the score rows
+// are kept). attend_scores: the scores at positions [p0, p1) (p0 a multiple of 16) of
+// every task; scratch: attend_split_scratch_floats(n, group, head_dim) floats of the
+// caller's. False (nothing done) when this table does not split such tasks (quantized
+// or windowed rows, a ring, several tokens, or a head_dim it does not tile).
+// attend_finish: the rest (soft-cap, softmax, P.V) once a task's every score is in.
+// Outputs: attend's bits.
+using AttendScoresFn = bool (*)(const AttendTask* tasks, int32_t n, int32_t p0, int32_t p1,
+                                float* scratch);
+using AttendFinishFn = void (*)(const AttendTask& task);
+inline constexpr size_t attend_split_scratch_floats(int32_t n, int32_t group, int32_t head_dim) {
+  return static_cast<size_t>(kAttendMaxHeadDim) * kAttendMaxLanes +
+         static_cast<size_t>(n) * static_cast<size_t>(group) * static_cast<size_t>(head_dim);
+}
 
 // Prefill panels (optional, per weight type). A panel is kPanelRows consecutive
 // weight rows repacked so that one SIMD register holds the same 4-element group of
@@ -219,6 +235,8 @@ struct KernelSet {
   // engine/model/half_rows.h's round_to_f16: y[i] = fp16_to_fp32(fp32_to_fp16(x[i] * scale)).
   void (*round_to_f16)(const float* x, float scale, float* y, int64_t n);
   AttendFn attend;
+  AttendScoresFn attend_scores;  // nullptr: no split decode
+  AttendFinishFn attend_finish;
 };
 
 // The portable reference (always available).

@@ -191,4 +191,28 @@ void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_hea
   }
 }
 
+bool attend_split_tasks(const KvStore& kv, int32_t seq, int32_t layer, int32_t n_kv_heads,
+                        int32_t group, const TokenQueries* per_head, int32_t head_dim, float scale,
+                        float* shared, AttendTask* tasks, AttendMask mask) {
+  const KernelSet& kernels = active_kernels();
+  if (kernels.attend_scores == nullptr || n_kv_heads <= 0) return false;
+  const size_t each = attend_tokens_scratch_floats(1, group, kv.n_ctx(), head_dim);
+  for (int32_t h = 0; h < n_kv_heads; ++h) {
+    tasks[h] = make_task(kv, seq, layer, h, group, {per_head + h, 1}, head_dim, scale,
+                         shared + static_cast<size_t>(h) * each, mask);
+  }
+  // An empty range asks the table whether it splits these tasks, doing nothing.
+  float probe[1];
+  return kernels.attend_scores(tasks, n_kv_heads, 0, 0, probe);
+}
+
+void attend_split_scores(const AttendTask* tasks, int32_t n_kv_heads, int32_t p0, int32_t p1,
+                         float* scratch) {
+  active_kernels().attend_scores(tasks, n_kv_heads, p0, p1, scratch);
+}
+
+void attend_split_finish(const AttendTask& task) {
+  active_kernels().attend_finish(task);
+}
+
 }  // namespace hearth::engine

@@ -260,6 +260,14 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
                   engine::attend_tokens_scratch_floats(kAttentionBlockTokens,
                                                        hp.n_head / hp.n_head_kv, impl->opts.n_ctx,
                                                        hp.head_dim));
+  {
+    const int32_t group = hp.n_head / hp.n_head_kv;
+    s.split_shared.resize(
+        static_cast<size_t>(hp.n_head_kv) *
+        engine::attend_tokens_scratch_floats(1, group, impl->opts.n_ctx, hp.head_dim));
+    s.split_slots.resize(static_cast<size_t>(options.n_threads) *
+                         engine::attend_split_scratch_floats(hp.n_head_kv, group, hp.head_dim));
+  }
   s.attn_order.reserve(B);
   s.attn_blocks.reserve(B);
   s.out_x.resize(B * hp.n_embd);

@@ -28,13 +28,20 @@ namespace kb = engine::kb;
 // Tokens of one sequence whose attention shares each K tile (more share the tile
 // conversion better; the score scratch grows with them).
 constexpr int32_t kAttentionBlockTokens = 8;
+// Most KV heads a decode token's split attention takes (more: attention per head).
+constexpr int32_t kMaxSplitHeads = 64;
+// Fewest positions a decode token's attention is split at (forward.cpp).
+constexpr int32_t kSplitMinPositions = 2048;
 
 // Scratch for one chunk of up to n_batch tokens, allocated once at load.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
-  std::vector<float> rope_swa;      // angles of the sliding-window layers' rope (gemma3)
-  std::vector<float> q16;           // Q rounded to F16 (held as float)
-  std::vector<float> scores;        // n_threads * attend_tokens_scratch_floats(...)
+  std::vector<float> rope_swa;  // angles of the sliding-window layers' rope (gemma3)
+  std::vector<float> q16;       // Q rounded to F16 (held as float)
+  std::vector<float> scores;    // n_threads * attend_tokens_scratch_floats(...)
+  // A decode token split by positions (attend_split_*): every KV head's score rows,
+  // then each thread's scratch for its positions.
+  std::vector<float> split_shared, split_slots;
   std::vector<int32_t> attn_order;  // attention(): the chunk's token indices by sequence
   std::vector<std::pair<int32_t, int32_t>> attn_blocks;  // [begin, end) into attn_order
   // Non-causal attention: per token of the chunk, the last position of its sequence in
@@ -142,6 +149,8 @@ struct Engine::Impl {
   void plan_attention_blocks(std::span<const BatchToken> chunk);  // once per chunk
   // Attention of every token of the chunk on one layer, over plan_attention_blocks' blocks.
   void attention(std::span<const BatchToken> chunk, int32_t layer);
+  bool attention_split(std::span<const BatchToken> chunk, int32_t layer, int32_t group, float scale,
+                       const engine::AttendMask& mask, kb::ThreadPool& tp);
   // LoRA (lora_forward.cpp): lora_plan once per chunk; lora_add after a base matmul adds
   // the deltas of the matrix at `site` to y (n_rows rows; row r is token row_token[r] of
   // the chunk, or token r when row_token is null). x: the matmul's input rows.

@@ -107,6 +107,48 @@ void Engine::Impl::plan_attention_blocks(std::span<const BatchToken> chunk) {
   }
 }
 
+// One sequence's one decode token: the score pass over every KV head at once, split by
+// positions across the threads (whole K rows read together), then softmax and P.V per
+// head (attend_split_*). False when that does not apply (the caller then attends per
+// head); the outputs are the same bits either way.
+bool Engine::Impl::attention_split(std::span<const BatchToken> chunk, int32_t layer, int32_t group,
+                                   float scale, const engine::AttendMask& mask,
+                                   kb::ThreadPool& tp) {
+  if (s.attn_blocks.size() != 1 || chunk.size() != 1 || !hp.causal) return false;
+  // Below a few thousand positions the KV mostly stays in cache and the second barrier
+  // costs more than the whole rows gain (decode after 512: 0.92x).
+  if (chunk[0].pos + 1 < kSplitMinPositions) return false;
+  const int32_t hd = hp.head_dim, n_kv = hp.n_head_kv;
+  const BatchToken& t = chunk[0];
+  engine::TokenQueries per_head[kMaxSplitHeads];
+  engine::AttendTask tasks[kMaxSplitHeads];
+  if (n_kv > kMaxSplitHeads) return false;
+  for (int32_t g = 0; g < n_kv; ++g) {
+    const size_t first = static_cast<size_t>(g) * group * hd;
+    per_head[g] = {t.pos, s.q16.data() + first, s.att.data() + first};
+  }
+  if (!engine::attend_split_tasks(*kv, t.seq, layer - first_cpu_layer(), n_kv, group, per_head, hd,
+                                  scale, s.split_shared.data(), tasks, mask)) {
+    return false;
+  }
+  const int32_t n = t.pos + 1;
+  const int64_t tiles = (n + 15) / 16;
+  const int64_t parts = std::min<int64_t>(tp.size(), tiles);
+  const size_t slot_floats = engine::attend_split_scratch_floats(n_kv, group, hd);
+  tp.parallel_for(parts, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) {
+      const auto p0 = static_cast<int32_t>(tiles * part / parts * 16);
+      const auto p1 = static_cast<int32_t>(tiles * (part + 1) / parts * 16);
+      engine::attend_split_scores(tasks, n_kv, p0, p1,
+                                  s.split_slots.data() + static_cast<size_t>(part) * slot_floats);
+    }
+  });
+  tp.parallel_for(n_kv, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) engine::attend_split_finish(tasks[g]);
+  });
+  return true;
+}
+
 void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   const int32_t hd = hp.head_dim;
   const int32_t group = hp.n_head / hp.n_head_kv;
@@ -117,6 +159,7 @@ void Engine::Impl::attention(std::span<const BatchToken> chunk, int32_t layer) {
   for (const BatchToken& t : chunk) macs += static_cast<int64_t>(t.pos + 1) * hp.n_head * hd * 2;
   if (!hp.causal) macs *= 2;  // about twice the positions each
   kb::ThreadPool& tp = pool_for(macs);
+  if (attention_split(chunk, layer, group, scale, mask, tp)) return;
   // Items are (block, KV head). One slot per thread, each with its own scratch; which
   // thread runs a slot does not matter, every output is computed by one sequential loop.
   const int64_t items = static_cast<int64_t>(s.attn_blocks.size()) * hp.n_head_kv;
