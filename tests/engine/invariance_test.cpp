@@ -221,6 +221,56 @@ INSTANTIATE_TEST_SUITE_P(Types, GenModelInvarianceTest,
                          ::testing::Values("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"),
                          [](const auto& info) { return test_name(info.param); });
 
+// A decode token at 2,048 positions or more, alone in its batch, takes the split
+// attention (the score pass over every KV head, the positions split across threads;
+// forward.cpp); beside another sequence's token it does not. Both, on 2 threads and on
+// 1, give the same logits. gen-model qwen3 `small` (4 KV heads of 128, 40,960 positions).
+TEST(SplitDecodeTest, LongContextDecodeGivesTheUnsplitBits) {
+  std::string why;
+  const std::string path = testing::generated_model("small", "q8_0", &why, "qwen3");
+  ASSERT_FALSE(path.empty()) << "gen-model qwen3 small: " << why;
+  constexpr int32_t kPrefill = 2060, kDecode = 4;
+  auto decode = [&](int threads, bool neighbour) {
+    EngineOptions o;
+    o.n_threads = threads;
+    o.n_ctx = 2112;
+    o.n_seq_max = 2;
+    o.n_batch = 512;
+    auto e = Engine::load(path, o);
+    EXPECT_TRUE(e.ok()) << e.status().to_string();
+    std::vector<float> got;
+    if (!e.ok()) return got;
+    Engine& engine = **e;
+    const int32_t V = engine.info().n_vocab;
+    const std::vector<int32_t> prompt = random_tokens(kPrefill + kDecode, V, 7u);
+    std::vector<BatchToken> batch;
+    std::vector<float> logits;
+    for (int32_t b = 0; b < kPrefill; b += 512) {
+      batch.clear();
+      for (int32_t i = b; i < std::min(kPrefill, b + 512); ++i)
+        batch.push_back({prompt[i], i, 0, i + 1 == kPrefill});
+      EXPECT_TRUE(engine.forward(batch, logits).ok());
+    }
+    for (int32_t i = kPrefill; i < kPrefill + kDecode; ++i) {
+      batch.clear();
+      batch.push_back({prompt[i], i, 0, true});
+      if (neighbour) batch.push_back({prompt[i - kPrefill], i - kPrefill, 1, false});
+      EXPECT_TRUE(engine.forward(batch, logits).ok());
+      got.insert(got.end(), logits.begin(), logits.begin() + V);
+    }
+    return got;
+  };
+  const std::vector<float> split2 = decode(2, false), split1 = decode(1, false);
+  const std::vector<float> unsplit = decode(2, true);
+  ASSERT_FALSE(unsplit.empty());
+  ASSERT_EQ(split2.size(), unsplit.size());
+  ASSERT_EQ(split1.size(), unsplit.size());
+  EXPECT_EQ(std::memcmp(split2.data(), unsplit.data(), unsplit.size() * sizeof(float)), 0)
+      << "2 threads, split vs unsplit";
+  EXPECT_EQ(std::memcmp(split1.data(), unsplit.data(), unsplit.size() * sizeof(float)), 0)
+      << "1 thread, split vs unsplit";
+}
+
 // The matrices copied into huge-page memory (the default) or read in place from the
 // mapping: the same bytes, so the same bits. Tied output (the copy must serve as both
 // embedding table and output head) and Q4_0 (decode row groups) included.
