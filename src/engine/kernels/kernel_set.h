@@ -143,8 +143,9 @@ using AttendFn = bool (*)(int32_t lanes, const AttendTask& task);
 // side in each row, each task's scratch its own (attend's layout, where the score rows
 // are kept). attend_scores: the scores at positions [p0, p1) (p0 a multiple of 16) of
 // every task; scratch: attend_split_scratch_floats(n, group, head_dim) floats of the
-// caller's. False (nothing done) when this table does not split such tasks (quantized
-// or windowed rows, a ring, several tokens, or a head_dim it does not tile).
+// caller's; the range may be empty (then it only answers). False (nothing done) when
+// this table does not split such tasks (quantized or windowed rows, a ring, several
+// tokens, or a head_dim it does not tile).
 // attend_finish: the rest (soft-cap, softmax, P.V) once a task's every score is in.
 // Outputs: attend's bits.
 using AttendScoresFn = bool (*)(const AttendTask* tasks, int32_t n, int32_t p0, int32_t p1,

@@ -260,7 +260,9 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
                   engine::attend_tokens_scratch_floats(kAttentionBlockTokens,
                                                        hp.n_head / hp.n_head_kv, impl->opts.n_ctx,
                                                        hp.head_dim));
-  {
+  // Only where a decode token's attention can run split (forward.cpp, attention_split).
+  if (engine::kb::active_kernels().attend_scores != nullptr && options.kv_type == KvType::kF16 &&
+      hp.causal && hp.n_head_kv <= kMaxSplitHeads && impl->opts.n_ctx >= kSplitMinPositions) {
     const int32_t group = hp.n_head / hp.n_head_kv;
     s.split_shared.resize(
         static_cast<size_t>(hp.n_head_kv) *

@@ -114,15 +114,17 @@ void Engine::Impl::plan_attention_blocks(std::span<const BatchToken> chunk) {
 bool Engine::Impl::attention_split(std::span<const BatchToken> chunk, int32_t layer, int32_t group,
                                    float scale, const engine::AttendMask& mask,
                                    kb::ThreadPool& tp) {
-  if (s.attn_blocks.size() != 1 || chunk.size() != 1 || !hp.causal) return false;
   // Below a few thousand positions the KV mostly stays in cache and the second barrier
-  // costs more than the whole rows gain (decode after 512: 0.92x).
-  if (chunk[0].pos + 1 < kSplitMinPositions) return false;
+  // costs more than the whole rows gain (decode after 512: 0.92x). split_shared is
+  // empty where the split cannot run (engine.cpp).
+  if (s.split_shared.empty() || s.attn_blocks.size() != 1 || chunk.size() != 1 ||
+      chunk[0].pos + 1 < kSplitMinPositions) {
+    return false;
+  }
   const int32_t hd = hp.head_dim, n_kv = hp.n_head_kv;
   const BatchToken& t = chunk[0];
   engine::TokenQueries per_head[kMaxSplitHeads];
   engine::AttendTask tasks[kMaxSplitHeads];
-  if (n_kv > kMaxSplitHeads) return false;
   for (int32_t g = 0; g < n_kv; ++g) {
     const size_t first = static_cast<size_t>(g) * group * hd;
     per_head[g] = {t.pos, s.q16.data() + first, s.att.data() + first};
