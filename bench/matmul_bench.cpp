@@ -96,9 +96,10 @@ void Register() {
       // A 512-token prefill chunk (the engine's batch) on the square shape only:
       // the pack of a prefill GEMM is amortized over that many tokens there.
       // 4-16 tokens (interleaved form): several sequences decoding at once, a prefix
-      // hit's tail.
-      const std::vector<int64_t> tokens =
-          s[0] == 2048 ? std::vector<int64_t>{1, 4, 64, 512} : std::vector<int64_t>{1, 4, 64};
+      // hit's tail; 8-16 plain: where the pack path takes over from the tile path
+      // (PanelKernels::min_tokens).
+      const std::vector<int64_t> tokens = s[0] == 2048 ? std::vector<int64_t>{1, 4, 64, 512}
+                                                       : std::vector<int64_t>{1, 4, 8, 12, 16, 64};
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1], false)
           ->ArgsProduct({tokens, {1}})
           ->ArgNames({"tokens", "threads"})

@@ -20,7 +20,8 @@ constexpr int64_t kRowsPerTask = 16;
 // (all tokens) are streamed once per block, not once per few rows.
 constexpr size_t kTileBlockBytes = size_t{256} << 10;
 // Fewest tokens for which packing panels pays for itself (the pack touches every
-// weight once, like one token's worth of dot products).
+// weight once, like one token's worth of dot products), unless the format's panel
+// kernels say otherwise (PanelKernels::min_tokens).
 constexpr int64_t kPanelMinTokens = 8;
 // Most consecutive panels one thread packs per grab on the pack path (2b).
 constexpr int64_t kPackRun = 4;
@@ -28,6 +29,10 @@ static_assert(kRowsPerTask == kPanelRows, "a task is one panel");
 // Most tokens for which matmul_many shares one dispatch among interleaved views with a
 // group GEMM (beyond it each matrix's own dispatch is a small part of its time).
 constexpr int64_t kMaxSharedGroupTokens = 64;
+
+int64_t panel_min_tokens(const PanelKernels& pk) {
+  return pk.min_tokens > 0 ? pk.min_tokens : kPanelMinTokens;
+}
 
 // Each pool thread's panel buffer: grown once, reused by every later call.
 MatmulScratch& panel_scratch() {
@@ -293,7 +298,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
   const int64_t cols = w.cols;
   const int64_t rows = w.rows;
   const PanelKernels& pk = kernels.panel[type_id];
-  if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && n_tokens >= kPanelMinTokens) {
+  if (use_tiles && pk.gemm != nullptr && pk.pack == nullptr && n_tokens >= panel_min_tokens(pk)) {
     // 2a. Prefill, GEMM on the rows in place: blocks of whole tasks that stay in L2
     // while every token passes them.
     const int64_t block_rows = rows_per_block(w);
@@ -309,7 +314,7 @@ void matmul_with(const KernelSet& kernels, bool use_tiles, const WeightView& w, 
     return;
   }
   const bool group_gemm = use_tiles && w.interleaved && kernels.group_gemm_interleaved[type_id];
-  if (use_tiles && pk.gemm != nullptr && n_tokens >= kPanelMinTokens && !group_gemm) {
+  if (use_tiles && pk.gemm != nullptr && n_tokens >= panel_min_tokens(pk) && !group_gemm) {
     // 2b. Prefill: pack each task's rows into a panel, then sweep every token past it.
     // Runs of kPackRun consecutive tasks per grab: a pack prefetches the next panel's
     // rows, which is then this thread's next task (except at a run's end).
@@ -347,7 +352,8 @@ void matmul_many(std::span<const MatmulPart> parts, const float* x, int64_t n_to
     shared = shared && p.w->type == w0.type && p.w->cols == w0.cols && p.w->rows > 0;
     grouped = grouped && p.w->interleaved;
   }
-  shared = shared && (n_tokens < kPanelMinTokens || (grouped && n_tokens <= kMaxSharedGroupTokens));
+  const int64_t panel_min = panel_min_tokens(kernels.panel[static_cast<int>(w0.type)]);
+  shared = shared && (n_tokens < panel_min || (grouped && n_tokens <= kMaxSharedGroupTokens));
   if (!shared) {  // prefill (panels amortize their own dispatch) or unlike matrices
     for (const MatmulPart& p : parts) matmul(*p.w, x, n_tokens, p.y, pool, scratch);
     return;

@@ -224,8 +224,11 @@ void install_avx512_kquant_panels(KernelSet* k) {
       PanelKernels{kpanel_bytes<PQ4K>, kpanel_pack<PQ4K>, kpanel_gemm<PQ4K>};
   k->panel[static_cast<int>(T::kQ5_K)] =
       PanelKernels{kpanel_bytes<PQ5K>, kpanel_pack<PQ5K>, kpanel_gemm<PQ5K>};
+  // Q6_K's pack (six-bit quants from two arrays) costs more than the others': below 16
+  // tokens the tile path is faster (32000x2048, one thread, 3 alternations: 8 tokens
+  // 0.63-0.83x, 12 tokens 0.80-0.90x; bench/matmul_bench.cpp, docs/benchmarks.md).
   k->panel[static_cast<int>(T::kQ6_K)] =
-      PanelKernels{kpanel_bytes<PQ6K>, kpanel_pack<PQ6K>, kpanel_gemm<PQ6K>};
+      PanelKernels{kpanel_bytes<PQ6K>, kpanel_pack<PQ6K>, kpanel_gemm<PQ6K>, 16};
 }
 
 }  // namespace hearth::engine

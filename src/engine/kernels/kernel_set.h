@@ -179,6 +179,9 @@ struct PanelKernels {
   void (*pack)(const void* w, size_t row_stride, int n_rows, int64_t n, uint8_t* panel);
   void (*gemm)(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, size_t x_stride,
                int nt, float* y, size_t y_stride);
+  // Fewest tokens for which this format's panels beat the tile path; 0: matmul's
+  // default (8: the pack touches every weight once, like one token's dot products).
+  int min_tokens = 0;
 };
 
 // Decode over row groups (optional, per weight type): kRowGroup consecutive weight
