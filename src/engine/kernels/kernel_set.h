@@ -101,6 +101,8 @@ struct TokenQueries {
 // they size the scratch (attend_tokens_scratch_floats) that AttendTask::scratch holds.
 inline constexpr int32_t kAttendMaxLanes = 16;
 inline constexpr int32_t kAttendMaxHeadDim = 256;
+// Floats of the K tile at the start of AttendTask::scratch (and of a split scratch).
+inline constexpr size_t kAttendTileFloats = size_t{kAttendMaxHeadDim} * kAttendMaxLanes;
 // Floats of AttendTask::scratch holding n_tokens x group queries of head_dim transposed
 // (rounded up to a whole tile, so that the scores after them start aligned).
 inline constexpr size_t attend_queries_floats(int32_t n_tokens, int32_t group, int32_t head_dim) {
@@ -117,7 +119,7 @@ struct AttendTask {
   int32_t n_tokens;            // > 0
   int32_t head_dim;
   float scale;
-  // kAttendMaxHeadDim * kAttendMaxLanes floats of K tile, then (F16 rows) the block's
+  // kAttendTileFloats floats of K tile, then (F16 rows) the block's
   // queries transposed (attend_queries_floats), then the scores.
   float* scratch;
   // Gemma: scores soft-capped (canon::softcap) before the softmax when > 0, and each
@@ -141,18 +143,18 @@ using AttendFn = bool (*)(int32_t lanes, const AttendTask& task);
 // One decode token on n KV heads, split by positions (optional; nullptr: attend per
 // head). tasks[h]: the token's queries on KV head first + h, the heads' slices side by
 // side in each row, each task's scratch its own (attend's layout, where the score rows
-// are kept). attend_scores: the scores at positions [p0, p1) (p0 a multiple of 16) of
-// every task; scratch: attend_split_scratch_floats(n, group, head_dim) floats of the
-// caller's; the range may be empty (then it only answers). False (nothing done) when
-// this table does not split such tasks (quantized or windowed rows, a ring, several
-// tokens, or a head_dim it does not tile).
+// are kept). attend_scores: the scores at positions [p0, p1) (p0 a multiple of
+// kAttendMaxLanes) of every task; scratch: attend_split_scratch_floats(n, group,
+// head_dim) floats of the caller's; the range may be empty (then it only answers).
+// False (nothing done) when this table does not split such tasks (quantized or
+// windowed rows, a ring, several tokens, or a head_dim it does not tile).
 // attend_finish: the rest (soft-cap, softmax, P.V) once a task's every score is in.
 // Outputs: attend's bits.
 using AttendScoresFn = bool (*)(const AttendTask* tasks, int32_t n, int32_t p0, int32_t p1,
                                 float* scratch);
 using AttendFinishFn = void (*)(const AttendTask& task);
 inline constexpr size_t attend_split_scratch_floats(int32_t n, int32_t group, int32_t head_dim) {
-  return static_cast<size_t>(kAttendMaxHeadDim) * kAttendMaxLanes +
+  return kAttendTileFloats +
          static_cast<size_t>(n) * static_cast<size_t>(group) * static_cast<size_t>(head_dim);
 }
 

@@ -155,8 +155,7 @@ size_t attend_tokens_scratch_floats(int32_t n_tokens, int32_t group, int32_t n_c
                                     int32_t head_dim) {
   const size_t scores = static_cast<size_t>(std::max(1, n_tokens)) * static_cast<size_t>(group) *
                         round_up(static_cast<size_t>(std::max(1, n_ctx)), kAttendMaxLanes);
-  return static_cast<size_t>(kAttendMaxHeadDim) * kAttendMaxLanes +
-         attend_queries_floats(std::max(1, n_tokens), group, head_dim) +
+  return kAttendTileFloats + attend_queries_floats(std::max(1, n_tokens), group, head_dim) +
          std::max(scores, static_cast<size_t>(head_dim));
 }
 
@@ -181,7 +180,7 @@ void attend_tokens(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_hea
                          scale, scratch, mask)) {
     return;
   }
-  float* scores = scratch + static_cast<size_t>(kAttendMaxHeadDim) * kAttendMaxLanes;
+  float* scores = scratch + kAttendTileFloats;
   for (const TokenQueries& t : tokens) {
     for (int32_t h = 0; h < group; ++h) {
       const size_t at = static_cast<size_t>(h) * static_cast<size_t>(head_dim);

@@ -81,10 +81,10 @@ bool attend_tokens_with(const KernelSet& kernels, int32_t lanes, const KvStore& 
 // tasks (per_head[h]: the token's queries on KV head h; shared:
 // n_kv_heads * attend_tokens_scratch_floats(1, group, n_ctx, head_dim) floats, where
 // their score rows are kept) and is false when the active table does not split this
-// layer. Then attend_split_scores over disjoint 16-aligned position ranges that cover
-// [0, pos] (from any threads, each with its own scratch of
-// attend_split_scratch_floats(n_kv_heads, group, head_dim)), and once all are done
-// attend_split_finish per head. Outputs: attend_tokens's bits.
+// layer. Then attend_split_scores over disjoint position ranges that cover [0, pos],
+// each starting at a multiple of kAttendMaxLanes (from any threads, each with its own
+// scratch of attend_split_scratch_floats(n_kv_heads, group, head_dim)), and once all
+// are done attend_split_finish per head. Outputs: attend_tokens's bits.
 bool attend_split_tasks(const KvStore& kv, int32_t seq, int32_t layer, int32_t n_kv_heads,
                         int32_t group, const TokenQueries* per_head, int32_t head_dim, float scale,
                         float* shared, AttendTask* tasks, AttendMask mask = {});

@@ -133,14 +133,15 @@ bool Engine::Impl::attention_split(std::span<const BatchToken> chunk, int32_t la
                                   scale, s.split_shared.data(), tasks, mask)) {
     return false;
   }
-  const int32_t n = t.pos + 1;
-  const int64_t tiles = (n + 15) / 16;
+  // Whole tiles per thread: a range starts at a multiple of the widest tile.
+  constexpr int64_t kTile = engine::kAttendMaxLanes;
+  const int64_t tiles = (t.pos + kTile) / kTile;  // ceil((pos + 1) / kTile)
   const int64_t parts = std::min<int64_t>(tp.size(), tiles);
   const size_t slot_floats = engine::attend_split_scratch_floats(n_kv, group, hd);
   tp.parallel_for(parts, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      const auto p0 = static_cast<int32_t>(tiles * part / parts * 16);
-      const auto p1 = static_cast<int32_t>(tiles * (part + 1) / parts * 16);
+      const auto p0 = static_cast<int32_t>(tiles * part / parts * kTile);
+      const auto p1 = static_cast<int32_t>(tiles * (part + 1) / parts * kTile);
       engine::attend_split_scores(tasks, n_kv, p0, p1,
                                   s.split_slots.data() + static_cast<size_t>(part) * slot_floats);
     }
