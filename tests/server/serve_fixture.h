@@ -37,11 +37,11 @@ inline std::filesystem::path scratch_dir(const std::string& name) {
 // Writes a config whose save policy lets short test prompts be cached; `extra` is
 // more TOML (tables other than [[models]]).
 inline std::string write_config(const std::filesystem::path& dir, const std::string& model_line,
-                                const std::string& extra = "") {
+                                const std::string& extra = "", int context = 1024) {
   const std::filesystem::path p = dir / "serve.toml";
   std::ofstream(p) << extra << "\n[[models]]\n"
                    << model_line << "\n"
-                   << "context = 1024\nn_seq_max = 4\n"
+                   << "context = " << context << "\nn_seq_max = 4\n"
                    << "policy = { min_tokens = 8, cold_min_tokens = 8, boundary_trim_tokens = 0, "
                       "boundary_align_tokens = 8, continued_interval = 64 }\n";
   return p.string();

@@ -230,9 +230,13 @@ TEST(WebUiBrowser, ChatStreamsAndMarksWarmTurnsAndDashboardMatchesMetrics) {
   ASSERT_TRUE(fs::exists(model)) << model << " is missing (the shared test models)";
   testing::ServeProcess proc;
   // A disk tier too, so the dashboard has more than one tier to match against /metrics.
-  ASSERT_TRUE(proc.start(
-      {"--api-key", "web-key", "--cache-dir", (dir / "kvc").string(), "--config",
-       testing::write_config(dir, "id = \"stories\"\npath = \"" + model.string() + "\"")}))
+  // An 8k context and max_tokens limit: the Stop check asks for 8,000 tokens, which this
+  // tiny model takes ~2 s to write, so the page's abort reaches the server while it still generates
+  // (900 tokens took 241 ms, and on a loaded machine the abort once came after them).
+  ASSERT_TRUE(
+      proc.start({"--api-key", "web-key", "--cache-dir", (dir / "kvc").string(), "--config",
+                  testing::write_config(dir, "id = \"stories\"\npath = \"" + model.string() + "\"",
+                                        "[limits]\nmax_tokens = 8000", 8192)}))
       << proc.log();
   std::string shots;
   if (const char* d = std::getenv("HEARTH_SCREENSHOT_DIR")) shots = fs::absolute(d).string();

@@ -126,7 +126,8 @@ async function checkStop(page) {
   const metricsText = async () => (await fetch(url + "/metrics", { headers: auth })).text();
   const cancelledBefore = parseMetrics(await metricsText()).get(METRIC_NAMES.cancelled) || 0;
   await page.click("#clear");
-  await page.$eval("#max-tokens", (e) => { e.value = "900"; });
+  // Long enough (the server's context is 8k) that the abort always lands mid-generation.
+  await page.$eval("#max-tokens", (e) => { e.value = "8000"; });
   await page.evaluate(() => {
     const log = document.getElementById("log");
     const obs = new MutationObserver(() => {
