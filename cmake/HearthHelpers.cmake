@@ -102,16 +102,16 @@ function(hearth_install_package)
   install(FILES ${PROJECT_BINARY_DIR}/hearth.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 endfunction()
 
-# hearth_add_test_dir(<name> [DEPS ...]) builds tests/<name>/**/*_test.cpp into one
-# GoogleTest binary test_<name>, registered test-by-test with ctest.
 # Test code is glue around the libraries, which keep their -O3: compiled at -O1 in
-# optimized builds, the test files build in about 0.6-0.65x the time (a test file is
+# optimized builds, the test files build in about 0.6-0.75x the time (a test file is
 # gtest, nlohmann/json or CLI11 templates, instantiated and optimized per file), which
 # is half of a clean build on two cores (docs/architecture.md, "Build time").
 function(hearth_test_opt target)
   target_compile_options(${target} PRIVATE $<$<CONFIG:Release,RelWithDebInfo>:-O1>)
 endfunction()
 
+# hearth_add_test_dir(<name> [DEPS ...]) builds tests/<name>/**/*_test.cpp into one
+# GoogleTest binary test_<name>, registered test-by-test with ctest.
 function(hearth_add_test_dir name)
   cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${name}/*_test.cpp)
