@@ -317,7 +317,11 @@ TEST_F(HttpApiTest, ModelsTokenizeAndCacheAdmin) {
   for (int i = 0; i < 500; ++i) {
     counters = json::parse(client_->Get("/hearth/cache/counters")->body)["counters"];
     rows = json::parse(client_->Get("/hearth/cache/rows")->body)["rows"];
-    if (counters.value("saves_finish", 0) == 1 && all_available()) break;
+    // The two reads are not one snapshot: a save may publish between them, so wait
+    // until they agree as well.
+    const size_t saves =
+        static_cast<size_t>(counters.value("saves_cold", 0) + counters.value("saves_finish", 0));
+    if (counters.value("saves_finish", 0) == 1 && all_available() && rows.size() == saves) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(4));
   }
   EXPECT_EQ(counters.value("saves_finish", 0), 1) << counters.dump();
