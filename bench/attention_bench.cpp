@@ -38,14 +38,15 @@ std::optional<KvStore> random_kv(benchmark::State& state, int32_t kv_dim, int32_
   KvStore kv = std::move(*created);
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
   for (int32_t l = 0; l < kLayers; ++l) {
     for (int32_t p = 0; p < filled; ++p) {
-      uint16_t* k = kv.k_row(0, l, p);
       uint16_t* v = kv.v_row(0, l, p);
       for (int32_t i = 0; i < kv_dim; ++i) {
-        k[i] = fp32_to_fp16(dist(rng));
+        k[static_cast<size_t>(i)] = fp32_to_fp16(dist(rng));
         v[i] = fp32_to_fp16(dist(rng));
       }
+      kv.put_k(0, l, p, k.data());
     }
   }
   kv.set_len(0, filled);

@@ -27,12 +27,13 @@ void fill_random(KvStore& kv, int32_t n_pos, int32_t kv_dim, uint32_t seed) {
   Lcg rng{seed};
   for (int32_t layer = 0; layer < 1; ++layer) {
     for (int32_t p = 0; p < n_pos; ++p) {
-      uint16_t* k = kv.k_row(0, layer, p);
+      std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
       uint16_t* v = kv.v_row(0, layer, p);
       for (int32_t i = 0; i < kv_dim; ++i) {
-        k[i] = fp32_to_fp16(rng.next() * 3.0f);
+        k[static_cast<size_t>(i)] = fp32_to_fp16(rng.next() * 3.0f);
         v[i] = fp32_to_fp16(rng.next() * 2.0f);
       }
+      kv.put_k(0, layer, p, k.data());
     }
   }
   kv.set_len(0, n_pos);

@@ -100,14 +100,15 @@ void CudaAttention::check_reference(const Shape& s, const std::vector<int32_t>& 
   std::vector<uint16_t> host(static_cast<size_t>(lay.seq_stride), 0);
   Lcg rng{static_cast<uint32_t>(head_dim * 10 + group + max_pos)};
   for (int32_t p = 0; p <= max_pos; ++p) {
-    uint16_t* k = cpu.k_row(0, 0, p);
+    std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
     uint16_t* v = cpu.v_row(0, 0, p);
     for (int32_t e = 0; e < kv_dim; ++e) {
-      k[e] = fp32_to_fp16(rng.next());
+      k[static_cast<size_t>(e)] = fp32_to_fp16(rng.next());
       v[e] = fp32_to_fp16(rng.next());
-      host[static_cast<size_t>(p) * kv_dim + e] = k[e];
+      host[static_cast<size_t>(p) * kv_dim + e] = k[static_cast<size_t>(e)];
       host[lay.v_offset + static_cast<size_t>(p) * kv_dim + e] = v[e];
     }
+    cpu.put_k(0, 0, p, k.data());
   }
   DeviceBuffer dkv;
   HEARTH_ASSERT_OK(upload(host, stream_, &dkv));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -48,24 +49,34 @@ TEST(KvStoreTest, RowsStartZeroedAndAreDistinct) {
   EXPECT_EQ(kv.n_seq(), 2);
   EXPECT_EQ(kv.len(0), 0);
   EXPECT_EQ(kv.bytes_per_position(), 3u * 2 * 8 * 2);
-  // Every row of every sequence, layer and kind is zero and is its own memory.
+  // Every position of every sequence, layer and kind is zero and is its own memory.
   uint16_t next = 1;
   for (int32_t s = 0; s < 2; ++s)
     for (int32_t l = 0; l < 3; ++l)
-      for (int32_t p = 0; p < 16; ++p)
-        for (uint16_t* row : {kv.k_row(s, l, p), kv.v_row(s, l, p)})
-          for (int32_t i = 0; i < 8; ++i) {
-            ASSERT_EQ(row[i], 0);
-            row[i] = next++;
-          }
+      for (int32_t p = 0; p < 16; ++p) {
+        uint16_t k[8];
+        uint16_t* v = kv.v_row(s, l, p);
+        for (int32_t i = 0; i < 8; ++i) {
+          ASSERT_EQ(kv.k_at(s, l, p, i), 0);
+          ASSERT_EQ(v[i], 0);
+          k[i] = next++;
+          v[i] = next++;
+        }
+        kv.put_k(s, l, p, k);
+      }
   next = 1;
   for (int32_t s = 0; s < 2; ++s)
     for (int32_t l = 0; l < 3; ++l)
       for (int32_t p = 0; p < 16; ++p)
-        for (const uint16_t* row : {kv.k_row(s, l, p), kv.v_row(s, l, p)})
-          for (int32_t i = 0; i < 8; ++i) ASSERT_EQ(row[i], next++);
-  // A layer's K rows are one run (what pack copies).
-  EXPECT_EQ(kv.k_row(1, 2, 5), kv.k_row(1, 2, 0) + 5 * 8);
+        for (int32_t i = 0; i < 8; ++i) {
+          ASSERT_EQ(kv.k_at(s, l, p, i), next++);
+          ASSERT_EQ(kv.v_row(s, l, p)[i], next++);
+        }
+  // F16 K lies in a tile of 16 slots, element-major; a layer's V rows are one run.
+  const auto* k = reinterpret_cast<const uint16_t*>(kv.k_slot0(1, 2));
+  EXPECT_EQ(k[3 * 16 + 5], kv.k_at(1, 2, 5, 3));
+  EXPECT_EQ(canon::k_tile_offset(21, 3, 8), 16u * 8 + 3 * 16 + 5);
+  EXPECT_EQ(kv.v_row(1, 2, 5), kv.v_row(1, 2, 0) + 5 * 8);
 }
 
 TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
@@ -73,11 +84,14 @@ TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
   auto b = KvStore::create(2, 2, 10, 4);
   ASSERT_TRUE(a.ok() && b.ok());
   for (int32_t l = 0; l < 2; ++l)
-    for (int32_t p = 0; p < 10; ++p)
+    for (int32_t p = 0; p < 10; ++p) {
+      uint16_t k[4];
       for (int32_t i = 0; i < 4; ++i) {
-        a->k_row(0, l, p)[i] = static_cast<uint16_t>(1000 * l + 10 * p + i);
+        k[i] = static_cast<uint16_t>(1000 * l + 10 * p + i);
         a->v_row(0, l, p)[i] = static_cast<uint16_t>(5000 + 1000 * l + 10 * p + i);
       }
+      a->put_k(0, l, p, k);
+    }
   a->set_len(0, 10);
   std::vector<uint8_t> bytes;
   a->pack(0, 6, bytes);
@@ -88,11 +102,76 @@ TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
   for (int32_t l = 0; l < 2; ++l)
     for (int32_t p = 0; p < 10; ++p)
       for (int32_t i = 0; i < 4; ++i) {
-        const uint16_t k = p < 6 ? a->k_row(0, l, p)[i] : 0;
+        const uint16_t k = p < 6 ? a->k_at(0, l, p, i) : 0;
         const uint16_t v = p < 6 ? a->v_row(0, l, p)[i] : 0;
-        EXPECT_EQ(b->k_row(1, l, p)[i], k) << l << " " << p;
+        EXPECT_EQ(b->k_at(1, l, p, i), k) << l << " " << p;
         EXPECT_EQ(b->v_row(1, l, p)[i], v) << l << " " << p;
       }
+}
+
+// The value element i of position p of layer l holds in TiledKPacksAsRows (below).
+uint16_t kv_value(int32_t l, int32_t kind, int32_t p, int32_t i) {
+  return static_cast<uint16_t>(((l * 2 + kind) * 4001 + p * 131 + i * 7) & 0xFFFF);
+}
+
+// F16 K is kept in tiles but packs as rows: pack gives the rows byte for byte, and
+// unpack, import_runs + commit_import and copy_prefix all bring them back, for
+// whole tiles (the vector transposes), part tiles, kv_dims with and without a
+// remainder of 8 and packed rows at an odd address.
+TEST(KvStoreTest, TiledKPacksAsRowsAndRoundTrips) {
+  for (int32_t kv_dim : {4, 64, 76}) {
+    for (int32_t n : {1, 15, 16, 17, 40, 48}) {
+      SCOPED_TRACE(std::to_string(kv_dim) + " dims, " + std::to_string(n) + " positions");
+      auto a = KvStore::create(1, 2, 50, kv_dim);
+      auto b = KvStore::create(2, 2, 50, kv_dim);
+      ASSERT_TRUE(a.ok() && b.ok());
+      std::vector<uint16_t> expect;  // the packed row: per layer, K rows then V rows
+      for (int32_t l = 0; l < 2; ++l) {
+        for (int32_t p = 0; p < 50; ++p) {
+          std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
+          for (int32_t i = 0; i < kv_dim; ++i) {
+            k[static_cast<size_t>(i)] = kv_value(l, 0, p, i);
+            a->v_row(0, l, p)[i] = kv_value(l, 1, p, i);
+          }
+          a->put_k(0, l, p, k.data());
+        }
+        for (int32_t kind = 0; kind < 2; ++kind)
+          for (int32_t p = 0; p < n; ++p)
+            for (int32_t i = 0; i < kv_dim; ++i) expect.push_back(kv_value(l, kind, p, i));
+      }
+      a->set_len(0, 50);
+      std::vector<uint8_t> bytes;
+      a->pack(0, n, bytes);
+      ASSERT_EQ(bytes.size(), expect.size() * 2);
+      ASSERT_EQ(std::memcmp(bytes.data(), expect.data(), bytes.size()), 0);
+      auto check = [&](int32_t seq) {
+        ASSERT_EQ(b->len(seq), n);
+        for (int32_t l = 0; l < 2; ++l)
+          for (int32_t p = 0; p < n; ++p)
+            for (int32_t i = 0; i < kv_dim; ++i) {
+              ASSERT_EQ(b->k_at(seq, l, p, i), kv_value(l, 0, p, i)) << l << " " << p << " " << i;
+              ASSERT_EQ(b->v_row(seq, l, p)[i], kv_value(l, 1, p, i)) << l << " " << p << " " << i;
+            }
+      };
+      std::vector<uint8_t> odd(bytes.size() + 1);
+      std::memcpy(odd.data() + 1, bytes.data(), bytes.size());
+      b->unpack(1, std::span<const uint8_t>(odd).subspan(1), n);
+      check(1);
+      size_t at = 0;
+      for (std::span<uint8_t> r : b->import_runs(0, n)) {
+        std::memcpy(r.data(), bytes.data() + at, r.size());
+        at += r.size();
+      }
+      ASSERT_EQ(at, bytes.size());
+      b->commit_import(0, n);
+      check(0);
+      ASSERT_TRUE(b->copy_prefix(1, 0, n).ok());
+      check(0);
+      std::vector<uint8_t> again;
+      b->pack(0, n, again);
+      EXPECT_EQ(again, bytes);
+    }
+  }
 }
 
 // Quantized types: a row is kv_dim / 32 blocks of 34 (Q8_0) or 18 (Q4_0) bytes, so
@@ -145,11 +224,14 @@ KvRing ring_of_layer1() {
 
 // Writes position p of every layer of seq as values that name (seq, layer, kind, p).
 void write_position(KvStore& kv, int32_t seq, int32_t p) {
-  for (int32_t l = 0; l < 3; ++l)
+  for (int32_t l = 0; l < 3; ++l) {
+    std::vector<uint16_t> k(static_cast<size_t>(kv.kv_dim()));
     for (int32_t i = 0; i < kv.kv_dim(); ++i) {
-      kv.k_row(seq, l, p)[i] = static_cast<uint16_t>(10000 * l + 10 * p + i);
+      k[static_cast<size_t>(i)] = static_cast<uint16_t>(10000 * l + 10 * p + i);
       kv.v_row(seq, l, p)[i] = static_cast<uint16_t>(30000 + 10000 * l + 10 * p + i);
     }
+    kv.put_k(seq, l, p, k.data());
+  }
 }
 
 TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
@@ -161,8 +243,13 @@ TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
   EXPECT_EQ(kv->slots(1), 16);
   EXPECT_EQ(kv->bytes_per_sequence(), 2u * (64 + 16 + 64) * 4 * 2);
   EXPECT_EQ(full->bytes_per_sequence(), 2u * 3 * 64 * 4 * 2);
-  EXPECT_EQ(kv->k_row(0, 1, 21), kv->k_row(0, 1, 5));  // slot 21 % 16
-  EXPECT_NE(kv->k_row(0, 0, 21), kv->k_row(0, 0, 5));
+  EXPECT_EQ(kv->slot(1, 21), 5);  // 21 % 16
+  EXPECT_EQ(kv->slot(0, 21), 21);
+  write_position(*kv, 0, 5);
+  write_position(*kv, 0, 21);
+  EXPECT_EQ(kv->k_at(0, 1, 5, 0), 10000 + 210);
+  EXPECT_EQ(kv->v_row(0, 1, 5)[0], 40000 + 210);
+  EXPECT_EQ(kv->k_at(0, 0, 5, 0), 50);
   // A ring no larger than the context: min(n_ctx, ...).
   EXPECT_EQ(KvStore::ring_capacity_for(8, 4, 10), 10);
   EXPECT_EQ(KvStore::ring_capacity_for(64, 512, 32768), 576);
@@ -194,7 +281,7 @@ TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
   for (int32_t l = 0; l < 3; ++l)
     for (int32_t p = l == 1 ? 17 : 0; p < 25; ++p)
       for (int32_t i = 0; i < 4; ++i) {
-        ASSERT_EQ(b->k_row(1, l, p)[i], a->k_row(0, l, p)[i]) << l << " " << p;
+        ASSERT_EQ(b->k_at(1, l, p, i), a->k_at(0, l, p, i)) << l << " " << p;
         ASSERT_EQ(b->v_row(1, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p;
       }
   // The import spans are pack's bytes in order; for 36 positions layer 1's K and V runs
@@ -205,7 +292,7 @@ TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
   for (auto s : spans) total += s.size();
   EXPECT_EQ(total, b->pack_bytes(36));
   EXPECT_EQ(spans[3].size(), 4 * b->row_bytes());
-  EXPECT_EQ(spans[3].data(), b->k_bytes(0, 1, 32));
+  EXPECT_EQ(spans[3].data(), b->k_slot0(0, 1));  // slot 0 = 32 % 16
   // Too far back: 14 is the oldest held, pack(20) needs 12.. and truncation to 20 needs 13..
   EXPECT_FALSE(a->pack_ok(0, 20));
   EXPECT_EQ(a->min_truncate(0), 14 + 7);
@@ -226,7 +313,7 @@ TEST(KvStoreTest, CopyPrefixForksARingSequence) {
   EXPECT_EQ(kv->oldest(1), 24);
   for (int32_t l = 0; l < 3; ++l)
     for (int32_t p = l == 1 ? 24 : 0; p < 36; ++p)
-      ASSERT_EQ(kv->k_row(1, l, p)[0], kv->k_row(0, l, p)[0]) << l << " " << p;
+      ASSERT_EQ(kv->k_at(1, l, p, 0), kv->k_at(0, l, p, 0)) << l << " " << p;
   const Status st = kv->copy_prefix(0, 1, 30);  // needs 23.., the oldest held is 24
   EXPECT_EQ(st.code(), ErrorCode::kFailedPrecondition);
   EXPECT_NE(st.message().find("window 8"), std::string::npos) << st.message();

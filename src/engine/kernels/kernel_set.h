@@ -111,9 +111,12 @@ inline constexpr size_t attend_queries_floats(int32_t n_tokens, int32_t group, i
   return (n + kAttendMaxLanes - 1) / kAttendMaxLanes * kAttendMaxLanes;
 }
 struct AttendTask {
-  const uint16_t* k0;  // K of position 0, at this KV head's slice
-  const uint16_t* v0;  // V of position 0, likewise
-  size_t stride;       // halves from one position's K (V) to the next
+  // F16 K in the store's tiles (engine/kernels/kv_blocks.h): tile 0 at this KV head's
+  // first element, so element d of slot s is at
+  // k0[(s / kKTile) * kKTile * stride + d * kKTile + s % kKTile].
+  const uint16_t* k0;
+  const uint16_t* v0;  // V of slot 0 (a row), at this KV head's slice
+  size_t stride;       // halves of one slot's K (V): kv_dim
   int32_t group;
   const TokenQueries* tokens;  // in increasing pos order
   int32_t n_tokens;            // > 0

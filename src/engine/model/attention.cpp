@@ -60,7 +60,8 @@ AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_h
     return t;
   }
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
-  AttendTask t{reinterpret_cast<const uint16_t*>(kv.k_slot0(seq, layer)) + off,
+  // K in tiles: this head's columns start at its first element's lane 0 of tile 0.
+  AttendTask t{reinterpret_cast<const uint16_t*>(kv.k_slot0(seq, layer)) + off * canon::kKTile,
                reinterpret_cast<const uint16_t*>(kv.v_slot0(seq, layer)) + off,
                static_cast<size_t>(kv.kv_dim()),
                group,
@@ -135,10 +136,12 @@ void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
   // Products of two F16 values are exact in f32, so `s += a * b` rounds once per step
   // whether or not the compiler contracts it into an FMA.
+  const auto* k_tiles = reinterpret_cast<const uint16_t*>(kv.k_slot0(seq, layer));
   for (int32_t i = 0; i < n; ++i) {
-    const uint16_t* k = kv.k_row(seq, layer, ws + i) + off;
+    const uint16_t* k = k_tiles + canon::k_tile_offset(kv.slot(layer, ws + i),
+                                                       static_cast<int32_t>(off), kv.kv_dim());
     float s = 0.0f;
-    for (int32_t d = 0; d < head_dim; ++d) s += q[d] * fp16_to_fp32(k[d]);
+    for (int32_t d = 0; d < head_dim; ++d) s += q[d] * fp16_to_fp32(k[d * canon::kKTile]);
     scores[i] = s;
   }
   if (mask.softcap > 0.0f) canon::softcap(scores, n, mask.softcap);

@@ -256,6 +256,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
     s.router_margin.assign(static_cast<size_t>(hp.n_layer), INFINITY);
   }
   s.q16.resize(B * hp.q_dim());
+  s.k16.resize(B * hp.kv_dim());
   s.scores.resize(static_cast<size_t>(options.n_threads) *
                   engine::attend_tokens_scratch_floats(kAttentionBlockTokens,
                                                        hp.n_head / hp.n_head_kv, impl->opts.n_ctx,

@@ -38,6 +38,7 @@ struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, rope;
   std::vector<float> rope_swa;  // angles of the sliding-window layers' rope (gemma3)
   std::vector<float> q16;       // Q rounded to F16 (held as float)
+  std::vector<uint16_t> k16;    // F16 K rows on their way into the store's tiles
   std::vector<float> scores;    // n_threads * attend_tokens_scratch_floats(...)
   // A decode token split by positions (attend_split_*): every KV head's score rows,
   // then each thread's scratch for its positions.

@@ -230,10 +230,10 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
     // K and V go to the sequence's store in the KV type before any token attends
     // (quantized rows by the reference quantizers: per token, whatever the batch).
     if (kv->type() == KvType::kF16) {
-      uint16_t* kr = kv->k_row(chunk[t].seq, kl, chunk[t].pos);
-      uint16_t* vr = kv->v_row(chunk[t].seq, kl, chunk[t].pos);
+      uint16_t* kr = s.k16.data() + t * kvd;
       engine::to_f16(k, kr, kvd);
-      engine::to_f16(v, vr, kvd);
+      kv->put_k(chunk[t].seq, kl, chunk[t].pos, kr);
+      engine::to_f16(v, kv->v_row(chunk[t].seq, kl, chunk[t].pos), kvd);
     } else {
       const gguf::TensorType qt =
           kv->type() == KvType::kQ8_0 ? gguf::TensorType::kQ8_0 : gguf::TensorType::kQ4_0;

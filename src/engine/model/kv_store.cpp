@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <cstring>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace hearth::engine {
@@ -32,6 +36,91 @@ void warm_for_kernel_writes(void* p, size_t bytes) {
   ::close(fd);
 }
 
+using canon::kKTile;
+
+#if defined(__SSE2__)
+// r[i][j] -> r[j][i] for 8 x 8 halves.
+void transpose8x8_u16(__m128i a[8]) {
+  __m128i b[8], c[8];
+  for (int k = 0; k < 4; ++k) {
+    b[2 * k] = _mm_unpacklo_epi16(a[2 * k], a[2 * k + 1]);
+    b[2 * k + 1] = _mm_unpackhi_epi16(a[2 * k], a[2 * k + 1]);
+  }
+  for (int k = 0; k < 2; ++k) {
+    c[4 * k] = _mm_unpacklo_epi32(b[4 * k], b[4 * k + 2]);
+    c[4 * k + 1] = _mm_unpackhi_epi32(b[4 * k], b[4 * k + 2]);
+    c[4 * k + 2] = _mm_unpacklo_epi32(b[4 * k + 1], b[4 * k + 3]);
+    c[4 * k + 3] = _mm_unpackhi_epi32(b[4 * k + 1], b[4 * k + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    a[2 * k] = _mm_unpacklo_epi64(c[k], c[4 + k]);
+    a[2 * k + 1] = _mm_unpackhi_epi64(c[k], c[4 + k]);
+  }
+}
+#endif
+
+// Rows [r0, r1) of a tile (its lanes r0 .. r1 - 1) to rows of kv_dim halves (kToRows) or
+// from them: tile[c * kKTile + r] <-> rows[(r - r0) * kv_dim + c]. The rows are bytes at
+// any alignment (a packed row may sit anywhere in a file's mapping).
+template <bool kToRows>
+struct TileCopy {
+  using Tile = std::conditional_t<kToRows, const uint16_t*, uint16_t*>;
+  using Rows = std::conditional_t<kToRows, uint8_t*, const uint8_t*>;
+
+  static void lanes(Tile tile, Rows rows, int32_t r0, int32_t r1, int32_t kv_dim) {
+    int32_t c0 = 0;
+#if defined(__SSE2__)
+    // A whole tile in 8 x 8 blocks, two lane halves.
+    for (int32_t h = 0; h < kKTile && r0 == 0 && r1 == kKTile; h += 8) {
+      for (c0 = 0; c0 + 8 <= kv_dim; c0 += 8) {
+        // Tile side: column c0 + i, lanes h .. h + 7; rows side: row h + i, c0 .. c0 + 7.
+        auto tile_at = [&](int i) { return tile + static_cast<size_t>(c0 + i) * kKTile + h; };
+        auto rows_at = [&](int i) { return rows + 2 * ((h + i) * size_t(kv_dim) + c0); };
+        __m128i a[8];
+        for (int i = 0; i < 8; ++i) {
+          a[i] = _mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(kToRows ? static_cast<const void*>(tile_at(i))
+                                                       : static_cast<const void*>(rows_at(i))));
+        }
+        transpose8x8_u16(a);
+        for (int i = 0; i < 8; ++i) {
+          if constexpr (kToRows) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(rows_at(i)), a[i]);
+          } else {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(tile_at(i)), a[i]);
+          }
+        }
+      }
+    }
+#endif
+    for (int32_t c = c0; c < kv_dim; ++c) {
+      for (int32_t r = r0; r < r1; ++r) {
+        const size_t t = static_cast<size_t>(c) * kKTile + r;
+        const size_t w = 2 * (static_cast<size_t>(r - r0) * kv_dim + c);
+        if constexpr (kToRows) {
+          std::memcpy(rows + w, tile + t, 2);
+        } else {
+          std::memcpy(tile + t, rows + w, 2);
+        }
+      }
+    }
+  }
+
+  // Slots [begin, end) of one layer's tiled K at k (no wrap), tile by tile.
+  static void slots(Tile k, int32_t begin, int32_t end, int32_t kv_dim, Rows rows) {
+    const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim;
+    for (int32_t s = begin; s < end;) {
+      const int32_t r0 = s % kKTile;
+      const int32_t r1 = std::min(kKTile, r0 + (end - s));
+      lanes(k + static_cast<size_t>(s / kKTile) * tile_halves, rows, r0, r1, kv_dim);
+      rows += 2 * static_cast<size_t>(r1 - r0) * kv_dim;
+      s += r1 - r0;
+    }
+  }
+};
+using TilesToRows = TileCopy<true>;
+using RowsToTiles = TileCopy<false>;
+
 }  // namespace
 
 KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type,
@@ -52,7 +141,7 @@ KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, 
   size_t off = 0;
   for (int32_t l = 0; l < n_layer; ++l) {
     layer_offset_[static_cast<size_t>(l)] = off;
-    off += 2 * static_cast<size_t>(slots(l)) * row_bytes_;
+    off += k_region_bytes(l) + static_cast<size_t>(slots(l)) * row_bytes_;
   }
   seq_bytes_ = off;
   len_.assign(static_cast<size_t>(n_seq), 0);
@@ -100,9 +189,33 @@ Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, i
   return kv;
 }
 
+size_t KvStore::k_region_bytes(int32_t layer) const {
+  const int32_t n = slots(layer);
+  return static_cast<size_t>(k_tiled() ? (n + kKTile - 1) / kKTile * kKTile : n) * row_bytes_;
+}
+
 uint8_t* KvStore::slot0(int32_t seq, int32_t layer, int32_t kind) const {
   return blocks_[static_cast<size_t>(seq)].data() + layer_offset_[static_cast<size_t>(layer)] +
-         static_cast<size_t>(kind) * static_cast<size_t>(slots(layer)) * row_bytes_;
+         (kind == 0 ? 0 : k_region_bytes(layer));
+}
+
+void KvStore::put_k(int32_t seq, int32_t layer, int32_t pos, const uint16_t* row) {
+  auto* k = reinterpret_cast<uint16_t*>(slot0(seq, layer, 0));
+  const int32_t s = slot(layer, pos);
+  uint16_t* at = k + canon::k_tile_offset(s, 0, kv_dim_);
+  for (int32_t c = 0; c < kv_dim_; ++c) at[static_cast<size_t>(c) * kKTile] = row[c];
+}
+
+int32_t KvStore::slot_ranges(int32_t layer, int32_t first, int32_t n, SlotRange (&out)[2]) const {
+  if (n <= first) return 0;
+  const int32_t cap = slots(layer);
+  const int32_t begin = first % cap;
+  const int32_t count = n - first;  // <= cap
+  const int32_t head = std::min(count, cap - begin);
+  out[0] = {begin, begin + head};
+  if (head == count) return 1;
+  out[1] = {0, count - head};
+  return 2;
 }
 
 void KvStore::append_to(int32_t seq, int32_t n) {
@@ -135,15 +248,12 @@ size_t KvStore::pack_bytes(int32_t n) const {
 
 void KvStore::runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int32_t n,
                    std::vector<std::span<uint8_t>>& out) {
-  if (n <= first) return;
-  const int32_t cap = slots(layer);
-  const int32_t begin = first % cap;
-  const int32_t count = n - first;  // <= cap
-  const int32_t head = std::min(count, cap - begin);
+  SlotRange r[2];
   uint8_t* base = slot0(seq, layer, kind);
-  out.emplace_back(base + static_cast<size_t>(begin) * row_bytes_,
-                   static_cast<size_t>(head) * row_bytes_);
-  if (head < count) out.emplace_back(base, static_cast<size_t>(count - head) * row_bytes_);
+  for (int32_t i = 0; i < slot_ranges(layer, first, n, r); ++i) {
+    out.emplace_back(base + static_cast<size_t>(r[i].begin) * row_bytes_,
+                     static_cast<size_t>(r[i].end - r[i].begin) * row_bytes_);
+  }
 }
 
 void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
@@ -152,14 +262,23 @@ void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
 }
 
 void KvStore::pack_to(int32_t seq, int32_t n, uint8_t* dst) const {
-  std::vector<std::span<uint8_t>> spans;
-  auto* self = const_cast<KvStore*>(this);  // runs() hands out writable spans; only read here
+  // Tiled K leaves as rows, V (and quantized K) as the rows it is.
   for (int32_t l = 0; l < n_layer_; ++l) {
-    for (int32_t kind = 0; kind < 2; ++kind) self->runs(seq, l, kind, pack_first(l, n), n, spans);
-  }
-  for (const std::span<uint8_t> r : spans) {
-    std::memcpy(dst, r.data(), r.size());
-    dst += r.size();
+    SlotRange r[2];
+    const int32_t nr = slot_ranges(l, pack_first(l, n), n, r);
+    for (int32_t kind = 0; kind < 2; ++kind) {
+      uint8_t* base = slot0(seq, l, kind);
+      for (int32_t i = 0; i < nr; ++i) {
+        const size_t bytes = static_cast<size_t>(r[i].end - r[i].begin) * row_bytes_;
+        if (kind == 0 && k_tiled()) {
+          TilesToRows::slots(reinterpret_cast<const uint16_t*>(base), r[i].begin, r[i].end, kv_dim_,
+                             dst);
+        } else {
+          std::memcpy(dst, base + static_cast<size_t>(r[i].begin) * row_bytes_, bytes);
+        }
+        dst += bytes;
+      }
+    }
   }
 }
 
@@ -173,17 +292,51 @@ std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
 }
 
 void KvStore::commit_import(int32_t seq, int32_t n) {
+  if (k_tiled()) {
+    // The K rows import_runs handed out lie where their slots' tiles are, a tile's rows
+    // in its own bytes: each tile they touch is turned in place (a lane outside the
+    // imported slots becomes garbage, as an unheld slot may be).
+    std::vector<uint16_t> rows(static_cast<size_t>(kKTile) * kv_dim_);
+    const size_t tile_bytes = rows.size() * sizeof(uint16_t);
+    for (int32_t l = 0; l < n_layer_; ++l) {
+      SlotRange r[2];
+      auto* k = reinterpret_cast<uint16_t*>(slot0(seq, l, 0));
+      for (int32_t i = 0; i < slot_ranges(l, pack_first(l, n), n, r); ++i) {
+        for (int32_t t = r[i].begin / kKTile; t * kKTile < r[i].end; ++t) {
+          uint16_t* tile = k + static_cast<size_t>(t) * rows.size();
+          std::memcpy(rows.data(), tile, tile_bytes);
+          RowsToTiles::lanes(tile, reinterpret_cast<const uint8_t*>(rows.data()), 0, kKTile,
+                             kv_dim_);
+        }
+      }
+    }
+  }
   set_len(seq, n);
   if (ring_cap_ > 0) lo_[static_cast<size_t>(seq)] = n - std::min(n, window_);
 }
 
 void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
+  // pack_to's order, tiled K taken in straight from the rows.
+  set_len(seq, 0);
   const uint8_t* src = bytes.data();
-  for (const std::span<uint8_t> r : import_runs(seq, n)) {
-    std::memcpy(r.data(), src, r.size());
-    src += r.size();
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    SlotRange r[2];
+    const int32_t nr = slot_ranges(l, pack_first(l, n), n, r);
+    for (int32_t kind = 0; kind < 2; ++kind) {
+      uint8_t* base = slot0(seq, l, kind);
+      for (int32_t i = 0; i < nr; ++i) {
+        const size_t bytes_in = static_cast<size_t>(r[i].end - r[i].begin) * row_bytes_;
+        if (kind == 0 && k_tiled()) {
+          RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), r[i].begin, r[i].end, kv_dim_, src);
+        } else {
+          std::memcpy(base + static_cast<size_t>(r[i].begin) * row_bytes_, src, bytes_in);
+        }
+        src += bytes_in;
+      }
+    }
   }
-  commit_import(seq, n);
+  set_len(seq, n);
+  if (ring_cap_ > 0) lo_[static_cast<size_t>(seq)] = n - std::min(n, window_);
 }
 
 Status KvStore::copy_prefix(int32_t src, int32_t dst, int32_t n) {
@@ -199,17 +352,20 @@ Status KvStore::copy_prefix(int32_t src, int32_t dst, int32_t n) {
   }
   if (src == dst) return OkStatus();
   const int32_t lo = std::min(oldest(src), n);
-  std::vector<std::span<uint8_t>> from, to;
   for (int32_t l = 0; l < n_layer_; ++l) {
-    const int32_t first = is_ring(l) ? lo : 0;
+    SlotRange r[2];
+    const int32_t nr = slot_ranges(l, is_ring(l) ? lo : 0, n, r);
     for (int32_t kind = 0; kind < 2; ++kind) {
-      runs(src, l, kind, first, n, from);
-      runs(dst, l, kind, first, n, to);
+      // Same slots in both blocks; tiled K by whole tiles (the lanes past the range are
+      // slots dst does not hold).
+      const int32_t unit = kind == 0 && k_tiled() ? kKTile : 1;
+      for (int32_t i = 0; i < nr; ++i) {
+        const size_t from = static_cast<size_t>(r[i].begin / unit * unit) * row_bytes_;
+        const size_t to = static_cast<size_t>((r[i].end + unit - 1) / unit * unit) * row_bytes_;
+        std::memcpy(slot0(dst, l, kind) + from, slot0(src, l, kind) + from, to - from);
+      }
     }
   }
-  // Same slots in both blocks, so the spans pair up one to one.
-  for (size_t i = 0; i < from.size(); ++i)
-    std::memcpy(to[i].data(), from[i].data(), from[i].size());
   len_[static_cast<size_t>(dst)] = n;
   lo_[static_cast<size_t>(dst)] = ring_cap_ > 0 ? lo : 0;
   return OkStatus();

@@ -1,27 +1,33 @@
 // Per-sequence K/V storage. Each sequence owns one block laid out as
 //   [layer][K|V][slot][n_head_kv * head_dim] in the KV type
-// (F16 values, or Q8_0 / Q4_0 blocks of 32 elements: hearth/engine/kv_type.h). A layer
-// that keeps every position has n_ctx slots, position p in slot p; a sliding-window
-// layer (KvRing) keeps a ring of ring_capacity() slots, position p in slot
-// p % ring_capacity(), so it holds the last ring_capacity() positions written and no
-// more. Blocks are allocated and committed once at load (zero-filled), so neither steady
-// state nor a restore ever allocates or faults. They are huge-page regions: decode
-// attention reads each KV head's slice of every row (128 of 512 bytes for TinyLlama),
-// and with 4 KiB pages that was a page walk every 8 positions of every layer
-// (docs/engine.md, Speed).
+// (F16 values, or Q8_0 / Q4_0 blocks of 32 elements: hearth/engine/kv_type.h), except
+// that F16 K is kept in tiles of canon::kKTile (16) slots, each dimension-major
+// ([column][16]: engine/kernels/kv_blocks.h), so that decode attention reads 16
+// positions' K as vectors of one element each instead of transposing rows (docs/
+// engine.md, "KV store"). A tile occupies the bytes its 16 rows would; a layer's K slots
+// round up to whole tiles. A layer that keeps every position has n_ctx slots, position
+// p in slot p; a sliding-window layer (KvRing) keeps a ring of ring_capacity() slots,
+// position p in slot p % ring_capacity(), so it holds the last ring_capacity() positions
+// written and no more. Blocks are allocated and committed once at load (zero-filled),
+// so neither steady state nor a restore ever allocates or faults. They are huge-page
+// regions: decode attention reads each KV head's slice of every row (128 of 512 bytes
+// for TinyLlama), and with 4 KiB pages that was a page walk every 8 positions of every
+// layer (docs/engine.md, Speed).
 //
 // Packed rows (pack / unpack / import_runs; docs/cache-design.md, "KV payload"): for
 // each layer in order, its K rows then its V rows, in position order: positions
 // [0, n) of a layer that keeps every position, and the last min(n, window) positions
 // [n - min(n, window), n) of a ring layer: all that continuing at position n needs
 // (a query at n sees n - window + 1 .. n) plus one, so a restored row can still drop
-// its last position to recompute its logits.
+// its last position to recompute its logits. Packed rows are rows whatever the store
+// keeps: F16 K is transposed per tile on the way out and in.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "engine/kernels/kv_blocks.h"
 #include "engine/model/huge_page_region.h"
 #include "hearth/engine/kv_type.h"
 #include "hearth/status.h"
@@ -75,6 +81,8 @@ class KvStore {
   bool is_ring(int32_t layer) const { return ring_cap_ > 0 && ring_[static_cast<size_t>(layer)]; }
   // Slots of a layer: ring_capacity() for a ring layer, else n_ctx.
   int32_t slots(int32_t layer) const { return is_ring(layer) ? ring_cap_ : n_ctx_; }
+  // The slot of a position in a layer.
+  int32_t slot(int32_t layer, int32_t pos) const { return is_ring(layer) ? pos % ring_cap_ : pos; }
   // The oldest position every ring layer of seq still holds (0 without ring layers).
   int32_t oldest(int32_t seq) const { return lo_[static_cast<size_t>(seq)]; }
   // The smallest n > 0 that truncate_ok(seq, n) accepts (0 always is).
@@ -85,27 +93,31 @@ class KvStore {
   // Whether seq holds what pack(seq, n) copies (n <= len(seq)).
   bool pack_ok(int32_t seq, int32_t n) const;
 
-  // A row's bytes, any type (the slot of pos in its layer).
+  // Whether K is kept in tiles (F16) rather than rows (the quantized types).
+  bool k_tiled() const { return type_ == KvType::kF16; }
+  // F16 K of a position: written from a row of kv_dim halves, read as one element.
+  void put_k(int32_t seq, int32_t layer, int32_t pos, const uint16_t* row);
+  uint16_t k_at(int32_t seq, int32_t layer, int32_t pos, int32_t c) const {
+    return reinterpret_cast<const uint16_t*>(
+        slot0(seq, layer, 0))[canon::k_tile_offset(slot(layer, pos), c, kv_dim_)];
+  }
+  // Quantized K of a position, a row's bytes (!k_tiled() only).
   uint8_t* k_bytes(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 0, pos); }
-  uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 1, pos); }
   const uint8_t* k_bytes(int32_t seq, int32_t layer, int32_t pos) const {
     return const_cast<KvStore*>(this)->row(seq, layer, 0, pos);
   }
+  // V of a position, a row's bytes, any type.
+  uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 1, pos); }
   const uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) const {
     return const_cast<KvStore*>(this)->row(seq, layer, 1, pos);
   }
-  // Slot 0 of a layer's K (V): slot s is s * row_bytes() further on.
+  // A layer's K: slot 0's row, or (k_tiled()) tile 0. V: slot 0's row; slot s is
+  // s * row_bytes() further on.
   const uint8_t* k_slot0(int32_t seq, int32_t layer) const { return slot0(seq, layer, 0); }
   const uint8_t* v_slot0(int32_t seq, int32_t layer) const { return slot0(seq, layer, 1); }
-  // A row as F16 values (type() == KvType::kF16 only).
-  uint16_t* k_row(int32_t seq, int32_t layer, int32_t pos) {
-    return reinterpret_cast<uint16_t*>(k_bytes(seq, layer, pos));
-  }
+  // V as F16 values (type() == KvType::kF16 only).
   uint16_t* v_row(int32_t seq, int32_t layer, int32_t pos) {
     return reinterpret_cast<uint16_t*>(v_bytes(seq, layer, pos));
-  }
-  const uint16_t* k_row(int32_t seq, int32_t layer, int32_t pos) const {
-    return reinterpret_cast<const uint16_t*>(k_bytes(seq, layer, pos));
   }
   const uint16_t* v_row(int32_t seq, int32_t layer, int32_t pos) const {
     return reinterpret_cast<const uint16_t*>(v_bytes(seq, layer, pos));
@@ -126,7 +138,8 @@ class KvStore {
   void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
   // The runs pack() would copy for n positions, writable and in pack's order (a reader
   // can fill them straight from a file; a ring layer's run may be split in two where it
-  // wraps); empties the sequence. Once they hold valid data, commit_import(seq, n).
+  // wraps); empties the sequence. Once they hold valid data, commit_import(seq, n),
+  // which turns the K rows written there into tiles in place.
   std::vector<std::span<uint8_t>> import_runs(int32_t seq, int32_t n);
   void commit_import(int32_t seq, int32_t n);
   // Makes dst hold the first n positions of src (n <= len(src)), as far as continuing at
@@ -140,10 +153,17 @@ class KvStore {
           const KvRing& ring);
   uint8_t* slot0(int32_t seq, int32_t layer, int32_t kind) const;
   uint8_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
-    const int32_t slot = is_ring(layer) ? pos % ring_cap_ : pos;
-    return slot0(seq, layer, kind) + static_cast<size_t>(slot) * row_bytes_;
+    return slot0(seq, layer, kind) + static_cast<size_t>(slot(layer, pos)) * row_bytes_;
   }
-  // Positions [first, n) of a layer's K (kind 0) or V (1) as one or two spans of slots.
+  // Bytes of a layer's K (whole tiles when k_tiled()) and V.
+  size_t k_region_bytes(int32_t layer) const;
+  // The slots of positions [first, n) of a layer: one range, or two where a ring wraps.
+  struct SlotRange {
+    int32_t begin, end;
+  };
+  int32_t slot_ranges(int32_t layer, int32_t first, int32_t n, SlotRange (&out)[2]) const;
+  // Positions [first, n) of a layer's K (kind 0) or V (1) as one or two spans of slots'
+  // rows (for tiled K: the bytes those rows would occupy).
   void runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int32_t n,
             std::vector<std::span<uint8_t>>& out);
   // The first position a packed row of n holds for a layer.
