@@ -438,7 +438,7 @@ Status Engine::kv_import_commit(int32_t seq, int32_t n_pos) {
                       " is outside [0, n_ctx " + std::to_string(impl_->kv->n_ctx()) + "]");
   }
   if (impl_->gpu) HEARTH_RETURN_IF_ERROR(impl_->gpu->import_commit(seq, n_pos));
-  impl_->kv->commit_import(seq, n_pos);
+  impl_->kv->commit_import(seq, n_pos, impl_->pool.get());
   return OkStatus();
 }
 

@@ -291,24 +291,34 @@ std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
   return spans;
 }
 
-void KvStore::commit_import(int32_t seq, int32_t n) {
+void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
   if (k_tiled()) {
     // The K rows import_runs handed out lie where their slots' tiles are, a tile's rows
     // in its own bytes: each tile they touch is turned in place (a lane outside the
     // imported slots becomes garbage, as an unheld slot may be).
-    std::vector<uint16_t> rows(static_cast<size_t>(kKTile) * kv_dim_);
-    const size_t tile_bytes = rows.size() * sizeof(uint16_t);
+    const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim_;
+    std::vector<uint16_t*> tiles;
     for (int32_t l = 0; l < n_layer_; ++l) {
       SlotRange r[2];
       auto* k = reinterpret_cast<uint16_t*>(slot0(seq, l, 0));
       for (int32_t i = 0; i < slot_ranges(l, pack_first(l, n), n, r); ++i) {
-        for (int32_t t = r[i].begin / kKTile; t * kKTile < r[i].end; ++t) {
-          uint16_t* tile = k + static_cast<size_t>(t) * rows.size();
-          std::memcpy(rows.data(), tile, tile_bytes);
-          RowsToTiles::lanes(tile, reinterpret_cast<const uint8_t*>(rows.data()), 0, kKTile,
-                             kv_dim_);
-        }
+        for (int32_t t = r[i].begin / kKTile; t * kKTile < r[i].end; ++t)
+          tiles.push_back(k + static_cast<size_t>(t) * tile_halves);
       }
+    }
+    auto turn = [&](int64_t begin, int64_t end) {
+      std::vector<uint16_t> rows(tile_halves);
+      for (int64_t i = begin; i < end; ++i) {
+        uint16_t* tile = tiles[static_cast<size_t>(i)];
+        std::memcpy(rows.data(), tile, tile_halves * sizeof(uint16_t));
+        RowsToTiles::lanes(tile, reinterpret_cast<const uint8_t*>(rows.data()), 0, kKTile, kv_dim_);
+      }
+    };
+    const auto count = static_cast<int64_t>(tiles.size());
+    if (pool != nullptr && count > 1) {
+      pool->parallel_for(count, turn);
+    } else {
+      turn(0, count);
     }
   }
   set_len(seq, n);

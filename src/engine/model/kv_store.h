@@ -29,6 +29,7 @@
 
 #include "engine/kernels/kv_blocks.h"
 #include "engine/model/huge_page_region.h"
+#include "engine/thread_pool.h"
 #include "hearth/engine/kv_type.h"
 #include "hearth/status.h"
 
@@ -141,7 +142,9 @@ class KvStore {
   // wraps); empties the sequence. Once they hold valid data, commit_import(seq, n),
   // which turns the K rows written there into tiles in place.
   std::vector<std::span<uint8_t>> import_runs(int32_t seq, int32_t n);
-  void commit_import(int32_t seq, int32_t n);
+  // pool: spreads turning the K rows into tiles (an extra pass over K's bytes) over its
+  // threads, where the memory bandwidth grows with them.
+  void commit_import(int32_t seq, int32_t n, ThreadPool* pool = nullptr);
   // Makes dst hold the first n positions of src (n <= len(src)), as far as continuing at
   // n needs: every position of the full layers, and of the ring layers those src still
   // holds. FailedPrecondition (naming the window) when a ring layer of src no longer
