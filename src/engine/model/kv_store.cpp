@@ -246,14 +246,15 @@ size_t KvStore::pack_bytes(int32_t n) const {
   return 2 * rows * row_bytes_;
 }
 
-void KvStore::runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int32_t n,
-                   std::vector<std::span<uint8_t>>& out) {
-  SlotRange r[2];
-  uint8_t* base = slot0(seq, layer, kind);
-  for (int32_t i = 0; i < slot_ranges(layer, first, n, r); ++i) {
-    out.emplace_back(base + static_cast<size_t>(r[i].begin) * row_bytes_,
-                     static_cast<size_t>(r[i].end - r[i].begin) * row_bytes_);
+std::vector<KvStore::PackedRun> KvStore::packed_runs(int32_t n) const {
+  std::vector<PackedRun> out;
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    SlotRange r[2];
+    const int32_t nr = slot_ranges(l, pack_first(l, n), n, r);
+    for (int32_t kind = 0; kind < 2; ++kind)
+      for (int32_t i = 0; i < nr; ++i) out.push_back({l, kind, r[i]});
   }
+  return out;
 }
 
 void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
@@ -263,30 +264,42 @@ void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
 
 void KvStore::pack_to(int32_t seq, int32_t n, uint8_t* dst) const {
   // Tiled K leaves as rows, V (and quantized K) as the rows it is.
-  for (int32_t l = 0; l < n_layer_; ++l) {
-    SlotRange r[2];
-    const int32_t nr = slot_ranges(l, pack_first(l, n), n, r);
-    for (int32_t kind = 0; kind < 2; ++kind) {
-      uint8_t* base = slot0(seq, l, kind);
-      for (int32_t i = 0; i < nr; ++i) {
-        const size_t bytes = static_cast<size_t>(r[i].end - r[i].begin) * row_bytes_;
-        if (kind == 0 && k_tiled()) {
-          TilesToRows::slots(reinterpret_cast<const uint16_t*>(base), r[i].begin, r[i].end, kv_dim_,
-                             dst);
-        } else {
-          std::memcpy(dst, base + static_cast<size_t>(r[i].begin) * row_bytes_, bytes);
-        }
-        dst += bytes;
-      }
+  for (const PackedRun& r : packed_runs(n)) {
+    const uint8_t* base = slot0(seq, r.layer, r.kind);
+    if (r.kind == 0 && k_tiled()) {
+      TilesToRows::slots(reinterpret_cast<const uint16_t*>(base), r.slots.begin, r.slots.end,
+                         kv_dim_, dst);
+    } else {
+      std::memcpy(dst, base + static_cast<size_t>(r.slots.begin) * row_bytes_, r.bytes(row_bytes_));
     }
+    dst += r.bytes(row_bytes_);
   }
+}
+
+void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
+  // pack_to's order, tiled K taken in straight from the rows.
+  set_len(seq, 0);
+  const uint8_t* src = bytes.data();
+  for (const PackedRun& r : packed_runs(n)) {
+    uint8_t* base = slot0(seq, r.layer, r.kind);
+    if (r.kind == 0 && k_tiled()) {
+      RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), r.slots.begin, r.slots.end, kv_dim_,
+                         src);
+    } else {
+      std::memcpy(base + static_cast<size_t>(r.slots.begin) * row_bytes_, src, r.bytes(row_bytes_));
+    }
+    src += r.bytes(row_bytes_);
+  }
+  mark_restored(seq, n);
 }
 
 std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
   set_len(seq, 0);
   std::vector<std::span<uint8_t>> spans;
-  for (int32_t l = 0; l < n_layer_; ++l) {
-    for (int32_t kind = 0; kind < 2; ++kind) runs(seq, l, kind, pack_first(l, n), n, spans);
+  for (const PackedRun& r : packed_runs(n)) {
+    spans.emplace_back(
+        slot0(seq, r.layer, r.kind) + static_cast<size_t>(r.slots.begin) * row_bytes_,
+        r.bytes(row_bytes_));
   }
   return spans;
 }
@@ -298,13 +311,11 @@ void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
     // imported slots becomes garbage, as an unheld slot may be).
     const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim_;
     std::vector<uint16_t*> tiles;
-    for (int32_t l = 0; l < n_layer_; ++l) {
-      SlotRange r[2];
-      auto* k = reinterpret_cast<uint16_t*>(slot0(seq, l, 0));
-      for (int32_t i = 0; i < slot_ranges(l, pack_first(l, n), n, r); ++i) {
-        for (int32_t t = r[i].begin / kKTile; t * kKTile < r[i].end; ++t)
-          tiles.push_back(k + static_cast<size_t>(t) * tile_halves);
-      }
+    for (const PackedRun& r : packed_runs(n)) {
+      if (r.kind != 0) continue;
+      auto* k = reinterpret_cast<uint16_t*>(slot0(seq, r.layer, 0));
+      for (int32_t t = r.slots.begin / kKTile; t * kKTile < r.slots.end; ++t)
+        tiles.push_back(k + static_cast<size_t>(t) * tile_halves);
     }
     auto turn = [&](int64_t begin, int64_t end) {
       std::vector<uint16_t> rows(tile_halves);
@@ -321,30 +332,10 @@ void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
       turn(0, count);
     }
   }
-  set_len(seq, n);
-  if (ring_cap_ > 0) lo_[static_cast<size_t>(seq)] = n - std::min(n, window_);
+  mark_restored(seq, n);
 }
 
-void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
-  // pack_to's order, tiled K taken in straight from the rows.
-  set_len(seq, 0);
-  const uint8_t* src = bytes.data();
-  for (int32_t l = 0; l < n_layer_; ++l) {
-    SlotRange r[2];
-    const int32_t nr = slot_ranges(l, pack_first(l, n), n, r);
-    for (int32_t kind = 0; kind < 2; ++kind) {
-      uint8_t* base = slot0(seq, l, kind);
-      for (int32_t i = 0; i < nr; ++i) {
-        const size_t bytes_in = static_cast<size_t>(r[i].end - r[i].begin) * row_bytes_;
-        if (kind == 0 && k_tiled()) {
-          RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), r[i].begin, r[i].end, kv_dim_, src);
-        } else {
-          std::memcpy(base + static_cast<size_t>(r[i].begin) * row_bytes_, src, bytes_in);
-        }
-        src += bytes_in;
-      }
-    }
-  }
+void KvStore::mark_restored(int32_t seq, int32_t n) {
   set_len(seq, n);
   if (ring_cap_ > 0) lo_[static_cast<size_t>(seq)] = n - std::min(n, window_);
 }

@@ -158,17 +158,25 @@ class KvStore {
   uint8_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
     return slot0(seq, layer, kind) + static_cast<size_t>(slot(layer, pos)) * row_bytes_;
   }
-  // Bytes of a layer's K (whole tiles when k_tiled()) and V.
+  // Bytes of a layer's K: its slots' rows, rounded up to whole tiles when k_tiled().
   size_t k_region_bytes(int32_t layer) const;
   // The slots of positions [first, n) of a layer: one range, or two where a ring wraps.
   struct SlotRange {
     int32_t begin, end;
   };
   int32_t slot_ranges(int32_t layer, int32_t first, int32_t n, SlotRange (&out)[2]) const;
-  // Positions [first, n) of a layer's K (kind 0) or V (1) as one or two spans of slots'
-  // rows (for tiled K: the bytes those rows would occupy).
-  void runs(int32_t seq, int32_t layer, int32_t kind, int32_t first, int32_t n,
-            std::vector<std::span<uint8_t>>& out);
+  // A packed row of n positions as runs of one layer's K (kind 0) or V (1) slots, in
+  // the row's order.
+  struct PackedRun {
+    int32_t layer, kind;
+    SlotRange slots;
+    size_t bytes(size_t row_bytes) const {
+      return static_cast<size_t>(slots.end - slots.begin) * row_bytes;
+    }
+  };
+  std::vector<PackedRun> packed_runs(int32_t n) const;
+  // Marks positions [0, n) of seq held once a restore wrote them.
+  void mark_restored(int32_t seq, int32_t n);
   // The first position a packed row of n holds for a layer.
   int32_t pack_first(int32_t layer, int32_t n) const;
 
