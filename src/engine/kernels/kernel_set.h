@@ -144,9 +144,9 @@ struct AttendTask {
 // such tiling or head_dim does not fit it.
 using AttendFn = bool (*)(int32_t lanes, const AttendTask& task);
 // One decode token on n KV heads, split by positions (optional; nullptr: attend per
-// head). tasks[h]: the token's queries on KV head first + h, the heads' slices side by
-// side in each row, each task's scratch its own (attend's layout, where the score rows
-// are kept). attend_scores: the scores at positions [p0, p1) (p0 a multiple of
+// head). tasks[h]: the token's queries on KV head first + h, the heads side by side
+// (in each K tile and each V row), each task's scratch its own (attend's layout, where
+// the score rows are kept). attend_scores: the scores at positions [p0, p1) (p0 a multiple of
 // kAttendMaxLanes) of every task; scratch: attend_split_scratch_floats(n, group,
 // head_dim) floats of the caller's; the range may be empty (then it only answers).
 // False (nothing done) when this table does not split such tasks (quantized or
