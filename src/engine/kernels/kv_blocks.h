@@ -18,7 +18,7 @@ namespace hearth::engine::canon {
 // lies at halves k_tile_offset(s, c, kv_dim) from the layer's K. A tile is the same
 // bytes as its kKTile rows would be, so the slots of a layer round up to whole tiles.
 // Decode attention reads a KV head's K for 16 positions as head_dim vectors of 16
-// halves (one per element), with no transpose (docs/engine.md, "KV store").
+// halves (one per element), with no transpose (docs/engine.md, "KV layout").
 inline constexpr int32_t kKTile = 16;
 
 inline constexpr size_t k_tile_offset(int32_t slot, int32_t c, int32_t kv_dim) {

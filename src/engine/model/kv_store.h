@@ -4,7 +4,7 @@
 // that F16 K is kept in tiles of canon::kKTile (16) slots, each dimension-major
 // ([column][16]: engine/kernels/kv_blocks.h), so that decode attention reads 16
 // positions' K as vectors of one element each instead of transposing rows (docs/
-// engine.md, "KV store"). A tile occupies the bytes its 16 rows would; a layer's K slots
+// engine.md, "KV layout"). A tile occupies the bytes its 16 rows would; a layer's K slots
 // round up to whole tiles. A layer that keeps every position has n_ctx slots, position
 // p in slot p; a sliding-window layer (KvRing) keeps a ring of ring_capacity() slots,
 // position p in slot p % ring_capacity(), so it holds the last ring_capacity() positions
