@@ -34,18 +34,22 @@ namespace {
 
 constexpr size_t kGroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_0);
 
-// Slice b of the pair after (g0, g1) (a run's groups lie back to back, so it starts at
-// g1 + (g1 - g0)) into L2, for a pair kernel at block b of its block_bytes blocks: the
-// next pair arrives while this one is computed. The weights come from memory, and the
-// hardware prefetcher alone does not run far enough ahead of a walk that reads a group
-// phase by phase (every fourth block). Only a pair's first token tile asks: the later
-// ones find the next pair already asked for. (Q4_K's pair kernel walks its super-blocks in
-// order and gained nothing from it at 8-16 tokens.) A prefetch past the run's
-// end is harmless (prefetches do not fault).
+// Slice k of the pair after (g0, g1) (a run's groups lie back to back, so it starts at
+// g1 + (g1 - g0)) into L2, for a pair kernel of block_bytes blocks at its k-th block:
+// the next pair arrives while this one is computed. The weights come from memory, and
+// the hardware prefetcher alone does not run far enough ahead of a walk that reads a
+// group phase by phase (every fourth block). The kernel asks for slice k at its k-th
+// block whatever the block's index, so the requests form one ascending stream, which
+// the L2 streamer can follow (than asking for the slice of the block being computed,
+// every fourth one as the walk goes: 16-token prefill 1.05x, 8 streams' decode 1.04x,
+// docs/benchmarks.md).
+// Only a pair's first token tile asks: the later ones find the next pair already asked
+// for. (Q4_K's pair kernel walks its super-blocks in order and gained nothing from it at
+// 8-16 tokens.) A prefetch past the run's end is harmless (prefetches do not fault).
 __attribute__((always_inline)) inline void prefetch_next_pair(const uint8_t* g0, const uint8_t* g1,
-                                                              int64_t b, size_t block_bytes) {
+                                                              int64_t k, size_t block_bytes) {
   const size_t slice = 2 * block_bytes;
-  const char* p = reinterpret_cast<const char*>(g1 + (g1 - g0)) + static_cast<size_t>(b) * slice;
+  const char* p = reinterpret_cast<const char*>(g1 + (g1 - g0)) + static_cast<size_t>(k) * slice;
   for (size_t o = 0; o < slice; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
 }
 
@@ -117,7 +121,7 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
 // is 1.1-1.25x faster at 8-32 tokens in a one-thread A/B). The float accumulators (one
 // per group, token and phase) live in an L1 array, and each still sees its blocks in
 // ascending order, as the canonical order asks. prefetch_next: ask for the next pair
-// meanwhile (prefetch_next_pair).
+// meanwhile, in address order (prefetch_next_pair).
 template <int NT>
 void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* x,
                         size_t x_stride, float* y, size_t y_stride, bool prefetch_next) {
@@ -127,6 +131,7 @@ void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
   const uint8_t* rows[NT];
   for (int t = 0; t < NT; ++t) rows[t] = x + static_cast<size_t>(t) * x_stride;
   alignas(64) float acc[4][NT][2][kInterleavedRows];
+  int64_t done = 0;  // blocks done: the next pair's slice to ask for
   for (int p = 0; p < 4; ++p) {
     for (int t = 0; t < NT; ++t) {
       _mm512_store_ps(acc[p][t][0], _mm512_setzero_ps());
@@ -134,7 +139,7 @@ void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
     }
     for (int64_t b = p; b < nb; b += 4) {
       const size_t at = static_cast<size_t>(b) * kGroupBlockBytes;
-      if (prefetch_next) prefetch_next_pair(g0, g1, b, kGroupBlockBytes);
+      if (prefetch_next) prefetch_next_pair(g0, g1, done++, kGroupBlockBytes);
       // Each sum starts at -8 * the activation block's quant sum (the weights are q + 8).
       alignas(64) int32_t start[NT];
       for (int t = 0; t < NT; ++t) {
