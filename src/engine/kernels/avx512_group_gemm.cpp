@@ -40,12 +40,12 @@ constexpr size_t kGroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_0);
 // the hardware prefetcher alone does not run far enough ahead of a walk that reads a
 // group phase by phase (every fourth block). The kernel asks for slice k at its k-th
 // block whatever the block's index, so the requests form one ascending stream, which
-// the L2 streamer can follow (than asking for the slice of the block being computed,
-// every fourth one as the walk goes: 16-token prefill 1.05x, 8 streams' decode 1.04x,
-// docs/benchmarks.md).
-// Only a pair's first token tile asks: the later ones find the next pair already asked
-// for. (Q4_K's pair kernel walks its super-blocks in order and gained nothing from it at
-// 8-16 tokens.) A prefetch past the run's end is harmless (prefetches do not fault).
+// the L2 streamer can follow. (Asking for the slice of the block being computed, every
+// fourth slice as the walk goes, was slower: 16-token prefill 0.95x, 8 streams' decode
+// 0.96x; docs/benchmarks.md.) Only a pair's first token tile asks: the later ones find
+// the next pair already asked for. (Q4_K's pair kernel walks its super-blocks in order
+// and gained nothing from it at 8-16 tokens.) A prefetch past the run's end is harmless
+// (prefetches do not fault).
 __attribute__((always_inline)) inline void prefetch_next_pair(const uint8_t* g0, const uint8_t* g1,
                                                               int64_t k, size_t block_bytes) {
   const size_t slice = 2 * block_bytes;
