@@ -42,10 +42,12 @@ constexpr size_t kGroupBlockBytes = kInterleavedRows * sizeof(BlockQ4_0);
 // block whatever the block's index, so the requests form one ascending stream, which
 // the L2 streamer can follow. (Asking for the slice of the block being computed, every
 // fourth slice as the walk goes, was slower: 16-token prefill 0.95x, 8 streams' decode
-// 0.96x; docs/benchmarks.md.) Only a pair's first token tile asks: the later ones find
-// the next pair already asked for. (Q4_K's pair kernel walks its super-blocks in order
-// and gained nothing from it at 8-16 tokens.) A prefetch past the run's end is harmless
-// (prefetches do not fault).
+// 0.96x; docs/benchmarks.md.) A pair's token tiles share the asking, each its run of the
+// slices, one every `tiles` blocks, so that the requests spread over all of the pair's
+// arithmetic instead of crowding the core's fill buffers in the first tile (16-token
+// prefill 1.06x). (Q4_K's pair kernel walks its super-blocks in order and gained nothing
+// from it at 8-16 tokens.) A prefetch past the run's end is harmless (prefetches do not
+// fault).
 __attribute__((always_inline)) inline void prefetch_next_pair(const uint8_t* g0, const uint8_t* g1,
                                                               int64_t k, size_t block_bytes) {
   const size_t slice = 2 * block_bytes;
@@ -120,18 +122,23 @@ void q4_0_group_gemm_nt(const uint8_t* g, int64_t nb, const uint8_t* x, size_t x
 // of 8 dependent vpdpbusd, and the out-of-order window could not cover them: this walk
 // is 1.1-1.25x faster at 8-32 tokens in a one-thread A/B). The float accumulators (one
 // per group, token and phase) live in an L1 array, and each still sees its blocks in
-// ascending order, as the canonical order asks. prefetch_next: ask for the next pair
-// meanwhile, in address order (prefetch_next_pair).
+// ascending order, as the canonical order asks. tile, tiles: this token tile's index
+// and the pair's count of them, for its share of asking for the next pair
+// (prefetch_next_pair).
 template <int NT>
 void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* x,
-                        size_t x_stride, float* y, size_t y_stride, bool prefetch_next) {
+                        size_t x_stride, float* y, size_t y_stride, int tile, int tiles) {
   const size_t side_at = q8_0_side_offset(nb);
   const size_t sums_at = q8_0_sums_offset(nb);
   const __m512i nib = _mm512_set1_epi8(0x0F);
   const uint8_t* rows[NT];
   for (int t = 0; t < NT; ++t) rows[t] = x + static_cast<size_t>(t) * x_stride;
   alignas(64) float acc[4][NT][2][kInterleavedRows];
-  int64_t done = 0;  // blocks done: the next pair's slice to ask for
+  // This tile's share of the next pair's slices, [ask, ask_end), one every `tiles` blocks.
+  const int64_t share = (nb + tiles - 1) / tiles;
+  int64_t ask = tile * share;
+  const int64_t ask_end = std::min(nb, ask + share);
+  int countdown = 1;
   for (int p = 0; p < 4; ++p) {
     for (int t = 0; t < NT; ++t) {
       _mm512_store_ps(acc[p][t][0], _mm512_setzero_ps());
@@ -139,7 +146,10 @@ void q4_0_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
     }
     for (int64_t b = p; b < nb; b += 4) {
       const size_t at = static_cast<size_t>(b) * kGroupBlockBytes;
-      if (prefetch_next) prefetch_next_pair(g0, g1, done++, kGroupBlockBytes);
+      if (--countdown == 0) {
+        countdown = tiles;
+        if (ask < ask_end) prefetch_next_pair(g0, g1, ask++, kGroupBlockBytes);
+      }
       // Each sum starts at -8 * the activation block's quant sum (the weights are q + 8).
       alignas(64) int32_t start[NT];
       for (int t = 0; t < NT; ++t) {
@@ -368,9 +378,9 @@ void q4_k_group_pair_nt(const uint8_t* g0, const uint8_t* g1, int64_t nb, const 
 // ---- Runs of groups --------------------------------------------------------------
 
 // A run of groups (GroupGemmFn) of blocks of block_size elements: pairs through
-// pair.operator()<NT> in token tiles of up to 8 (its last argument true for a pair's
-// first tile, the one that reads it from memory), an odd last group through
-// single.operator()<NT> in tiles of up to 4.
+// pair.operator()<NT> in token tiles of up to 8 (its last two arguments: the tile's
+// index and the count of tiles), an odd last group through single.operator()<NT> in
+// tiles of up to 4.
 template <class Pair, class Single>
 void group_gemm_run(const void* groups, size_t group_bytes, int n_groups, int64_t n,
                     int64_t block_size, const uint8_t* x, size_t x_stride, int nt, float* y,
@@ -380,10 +390,11 @@ void group_gemm_run(const void* groups, size_t group_bytes, int n_groups, int64_
   auto x_at = [&](int t) { return x + static_cast<size_t>(t) * x_stride; };
   auto y_at = [&](int t) { return y + static_cast<size_t>(t) * y_stride; };
   int gi = 0;
+  const int tiles = (nt + 7) / 8;
   for (; gi + 2 <= n_groups; gi += 2, g += 2 * group_bytes, y += 2 * kInterleavedRows) {
     over_token_groups<8>(nt, [&]<int NT>(int t) {
       pair.template operator()<NT>(g, g + group_bytes, nb, x_at(t), x_stride, y_at(t), y_stride,
-                                   t == 0);
+                                   t / 8, tiles);
     });
   }
   if (gi < n_groups) {
@@ -406,8 +417,8 @@ void q4_k_group_gemm(const void* groups, size_t group_bytes, int n_groups, int64
   group_gemm_run(
       groups, group_bytes, n_groups, n, kQKK, x, x_stride, nt, y, y_stride,
       []<int NT>(const uint8_t* g0, const uint8_t* g1, int64_t nb, const uint8_t* xt, size_t xs,
-                 float* yt, size_t ys,
-                 bool /*first_tile*/) { q4_k_group_pair_nt<NT>(g0, g1, nb, xt, xs, yt, ys); },
+                 float* yt, size_t ys, int /*tile*/,
+                 int /*tiles*/) { q4_k_group_pair_nt<NT>(g0, g1, nb, xt, xs, yt, ys); },
       []<int NT>(auto... a) { q4_k_group_gemm_nt<NT>(a...); });
 }
 
