@@ -301,6 +301,38 @@ TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
   EXPECT_TRUE(a->truncate_ok(0, 0));
 }
 
+// A ring layer's import wraps inside one K tile (window 8 of a 16-slot ring: positions
+// 28..35 go to slots 12..15 and 0..3, both in tile 0); commit_import turns that tile once,
+// and the restored rows read back as the source's.
+TEST(KvStoreTest, RingImportWrappingInsideOneTileRestoresEveryRow) {
+  auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto b = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int32_t p = 0; p < 36; ++p) {
+    write_position(*a, 0, p);
+    a->append_to(0, p + 1);
+  }
+  std::vector<uint8_t> bytes;
+  a->pack(0, 36, bytes);
+  size_t at = 0;
+  for (std::span<uint8_t> r : b->import_runs(0, 36)) {
+    std::memcpy(r.data(), bytes.data() + at, r.size());
+    at += r.size();
+  }
+  ASSERT_EQ(at, bytes.size());
+  b->commit_import(0, 36);
+  EXPECT_EQ(b->oldest(0), 28);
+  for (int32_t l = 0; l < 3; ++l)
+    for (int32_t p = l == 1 ? 28 : 0; p < 36; ++p)
+      for (int32_t i = 0; i < 4; ++i) {
+        ASSERT_EQ(b->k_at(0, l, p, i), a->k_at(0, l, p, i)) << l << " " << p << " " << i;
+        ASSERT_EQ(b->v_row(0, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p << " " << i;
+      }
+  std::vector<uint8_t> again;
+  b->pack(0, 36, again);
+  EXPECT_EQ(again, bytes);
+}
+
 TEST(KvStoreTest, CopyPrefixForksARingSequence) {
   auto kv = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
   ASSERT_TRUE(kv.ok());

@@ -307,8 +307,9 @@ std::vector<std::span<uint8_t>> KvStore::import_runs(int32_t seq, int32_t n) {
 void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
   if (k_tiled()) {
     // The K rows import_runs handed out lie where their slots' tiles are, a tile's rows
-    // in its own bytes: each tile they touch is turned in place (a lane outside the
-    // imported slots becomes garbage, as an unheld slot may be).
+    // in its own bytes: each tile they touch is turned in place, once (a ring layer's
+    // two runs may meet in one tile where they wrap), and a lane outside the imported
+    // slots becomes garbage, as an unheld slot may be.
     const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim_;
     std::vector<uint16_t*> tiles;
     for (const PackedRun& r : packed_runs(n)) {
@@ -317,6 +318,8 @@ void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
       for (int32_t t = r.slots.begin / kKTile; t * kKTile < r.slots.end; ++t)
         tiles.push_back(k + static_cast<size_t>(t) * tile_halves);
     }
+    std::sort(tiles.begin(), tiles.end());
+    tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
     auto turn = [&](int64_t begin, int64_t end) {
       std::vector<uint16_t> rows(tile_halves);
       for (int64_t i = begin; i < end; ++i) {
