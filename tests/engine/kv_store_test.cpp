@@ -234,6 +234,14 @@ void write_position(KvStore& kv, int32_t seq, int32_t p) {
   }
 }
 
+// Positions 0 .. n - 1 of seq, written and appended one by one as a decode would.
+void append_positions(KvStore& kv, int32_t seq, int32_t n) {
+  for (int32_t p = 0; p < n; ++p) {
+    write_position(kv, seq, p);
+    kv.append_to(seq, p + 1);
+  }
+}
+
 TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
   auto kv = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
   auto full = KvStore::create(1, 3, 64, 4);
@@ -259,10 +267,7 @@ TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
   auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
   auto b = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
   ASSERT_TRUE(a.ok() && b.ok());
-  for (int32_t p = 0; p < 30; ++p) {
-    write_position(*a, 0, p);
-    a->append_to(0, p + 1);
-  }
+  append_positions(*a, 0, 30);
   EXPECT_EQ(a->oldest(0), 14);  // 30 - 16
   // 25 positions: 25 of the full layers, the last 8 (17..24) of the ring layer.
   ASSERT_TRUE(a->pack_ok(0, 25));
@@ -308,10 +313,7 @@ TEST(KvStoreTest, RingImportWrappingInsideOneTileRestoresEveryRow) {
   auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
   auto b = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
   ASSERT_TRUE(a.ok() && b.ok());
-  for (int32_t p = 0; p < 36; ++p) {
-    write_position(*a, 0, p);
-    a->append_to(0, p + 1);
-  }
+  append_positions(*a, 0, 36);
   std::vector<uint8_t> bytes;
   a->pack(0, 36, bytes);
   size_t at = 0;
@@ -336,10 +338,7 @@ TEST(KvStoreTest, RingImportWrappingInsideOneTileRestoresEveryRow) {
 TEST(KvStoreTest, CopyPrefixForksARingSequence) {
   auto kv = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
   ASSERT_TRUE(kv.ok());
-  for (int32_t p = 0; p < 40; ++p) {
-    write_position(*kv, 0, p);
-    kv->append_to(0, p + 1);
-  }
+  append_positions(*kv, 0, 40);
   ASSERT_TRUE(kv->copy_prefix(0, 1, 36).ok());
   EXPECT_EQ(kv->len(1), 36);
   EXPECT_EQ(kv->oldest(1), 24);
