@@ -82,7 +82,37 @@ void BM_Matmul(benchmark::State& state, TensorType t, int64_t rows, int64_t cols
                  (interleaved ? " interleaved" : ""));
 }
 
+// One activation row of n floats quantized for a weight type's dot (Q8_0 for Q4_0 and
+// Q8_0, Q8_K for the K-quants) by the active table, as every matmul does first.
+void BM_QuantizeActivations(benchmark::State& state, TensorType weight) {
+  const int64_t n = state.range(0);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = dist(rng);
+  std::vector<uint8_t> out(activation_row_bytes(weight, n));
+  const KernelSet& k = active_kernels();
+  const auto quantize = weight == TensorType::kQ4_0 ? k.quantize_q8_0 : k.quantize_q8_k;
+  if (quantize == nullptr) {
+    state.SkipWithError("the active table has no vectorized quantizer for this type");
+    return;
+  }
+  for (auto _ : state) {
+    quantize(x.data(), n, out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.SetLabel(kernel_isa());
+}
+
 void Register() {
+  benchmark::RegisterBenchmark("Quantize/q8_0", BM_QuantizeActivations, TensorType::kQ4_0)
+      ->Arg(2048)
+      ->Arg(5632);
+  benchmark::RegisterBenchmark("Quantize/q8_k", BM_QuantizeActivations, TensorType::kQ4_K)
+      ->Arg(2048)
+      ->Arg(5632);
   const TensorType types[] = {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K,
                               TensorType::kQ6_K, TensorType::kF16,  TensorType::kQ5_K,
                               TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kF32};

@@ -60,7 +60,7 @@ TEST(QuantizeQ8_0Kernels, MatchTheReferenceByteForByte) {
     auto expect_same = [&](const std::vector<float>& x, const char* what) {
       expect_same_bytes(*k, TensorType::kQ4_0, k->quantize_q8_0, x, what);  // Q4_0's is Q8_0
     };
-    for (int64_t n : {32, 64, 2048, 5632}) {
+    for (int64_t n : {32, 64, 608, 2048, 5632}) {
       for (const std::vector<float>& x : gaussian_rows(n)) expect_same(x, "gaussian");
       // amax 127 gives id == 1: every other element is an exact tie k + 0.5.
       std::vector<float> ties(static_cast<size_t>(n));

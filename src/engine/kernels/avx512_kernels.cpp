@@ -358,6 +358,36 @@ void q8p_gemm(const uint8_t* panel, int n_rows, int64_t n, const uint8_t* x, siz
 // operations: amax (max is exact in any order; a NaN element is skipped, as
 // std::max skips it), d = amax / 127, id = 1 / d, q = round-half-away(x * id)
 // computed exactly as trunc(p) + sign(p) where |p - trunc(p)| >= 0.5.
+//
+// Sixteen blocks at a time: their amax, d, id, F16 d and quant sums are computed for all
+// sixteen in one vector each (a block's lanes reduced by reduce16_lanes), not block by
+// block through a horizontal reduction and scalar divides whose latency set the pace
+// (1.6-2x faster; the bytes are the reference's either way, kernel_quantize_test).
+
+// Lane j of the result: op over the 16 lanes of v[j] (op: associative and commutative,
+// and exact: max, or an integer add on the lanes' bits). A transposing tree, 31
+// shuffles for 16 vectors where 16 separate reductions take 64.
+template <class Op>
+__attribute__((always_inline)) inline __m512 reduce16_lanes(const __m512 (&v)[16], Op op) {
+  __m512 a[8];  // a[i]: lanes 0-7 partial of v[2i], lanes 8-15 of v[2i + 1]
+  for (int i = 0; i < 8; ++i)
+    a[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+              _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  __m512 c[4];  // c[i]: 128-bit chunk k holds 4 partials of v[4i + k]
+  for (int i = 0; i < 4; ++i)
+    c[i] = op(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x88),
+              _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xDD));
+  __m512 e[2];  // e[i], chunk k: 2 partials of v[8i + k], then 2 of v[8i + 4 + k]
+  for (int i = 0; i < 2; ++i)
+    e[i] = op(_mm512_shuffle_ps(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+              _mm512_shuffle_ps(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // Chunk k, lane l: v[k + 4l]; reordered so that lane j holds v[j].
+  const __m512 r = op(_mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                      _mm512_shuffle_ps(e[0], e[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, r);
+}
+
 void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
   const int64_t nb = n / kQK32;
   auto* blocks = reinterpret_cast<BlockQ8_0*>(out);
@@ -373,23 +403,52 @@ void quantize_q8_0_row(const float* x, int64_t n, uint8_t* out) {
     const __m512 step = _mm512_or_ps(one, _mm512_andnot_ps(abs_mask, p));  // +-1 as p
     return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, step));
   };
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m512 x0 = _mm512_loadu_ps(x + 32 * b);
-    const __m512 x1 = _mm512_loadu_ps(x + 32 * b + 16);
-    __m512 m = _mm512_max_ps(_mm512_and_ps(x0, abs_mask), _mm512_setzero_ps());
-    m = _mm512_max_ps(_mm512_and_ps(x1, abs_mask), m);
-    const float amax = _mm512_reduce_max_ps(m);
-    const float d = amax / 127;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const __m512 vid = _mm512_set1_ps(id);
-    const __m512i q0 = round_away(_mm512_mul_ps(x0, vid));
-    const __m512i q1 = round_away(_mm512_mul_ps(x1, vid));
+  // A block's |x| maxima lane by lane (max_ps(a, m) is m when a is NaN: skipped).
+  auto block_amax = [&](const float* xb) {
+    const __m512 m =
+        _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(xb), abs_mask), _mm512_setzero_ps());
+    return _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(xb + 16), abs_mask), m);
+  };
+  // Block b's quants from its id; returns their lane sums.
+  auto quantize_block = [&](int64_t b, __m512 vid) {
+    const __m512i q0 = round_away(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * b), vid));
+    const __m512i q1 = round_away(_mm512_mul_ps(_mm512_loadu_ps(x + 32 * b + 16), vid));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[b].qs), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(blocks[b].qs + 16), _mm512_cvtepi32_epi8(q1));
+    return _mm512_add_epi32(q0, q1);
+  };
+  const auto vmax = [&](__m512 a, __m512 b) { return _mm512_max_ps(a, b); };
+  const auto vadd = [&](__m512 a, __m512 b) {  // [&]: no function-pointer conversion (ABI)
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+  };
+  int64_t b = 0;
+  for (; b + 16 <= nb; b += 16) {
+    __m512 lanes[16];
+    for (int j = 0; j < 16; ++j) lanes[j] = block_amax(x + 32 * (b + j));
+    const __m512 d = _mm512_div_ps(reduce16_lanes(lanes, vmax), _mm512_set1_ps(127.0f));
+    const __mmask16 nonzero = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    alignas(64) float id[16];
+    _mm512_store_ps(id, _mm512_maskz_div_ps(nonzero, one, d));
+    // d is never a NaN (amax is not), where F16C's rounding is fp32_to_fp16's.
+    const __m256i dh = _mm512_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT);
+    _mm512_storeu_ps(side_scale + b, _mm512_cvtph_ps(dh));
+    alignas(32) uint16_t dh16[16];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(dh16), dh);
+    for (int j = 0; j < 16; ++j) {
+      blocks[b + j].d = dh16[j];
+      lanes[j] = _mm512_castsi512_ps(quantize_block(b + j, _mm512_set1_ps(id[j])));
+    }
+    _mm512_storeu_si512(side_sum + b, _mm512_castps_si512(reduce16_lanes(lanes, vadd)));
+  }
+  for (; b < nb; ++b) {
+    const float amax = _mm512_reduce_max_ps(block_amax(x + 32 * b));
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m512i sums = quantize_block(b, _mm512_set1_ps(id));
     const uint16_t dh = fp32_to_fp16(d);
     blocks[b].d = dh;
     side_scale[b] = _cvtsh_ss(dh);
-    side_sum[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    side_sum[b] = _mm512_reduce_add_epi32(sums);
   }
   clear_q8_0_working_padding(out, nb);  // as the reference
 }
