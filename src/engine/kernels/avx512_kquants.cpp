@@ -327,7 +327,7 @@ void dot_kquant(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, fl
   __m128 acc = _mm_setzero_ps();
   int64_t b = 0;
   for (; b + kGroup <= nb; b += kGroup) {
-    if constexpr (NT == 1) {
+    {
       // Decode streams the weights once from DRAM: ask for them ~2 KiB ahead (past
       // the row's end too: rows are contiguous, and a prefetch never faults).
       const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchAhead;
