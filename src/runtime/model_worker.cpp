@@ -286,25 +286,20 @@ Status ModelWorker::release_session(std::string_view id) {
 void ModelWorker::release_session_cells(const std::string& id, const char* why, bool sync) {
   const std::optional<int32_t> seq = sessions_.pinned(id);
   sessions_.erase(id);
+  if (seq) {
+    Slot& s = slots_[static_cast<size_t>(*seq)];
+    if (!s.busy() && !s.resident.empty()) {
+      // The spec's evict save: the session's cells reach the cache before they are freed,
+      // so a later request without the session restores them.
+      fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kEvict, sync, nullptr);
+      check(backend_->seq_truncate(s.seq, 0), "seq_truncate");
+      s.resident.clear();
+      s.last_logits.clear();
+    }
+  }
   // Counted once the evict save is submitted, so whoever sees the count and then flushes
   // the cache finds the save.
-  const std::string counter = std::string("sessions_released_") + why;
-  if (!seq) {
-    store_->count(counter);
-    return;
-  }
-  Slot& s = slots_[static_cast<size_t>(*seq)];
-  if (s.busy() || s.resident.empty()) {
-    store_->count(counter);
-    return;
-  }
-  // The spec's evict save: the session's cells reach the cache before they are freed,
-  // so a later request without the session restores them.
-  fire_save(s, static_cast<int32_t>(s.resident.size()), SaveReason::kEvict, sync, nullptr);
-  check(backend_->seq_truncate(s.seq, 0), "seq_truncate");
-  s.resident.clear();
-  s.last_logits.clear();
-  store_->count(counter);
+  store_->count(std::string("sessions_released_") + why);
 }
 
 void ModelWorker::expire_sessions() {

@@ -328,8 +328,9 @@ void dot_kquant(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, fl
   int64_t b = 0;
   for (; b + kGroup <= nb; b += kGroup) {
     {
-      // Decode streams the weights once from DRAM: ask for them ~2 KiB ahead (past
-      // the row's end too: rows are contiguous, and a prefetch never faults).
+      // Decode streams the weights once from DRAM, and so does a batch's first token
+      // tile: ask for them ~2 KiB ahead (past the row's end too: rows are contiguous,
+      // and a prefetch never faults).
       const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchAhead;
       for (size_t off = 0; off < kGroup * sizeof(typename Fmt::W); off += 64)
         _mm_prefetch(ahead + off, _MM_HINT_T0);
