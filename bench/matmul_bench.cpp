@@ -1,5 +1,6 @@
-// Kernel micro-benchmarks: matmul per weight type at TinyLlama-1.1B shapes (the
-// 32000 x 2048 output head is larger than the caches: a decode from memory),
+// Kernel micro-benchmarks: matmul per weight type at TinyLlama-1.1B shapes (rows x
+// cols: attention 2048 x 2048, FFN up 5632 x 2048 and down 2048 x 5632, the 32000 x 2048
+// output head, larger than the caches: a decode from memory),
 // mat-vec (decode, 1 token) and mat-mat (prefill, 64 tokens; 512 on the square
 // shape, one thread), 1 and 2 threads. Q4_0 also as the weight arena stores it
 // (interleaved row groups, engine/row_group_layout.h) where the table has a kernel
@@ -116,7 +117,7 @@ void Register() {
   const TensorType types[] = {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K,
                               TensorType::kQ6_K, TensorType::kF16,  TensorType::kQ5_K,
                               TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kF32};
-  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {32000, 2048}};
+  const int64_t shapes[][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
   for (TensorType t : types) {
     for (const auto& s : shapes) {
       const std::string name = std::string("Matmul/") + quant_type_name(t) + "/" +
@@ -128,7 +129,7 @@ void Register() {
       // 4-16 tokens (interleaved form): several sequences decoding at once, a prefix
       // hit's tail; 8-16 plain: where the pack path takes over from the tile path
       // (PanelKernels::min_tokens).
-      const std::vector<int64_t> tokens = s[0] == 2048 ? std::vector<int64_t>{1, 4, 64, 512}
+      const std::vector<int64_t> tokens = s[0] == s[1] ? std::vector<int64_t>{1, 4, 64, 512}
                                                        : std::vector<int64_t>{1, 4, 8, 12, 16, 64};
       benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, s[0], s[1], false)
           ->ArgsProduct({tokens, {1}})
