@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of `hearth bench engine` between two builds on the same machine, alternating the
-# binaries so that background load hits both alike; prints each run's figures and the
-# median per binary and key (docs/benchmarks.md).
+# binaries (and which goes first) so that background load hits both alike; prints each
+# run's figures and the median per binary and key (docs/benchmarks.md).
 #   scripts/bench-ab.sh BASE_HEARTH NEW_HEARTH MODEL [ROUNDS] [-- extra bench args]
 # Default bench args: --threads 2 --prompts 128,512 --gen 32 --gen-after 128 --reps 3.
 set -euo pipefail
@@ -12,7 +12,11 @@ args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(--threads 2 --prompts 128,512 --gen 32 --gen-after 128 --reps 3)
 out=$(mktemp -d)
 for r in $(seq "$rounds"); do
-  for which in base new; do
+  # Which binary goes first alternates too: the second of a pair can run on a machine
+  # the first left in another state (caches, page cache, clocks).
+  order="base new"
+  ((r % 2 == 0)) && order="new base"
+  for which in $order; do
     bin=$base
     [[ $which == new ]] && bin=$new
     "$bin" bench engine -m "$model" "${args[@]}" --json >"$out/$which.$r.json"

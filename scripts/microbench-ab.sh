@@ -10,7 +10,9 @@ base=$1 new=$2 filter=$3 rounds=${4:-4}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for r in $(seq "$rounds"); do
-  for which in base new; do
+  order="base new"  # which goes first alternates too (bench-ab.sh)
+  ((r % 2 == 0)) && order="new base"
+  for which in $order; do
     dir=$base
     [[ $which == new ]] && dir=$new
     "$dir/bench/hearth_microbench" --benchmark_filter="$filter" --benchmark_repetitions=7 \
