@@ -144,13 +144,7 @@ void dot32_512(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, flo
   }
   int64_t b = 0;
   for (; b + 16 <= nb; b += 16) {
-    {
-      // The weights come once from DRAM (decode; the first token tile of a few): ask
-      // for them ~2 KiB ahead (past the row's end too: rows are contiguous, and a
-      // prefetch never faults).
-      const char* ahead = reinterpret_cast<const char*>(w + b) + 2048;
-      for (size_t off = 0; off < 16 * sizeof(W); off += 64) _mm_prefetch(ahead + off, _MM_HINT_T0);
-    }
+    prefetch_row_ahead(w + b, 16 * sizeof(W));
     __m512i wq[8];
     for (int k = 0; k < 8; ++k) wq[k] = Fmt::decode2(w + b + 2 * k);
     const __m512 wd = scales16(w + b);

@@ -312,8 +312,6 @@ template <class Fmt, int NT, int SB>
   return acc;
 }
 
-constexpr size_t kPrefetchAhead = 2048;
-
 // One weight row against NT activation rows (row t at x + t * x_stride).
 template <class Fmt, int NT>
 void dot_kquant(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, float* out) {
@@ -327,14 +325,7 @@ void dot_kquant(const void* vw, const uint8_t* x, size_t x_stride, int64_t n, fl
   __m128 acc = _mm_setzero_ps();
   int64_t b = 0;
   for (; b + kGroup <= nb; b += kGroup) {
-    {
-      // Decode streams the weights once from DRAM, and so does a batch's first token
-      // tile: ask for them ~2 KiB ahead (past the row's end too: rows are contiguous,
-      // and a prefetch never faults).
-      const char* ahead = reinterpret_cast<const char*>(w + b) + kPrefetchAhead;
-      for (size_t off = 0; off < kGroup * sizeof(typename Fmt::W); off += 64)
-        _mm_prefetch(ahead + off, _MM_HINT_T0);
-    }
+    prefetch_row_ahead(w + b, kGroup * sizeof(typename Fmt::W));
     acc = step<Fmt, NT, kGroup>(w, row, b, acc);
   }
   for (; b < nb; ++b) acc = step<Fmt, NT, 1>(w, row, b, acc);
