@@ -10,6 +10,7 @@
 
 #include "cache/file_tier.h"
 #include "cache/meta_index.h"
+#include "cache/read_path.h"
 #include "cache/remote_sync.h"
 #include "cache/remote_tier.h"
 #include "cache/writer_pool.h"
@@ -22,6 +23,8 @@ struct Cache::Impl {
   ~Impl();
 
   CacheConfig cfg;
+  // How large ram_file payloads are copied out (src/cache/read_path.h).
+  CopyPathChooser ram_file_copy{cfg.ram_file_read};
   Counters counters;
   MetaIndex meta;
   std::shared_ptr<CacheIo> io;

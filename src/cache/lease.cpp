@@ -40,8 +40,14 @@ struct Lease::State {
   // The row's file mapped (once per lease): its payload's first byte, or an error.
   Result<const uint8_t*> mapped_payload();
 
-  ~State() {
+  void unmap() {
     if (map) impl->io->unmap(map, map_len);
+    map = nullptr;
+    map_len = 0;
+  }
+
+  ~State() {
+    unmap();
     if (fd >= 0) impl->io->close(fd);
     if (row) row->unpin();
   }
@@ -69,8 +75,9 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
   return why;
 }
 
-// Smallest ram_file payload copied out of a mapping rather than pread: below it the
-// mapping's own cost (the syscalls, the page-table setup) is not paid back.
+// Smallest ram_file payload that may be copied out of a mapping rather than pread
+// (read_path.h decides which): below it the mapping's own cost (the syscalls, the
+// page-table setup) is not paid back.
 constexpr uint64_t kMapMinBytes = uint64_t{1} << 20;
 
 enum class ReadPath {
@@ -79,14 +86,22 @@ enum class ReadPath {
   kBuffered,  // pread
 };
 
+// Whether the chooser of ram_file copy paths (read_path.h) decides this row's read.
+bool large_ram_file_row(const Row& row) {
+  return row.tier == Tier::kRamFile && row.payload_bytes >= kMapMinBytes;
+}
+
 // How a file row's payload is read. A disk row worth a direct read is large and mostly
 // not in the page cache (a cached file is faster read buffered: a copy out of RAM). A
-// ram_file row lives in memory (tmpfs), where a populated mapping copies at memcpy's
-// speed and pread at about half of it. Disk rows are never mapped: a page the kernel
-// must read in behind a mapping reports a device error as SIGBUS, pread as EIO.
-ReadPath choose_read_path(const Cache::Impl* impl, const Row& row, int fd) {
+// large ram_file row lives in memory (tmpfs): copied out of a mapping or through pread,
+// whichever this machine's restores measured as faster. Disk rows are never mapped: a
+// page the kernel must read in behind a mapping reports a device error as SIGBUS,
+// pread as EIO.
+ReadPath choose_read_path(Cache::Impl* impl, const Row& row, int fd) {
   if (row.tier == Tier::kRamFile) {
-    return row.payload_bytes >= kMapMinBytes ? ReadPath::kMapped : ReadPath::kBuffered;
+    if (!large_ram_file_row(row)) return ReadPath::kBuffered;
+    return impl->ram_file_copy.choose() == CopyPath::kMapped ? ReadPath::kMapped
+                                                             : ReadPath::kBuffered;
   }
   const uint64_t min = impl->cfg.direct_read_min_bytes;
   if (row.tier != Tier::kDisk || min == 0 || row.payload_bytes < min) return ReadPath::kBuffered;
@@ -160,8 +175,10 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
   // Where the bytes are copied from: the in-process slab, a mapping of the file, or
   // (null) the file through pread.
   const uint8_t* src = row.ram_prefix ? row.ram_data : nullptr;
+  ReadPath path = ReadPath::kBuffered;
+  const bool was_mapped = s.map != nullptr;
   if (!row.ram_prefix) {
-    const ReadPath path = choose_read_path(s.impl, row, s.fd);
+    path = choose_read_path(s.impl, row, s.fd);
     if (path == ReadPath::kDirect) {
       Status st = direct_read(*s.impl->io, s.fd, row.payload_offset, dst, check ? &crc : nullptr);
       if (st.code() != ErrorCode::kUnsupported) return finish_file_read(s.impl, s.row, st, crc, t0);
@@ -195,7 +212,16 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
       at += n;
     }
   }
-  if (!row.ram_prefix) return finish_file_read(s.impl, s.row, OkStatus(), crc, t0);
+  if (!row.ram_prefix) {
+    if (large_ram_file_row(row) && (path == ReadPath::kBuffered || src != nullptr)) {
+      // The chooser learns what this read cost, the mapping's setup and teardown
+      // included (a mapping this read made is dropped now; a later view() maps again).
+      if (src != nullptr && !was_mapped) s.unmap();
+      s.impl->ram_file_copy.record(src != nullptr ? CopyPath::kMapped : CopyPath::kPread,
+                                   row.payload_bytes, now_ns() - t0);
+    }
+    return finish_file_read(s.impl, s.row, OkStatus(), crc, t0);
+  }
   if (need_ram) {
     if (crc != row.payload_crc) {
       return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));

@@ -162,17 +162,18 @@ Result<nlohmann::json> exact_hits(Runtime& rt, std::span<const TokenId> prompt,
 // restore_vs_memcpy and GB/s of a run's restores; on the disk tier also the dd-style
 // O_DIRECT read of the row's file (dd_ms, dd_gb_s) and the cold-cache restore's fraction
 // of its speed (cold_cache_vs_dd).
-void add_restore_ratios(nlohmann::json& run, uint64_t row_bytes) {
+Status add_restore_ratios(nlohmann::json& run, uint64_t row_bytes) {
   const double bytes = static_cast<double>(row_bytes);
-  const double copy = memcpy_ms(row_bytes);
+  HEARTH_ASSIGN_OR_RETURN(const double copy, memcpy_ms(row_bytes));
   run["memcpy_ms"] = copy;
   const double restore = run["exact_restore_ms"].get<double>();
   run["restore_vs_memcpy"] = restore / copy;
   run["restore_gb_s"] = bytes / restore / 1e6;
-  if (!run.contains("cold_cache_restore_ms")) return;
+  if (!run.contains("cold_cache_restore_ms")) return OkStatus();
   const double cold = run["cold_cache_restore_ms"].get<double>();
   run["cold_cache_gb_s"] = bytes / cold / 1e6;
   if (run.contains("dd_ms")) run["cold_cache_vs_dd"] = run["dd_ms"].get<double>() / cold;
+  return OkStatus();
 }
 
 Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string& dir) {
@@ -232,7 +233,7 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
       run["dd_ms"] = dd;
       run["dd_gb_s"] = static_cast<double>(std::filesystem::file_size(row_file)) / dd / 1e6;
     }
-    add_restore_ratios(run, row_bytes);
+    HEARTH_RETURN_IF_ERROR(add_restore_ratios(run, row_bytes));
     runs.push_back(std::move(run));
     if (a.on_case) a.on_case();
   }
@@ -421,8 +422,8 @@ int run_bench(BenchArgs a) {
                 rr["tokens"].get<int>(),
                 static_cast<unsigned long long>(rr["payload_bytes"].get<uint64_t>()),
                 rr["memcpy_ms"].get<double>());
-    for (const char* c :
-         {"ram", "ram_file", "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
+    for (const char* c : {"ram", "ram_file", "ram_file_mapped", "ram_file_pread", "disk_warm_cache",
+                          "disk_cold_cache", "disk_cold_cache_buffered"}) {
       if (!rr.contains(c)) continue;
       const auto& f = rr[c];
       std::printf("  %-16s %9.2f ms %6.2fx memcpy %6.2f GB/s", c, f["restore_ms"].get<double>(),

@@ -56,8 +56,10 @@ class FaultyIo final : public testing::ForwardingIo {
   // A failed read fails the mapping too (the reads then go through pread, which fails).
   int map_read(int fd, size_t len, const void** out) override {
     if (hit(Op::kRead)) return -fail_errno;
+    ++maps;
     return real->map_read(fd, len, out);
   }
+  std::atomic<int> maps{0};  // mappings made
   int fdatasync(int fd) override { return hit(Op::kFdatasync) ? -fail_errno : real->fdatasync(fd); }
   int fsync(int fd) override { return hit(Op::kFsync) ? -fail_errno : real->fsync(fd); }
   int link(const std::string& a, const std::string& b) override {
@@ -72,11 +74,12 @@ struct Fixture {
   TempDir dir;
   std::shared_ptr<FaultyIo> io = std::make_shared<FaultyIo>();
   std::unique_ptr<Cache> cache;
-  Fixture() {
+  explicit Fixture(CacheConfig::RamFileRead ram_file_read = CacheConfig::RamFileRead::kAuto) {
     CacheConfig c;
     c.disk_dir = dir.sub("disk");
     c.ram_file_dir = dir.sub("shm");
     c.sweep_interval_ms = 0;
+    c.ram_file_read = ram_file_read;
     c.io = io;
     cache = std::move(Cache::open(c)).value();
   }
@@ -187,23 +190,47 @@ TEST(Fault, BitFlippedPayloadFailsTheScatterRead) {
 }
 
 // A ram_file row of 1 MiB or more is copied out of a mapping of its file (the fused
-// copy + CRC): read whole and scattered over unaligned pieces it gives the saved
-// bytes; one flipped byte is a miss, counted and dropped, like a pread read.
-TEST(Fault, MappedRamFileRowReadsExactlyAndCatchesAFlip) {
-  Fixture f;
+// copy + CRC) or through pread, as configured or (auto) as measured: read whole and
+// scattered over unaligned pieces it gives the saved bytes on every path; one flipped
+// byte is a miss, counted and dropped.
+class RamFileCopyPath : public ::testing::TestWithParam<CacheConfig::RamFileRead> {};
+
+TEST_P(RamFileCopyPath, LargeRowReadsExactlyAndCatchesAFlip) {
+  using Mode = CacheConfig::RamFileRead;
+  Fixture f(GetParam());
   auto payload = testing::random_bytes((3u << 20) + 777, 8);
   CacheKey key = f.save_row(Tier::kRamFile, payload);
-  {
+  // Enough reads for the auto mode's probes of both paths and some choices after them.
+  const int reads = 2 * static_cast<int>(CopyPathChooser::kProbeReads) + 2;
+  for (int i = 0; i < reads; ++i) {
     auto lease = f.cache->checkout(key);
     ASSERT_TRUE(lease.ok());
     std::vector<uint8_t> a(1000003), b(payload.size() - 1000003);
     const std::span<uint8_t> parts[2] = {a, b};
     ASSERT_TRUE(lease->read_payload(std::span<const std::span<uint8_t>>(parts)).ok());
-    EXPECT_TRUE(std::equal(a.begin(), a.end(), payload.begin()));
-    EXPECT_TRUE(std::equal(b.begin(), b.end(), payload.begin() + 1000003));
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), payload.begin())) << "read " << i;
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), payload.begin() + 1000003)) << "read " << i;
     std::vector<uint8_t> whole(payload.size());
-    ASSERT_TRUE(lease->read_payload(whole).ok());  // the lease's mapping, again
-    EXPECT_EQ(whole, payload);
+    ASSERT_TRUE(lease->read_payload(whole).ok());  // the same lease again
+    EXPECT_EQ(whole, payload) << "read " << i;
+  }
+  const CopyPathChooser& chooser = CacheTestPeer::impl(*f.cache).ram_file_copy;
+  switch (GetParam()) {
+    case Mode::kMapped:
+      EXPECT_EQ(f.io->maps.load(), 2 * reads);  // each read maps (and unmaps) the file
+      EXPECT_GT(chooser.ns_per_byte(CopyPath::kMapped), 0);
+      EXPECT_EQ(chooser.ns_per_byte(CopyPath::kPread), 0);
+      break;
+    case Mode::kPread:
+      EXPECT_EQ(f.io->maps.load(), 0);
+      EXPECT_EQ(chooser.ns_per_byte(CopyPath::kMapped), 0);
+      EXPECT_GT(chooser.ns_per_byte(CopyPath::kPread), 0);
+      break;
+    case Mode::kAuto:  // both measured, each by at least its probe reads
+      EXPECT_GE(f.io->maps.load(), static_cast<int>(CopyPathChooser::kProbeReads));
+      EXPECT_GT(chooser.ns_per_byte(CopyPath::kMapped), 0);
+      EXPECT_GT(chooser.ns_per_byte(CopyPath::kPread), 0);
+      break;
   }
   std::string path = f.cache->lookup_exact(key)->location;
   flip_payload_byte(path, payload, (2u << 20) + 5);
@@ -213,6 +240,21 @@ TEST(Fault, MappedRamFileRowReadsExactlyAndCatchesAFlip) {
   EXPECT_FALSE(f.cache->lookup_exact(key));
   EXPECT_FALSE(fs::exists(path));
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, RamFileCopyPath,
+                         ::testing::Values(CacheConfig::RamFileRead::kMapped,
+                                           CacheConfig::RamFileRead::kPread,
+                                           CacheConfig::RamFileRead::kAuto),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case CacheConfig::RamFileRead::kMapped:
+                               return "Mapped";
+                             case CacheConfig::RamFileRead::kPread:
+                               return "Pread";
+                             default:
+                               return "Auto";
+                           }
+                         });
 
 // A mapping that cannot be made falls back to pread (here failing too: the read error
 // path, the tier degraded, the row a miss).

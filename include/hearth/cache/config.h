@@ -66,6 +66,12 @@ struct CacheConfig {
   // page cache are read with O_DIRECT in large aligned requests (src/cache/direct_read.h);
   // 0 = always read through the page cache.
   uint64_t direct_read_min_bytes = 8ull << 20;
+  // How a ram_file payload of 1 MiB or more is copied out of its tmpfs file: out of a
+  // mapping of the file, through pread, or (kAuto) whichever the restores themselves
+  // measure as faster on this machine (src/cache/read_path.h). Every path reads the
+  // same bytes and checks the same CRC.
+  enum class RamFileRead : uint8_t { kAuto, kMapped, kPread };
+  RamFileRead ram_file_read = RamFileRead::kAuto;
   // The shared remote tier: local saves are published to it, exact and prefix
   // lookups that miss locally pull its rows into the ram tier.
   RemoteTierConfig remote;

@@ -1,0 +1,31 @@
+#include "cache/read_path.h"
+
+namespace hearth::cache {
+
+CopyPath CopyPathChooser::choose() {
+  if (mode_ == CacheConfig::RamFileRead::kMapped) return CopyPath::kMapped;
+  if (mode_ == CacheConfig::RamFileRead::kPread) return CopyPath::kPread;
+  std::lock_guard lock(mu_);
+  // Probes (a read that fails records nothing, so its path is probed again).
+  if (samples_[0] < kProbeReads) return CopyPath::kMapped;
+  if (samples_[1] < kProbeReads) return CopyPath::kPread;
+  const bool mapped_cheaper = cost_[0] <= cost_[1];
+  const bool explore = ++decisions_ % kExploreEvery == 0;
+  return mapped_cheaper != explore ? CopyPath::kMapped : CopyPath::kPread;
+}
+
+void CopyPathChooser::record(CopyPath path, uint64_t bytes, uint64_t ns) {
+  if (bytes == 0) return;
+  const int i = static_cast<int>(path);
+  const double cost = static_cast<double>(ns) / static_cast<double>(bytes);
+  std::lock_guard lock(mu_);
+  cost_[i] = samples_[i] == 0 ? cost : cost_[i] + kWeight * (cost - cost_[i]);
+  ++samples_[i];
+}
+
+double CopyPathChooser::ns_per_byte(CopyPath path) const {
+  std::lock_guard lock(mu_);
+  return cost_[static_cast<int>(path)];
+}
+
+}  // namespace hearth::cache
