@@ -1,13 +1,12 @@
 #include "cache/slab_alloc.h"
 
-#include <sys/mman.h>
-
 #include <new>
+
+#include "common/huge_page_region.h"
 
 namespace hearth::cache {
 namespace {
 constexpr size_t kHugeThreshold = 4u << 20;
-constexpr size_t kHugePage = 2u << 20;
 }  // namespace
 
 Slab allocate_slab(size_t n) {
@@ -20,12 +19,11 @@ Slab allocate_slab(size_t n) {
     s.data = p;
     return s;
   }
-  size_t len = (n + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return {};
-  ::madvise(p, len, MADV_HUGEPAGE);  // advisory: fine if THP is off
-  s.owner = std::shared_ptr<void>(p, [len](void* q) { ::munmap(q, len); });
-  s.data = static_cast<uint8_t*>(p);
+  auto region = HugePageRegion::create(n, "a ram-tier slab");
+  if (!region.ok()) return {};
+  auto owned = std::make_shared<HugePageRegion>(std::move(region).value());
+  s.data = owned->data();
+  s.owner = std::move(owned);
   return s;
 }
 

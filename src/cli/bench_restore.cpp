@@ -12,7 +12,7 @@
 
 #include "cache/read_path.h"
 #include "cli/bench_util.h"
-#include "engine/model/huge_page_region.h"
+#include "common/huge_page_region.h"
 #include "hearth/cache/cache.h"
 
 namespace hearth::cli {
@@ -35,12 +35,12 @@ std::vector<std::string> kvc_files(const std::string& dir) {
 }  // namespace
 
 // Restores land in the engine's KV store, which lives on 2 MiB pages
-// (engine::HugePageRegion), and the ram tier's slabs are huge-page memory too: the
+// (HugePageRegion), and the ram tier's slabs are huge-page memory too: the
 // yardstick memcpy and the restore destinations here are the same kind of memory. (On
 // a host that shadows the guest's page tables, a copy into idle 4 KiB pages ran 5-15x
 // slower than into huge pages, which would measure the buffer, not the restore.)
-Result<engine::HugePageRegion> touched_region(uint64_t bytes, uint8_t fill) {
-  HEARTH_ASSIGN_OR_RETURN(auto r, engine::HugePageRegion::create(bytes, "a benchmark buffer"));
+Result<HugePageRegion> touched_region(uint64_t bytes, uint8_t fill) {
+  HEARTH_ASSIGN_OR_RETURN(auto r, HugePageRegion::create(bytes, "a benchmark buffer"));
   std::memset(r.data(), fill, r.size());
   return r;
 }

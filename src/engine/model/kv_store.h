@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "engine/kernels/kv_blocks.h"
-#include "engine/model/huge_page_region.h"
+#include "common/huge_page_region.h"
 #include "engine/thread_pool.h"
 #include "hearth/engine/kv_type.h"
 #include "hearth/status.h"

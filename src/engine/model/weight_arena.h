@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/model/huge_page_region.h"
+#include "common/huge_page_region.h"
 #include "engine/model/weights.h"
 #include "hearth/progress.h"
 #include "hearth/status.h"

@@ -13,7 +13,7 @@
 
 #include "hearth/status.h"
 
-namespace hearth::engine {
+namespace hearth {
 
 // Owns one mapping; unmapped on destruction. Move-only. Its bytes start zeroed (fresh
 // anonymous memory), and pages are committed on first touch.
@@ -39,4 +39,4 @@ class HugePageRegion {
   size_t size_ = 0;          // the mapping's length
 };
 
-}  // namespace hearth::engine
+}  // namespace hearth

@@ -1,4 +1,4 @@
-#include "engine/model/huge_page_region.h"
+#include "common/huge_page_region.h"
 
 #include <sys/mman.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace hearth::engine {
+namespace hearth {
 namespace {
 
 constexpr size_t kHugePage = size_t{2} << 20;
@@ -67,4 +67,4 @@ Result<HugePageRegion> HugePageRegion::create(size_t bytes, const char* what) {
   return r;
 }
 
-}  // namespace hearth::engine
+}  // namespace hearth

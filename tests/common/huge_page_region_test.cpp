@@ -1,6 +1,6 @@
 // HugePageRegion: the 2 MiB-aligned regions that hold the weight matrices' copies
-// (WeightArena) and the KV blocks (KvStore).
-#include "engine/model/huge_page_region.h"
+// (WeightArena), the KV blocks (KvStore) and the ram tier's large slabs.
+#include "common/huge_page_region.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "engine/model/weight_arena.h"
-
-namespace hearth::engine {
+namespace hearth {
 namespace {
 
 constexpr size_t kTwoMiB = size_t{2} << 20;
@@ -20,9 +18,6 @@ TEST(HugePageRegionTest, ZeroBytesIsAnErrorNamingTheUse) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("the test buffer: size must be positive"), std::string::npos)
       << r.status().message();
-  auto a = WeightArena::create(0);
-  ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("weight matrices"), std::string::npos);
 }
 
 TEST(HugePageRegionTest, AnImpossibleSizeIsAnErrorNotACrash) {
@@ -67,17 +62,5 @@ TEST(HugePageRegionTest, MoveTransfersOwnership) {
   EXPECT_EQ(c.data(), nullptr);
 }
 
-TEST(HugePageRegionTest, WeightArenaIsARegion) {
-  auto a = WeightArena::create(kTwoMiB + 1);
-  ASSERT_TRUE(a.ok()) << a.status().to_string();
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(a->data()) % kTwoMiB, 0u);
-  EXPECT_EQ(a->size(), 2 * kTwoMiB);
-  EXPECT_EQ(a->interleaved_matrices(), 0);
-  uint8_t* p = a->data();
-  WeightArena b = std::move(*a);
-  EXPECT_EQ(b.data(), p);
-  EXPECT_EQ(a->data(), nullptr);
-}
-
 }  // namespace
-}  // namespace hearth::engine
+}  // namespace hearth
