@@ -213,10 +213,12 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
     }
   }
   if (!row.ram_prefix) {
-    if (large_ram_file_row(row) && (path == ReadPath::kBuffered || src != nullptr)) {
-      // The chooser learns what this read cost, the mapping's setup and teardown
-      // included (a mapping this read made is dropped now; a later view() maps again).
-      if (src != nullptr && !was_mapped) s.unmap();
+    // The chooser learns what this read cost, the mapping's setup and teardown included
+    // (a mapping this read made is dropped now; a later view() maps again). A read out
+    // of a view()'s mapping paid neither, so it teaches nothing.
+    const bool made_mapping = src != nullptr && !was_mapped;
+    if (large_ram_file_row(row) && (path == ReadPath::kBuffered || made_mapping)) {
+      if (made_mapping) s.unmap();
       s.impl->ram_file_copy.record(src != nullptr ? CopyPath::kMapped : CopyPath::kPread,
                                    row.payload_bytes, now_ns() - t0);
     }

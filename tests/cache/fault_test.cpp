@@ -256,6 +256,24 @@ INSTANTIATE_TEST_SUITE_P(Paths, RamFileCopyPath,
                            }
                          });
 
+// A read out of the mapping a view() made reuses it (no second mapping) and teaches the
+// chooser nothing: it paid for no mapping of its own.
+TEST(Fault, ReadAfterViewReusesTheMappingAndRecordsNothing) {
+  Fixture f(CacheConfig::RamFileRead::kMapped);
+  auto payload = testing::random_bytes((2u << 20) + 3, 10);
+  CacheKey key = f.save_row(Tier::kRamFile, payload);
+  auto lease = f.cache->checkout(key);
+  ASSERT_TRUE(lease.ok());
+  auto view = lease->view();
+  ASSERT_TRUE(view.ok()) << view.status().to_string();
+  EXPECT_TRUE(std::equal(view->begin(), view->end(), payload.begin()));
+  std::vector<uint8_t> out(payload.size());
+  ASSERT_TRUE(lease->read_payload(out).ok());
+  EXPECT_EQ(out, payload);
+  EXPECT_EQ(f.io->maps.load(), 1);
+  EXPECT_EQ(CacheTestPeer::impl(*f.cache).ram_file_copy.ns_per_byte(CopyPath::kMapped), 0);
+}
+
 // A mapping that cannot be made falls back to pread (here failing too: the read error
 // path, the tier degraded, the row a miss).
 TEST(Fault, FailedMappingFallsBackToPread) {
