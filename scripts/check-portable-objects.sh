@@ -6,13 +6,14 @@
 # Allowed to hold AVX-512 (each only reached after a run-time CPU check):
 #   engine/kernels/avx512_*, avx2_*, avxvnni_*: the kernel tables (cpu_features.cpp);
 #   cache/crc32c.cpp: its own cpuid dispatch to a VPCLMULQDQ fold (target attributes);
+#   common/stream_copy.cpp: its own CPU check picks the AVX-512, AVX2 or SSE2 store loop;
 #   cli/bench_bandwidth.cpp: the bench's read loop, per-ISA copies picked after a CPU check.
 # AVX-512 is recognised by its registers (zmm, xmm/ymm16-31, mask k0-7) or by an EVEX
 # prefix (0x62 as the first opcode byte: AVX-512 forms on xmm/ymm 0-15 name no new
 # register), which covers every AVX-512 instruction.
 set -euo pipefail
 
-allowed='^(avx512_|avx2_|avxvnni_|crc32c\.|bench_bandwidth\.)'
+allowed='^(avx512_|avx2_|avxvnni_|crc32c\.|stream_copy\.|bench_bandwidth\.)'
 objdump=${OBJDUMP:-objdump}
 status=0
 checked=0

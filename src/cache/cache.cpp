@@ -777,6 +777,12 @@ bool Cache::save_pending(const CacheKey& key) const {
   return impl_->meta.pending(key);
 }
 
+bool Cache::drop_duplicate_save(const CacheKey& key) {
+  if (!impl_->meta.find(key) && !impl_->meta.pending(key)) return false;
+  impl_->counters.add(Counter::kDuplicateDropped);
+  return true;
+}
+
 std::optional<RowInfo> Cache::lookup_exact(const CacheKey& key, HitKind kind) {
   RowPtr r = impl_->meta.find(key);
   if (!r && impl_->remote) r = impl_->remote_pull(key);

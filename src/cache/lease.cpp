@@ -12,6 +12,7 @@
 #include "cache/cache_impl.h"
 #include "cache/crc32c.h"
 #include "cache/direct_read.h"
+#include "common/stream_copy.h"
 
 namespace hearth::cache {
 
@@ -192,9 +193,9 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
   uint64_t at = 0;  // payload offset of the next byte
   for (const auto& d : dst) {
     if (src != nullptr && !crc_each) {
-      // Nothing to check: one memcpy, which for a large buffer stores past the caches
-      // (chunk by chunk it would allocate every destination line first).
-      std::memcpy(d.data(), src + at, d.size());
+      // Nothing to check: one copy that stores past the caches (chunk by chunk it
+      // would allocate every destination line first).
+      stream_copy(d.data(), src + at, d.size());
       at += d.size();
       continue;
     }

@@ -79,6 +79,9 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
     row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
       return p->lease.read_payload(dst);
     };
+    if (row->tier == Tier::kRam && !info.delta) {
+      row->view = [p = pinned.get()] { return p->lease.view(); };
+    }
     row->pin = std::move(pinned);
     loaded();
     return RowHit{row, usable};

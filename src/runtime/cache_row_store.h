@@ -19,6 +19,7 @@ class CacheRowStore : public RowStore, public std::enable_shared_from_this<Cache
 
   RowHit lookup_exact(const RowKey& key, bool resume) override;
   bool save_pending(const RowKey& key) const override;
+  bool drop_duplicate_save(const RowKey& key) override { return cache_->drop_duplicate_save(key); }
   RowHit lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,
                                size_t min_tokens, size_t stride) override;
   Result<RowKey> save(const RowNamespace& ns, const RowMeta& meta, CacheRow row, Tier tier,

@@ -762,6 +762,10 @@ Status ModelWorker::restore_row(int32_t seq, const CacheRow& row) {
   const int32_t n = static_cast<int32_t>(row.tokens.size());
   Backend& backend = *backend_;
   if (!row.read_into) return backend.kv_unpack(seq, row.kv_bytes(), n);
+  if (row.view) {
+    HEARTH_ASSIGN_OR_RETURN(std::span<const uint8_t> payload, row.view());
+    return backend.kv_unpack(seq, payload, n);
+  }
   HEARTH_ASSIGN_OR_RETURN(std::vector<std::span<uint8_t>> spans, backend.kv_import_spans(seq, n));
   if (spans.empty()) {  // no in-place import: stage the payload, then unpack
     std::vector<uint8_t> staged(row.payload_size);
@@ -1097,6 +1101,14 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   if (!save_allowed(config_.policy, n_tokens, s.resident.size())) return;
   // cache_prompt = false: nothing of this request (or of its cells) is saved.
   if (s.busy() ? !s.request->params.cache_prompt : s.uncached_cells) return;
+  // Cells whose row is already saved (an exact hit that added nothing, a session
+  // released after its finish save) are not packed again only to be dropped: tens of
+  // megabytes copied and freed on the worker while the next request waits.
+  const RowKey cells_key = row_key(s.resident_ns, std::span(s.resident).first(n_tokens));
+  if (store_->drop_duplicate_save(cells_key)) {
+    if (key_out) *key_out = to_hex(cells_key);
+    return;
+  }
   // The cost rule judges the policy's own saves; evict and shutdown saves are asked for
   // (the spec: unconditional). Skip the pack when the last one says it is not worth it.
   const bool judged = reason != SaveReason::kEvict && reason != SaveReason::kShutdown;

@@ -34,6 +34,11 @@ struct CacheRow {
   // the cache lease (the row cannot be evicted under the reader) and the store alive.
   std::shared_ptr<const void> pin;
   std::function<Status(std::span<const std::span<uint8_t>>)> read_into;
+  // Set too for a row in this process's memory (a RAM slab, not a delta row): the payload
+  // where it lies, CRC-checked on its first use. A restore unpacks from it in one pass,
+  // K turned into tiles on the way, instead of a copy into the KV and a second pass
+  // over K there.
+  std::function<Result<std::span<const uint8_t>>()> view;
   size_t payload_size = 0;
   Tier tier = Tier::kRam;  // where the row was found
   double load_ms = 0;      // checkout (header, TLVs, key replay) before the restore
@@ -71,6 +76,9 @@ class RowStore {
   // Whether a save of `key` is queued or being written and not yet published: a resume
   // lookup waits for it (never blocks, counts nothing).
   virtual bool save_pending(const RowKey& key) const = 0;
+  // Whether a save of `key` would be dropped as a duplicate (published or in flight);
+  // counted as the cache's duplicate_dropped when so.
+  virtual bool drop_duplicate_save(const RowKey& key) = 0;
   // The row of `ns` sharing the longest token prefix with `tokens` (radix), else the
   // stride walk over `stride`-aligned prefixes. Hits shorter than min_tokens are ignored.
   virtual RowHit lookup_longest_prefix(const RowNamespace& ns, std::span<const TokenId> tokens,

@@ -115,6 +115,12 @@ TEST(TierWriter, QueuedSaveIsInFlightBeforeAWriterReservesIt) {
   EXPECT_FALSE(cache->save_async(Tier::kDisk, refused, payload));
   EXPECT_FALSE(cache->save_pending(make_key(refused.ns, refused.tokens)));
   EXPECT_EQ(testing::counter(*cache, Counter::kSavesDropped), 1u);
+  // A caller asks before packing a payload: a key in flight would be a duplicate (and is
+  // counted as one), a key nowhere would not (and counts nothing).
+  EXPECT_TRUE(cache->drop_duplicate_save(key));
+  EXPECT_EQ(testing::counter(*cache, Counter::kDuplicateDropped), 1u);
+  EXPECT_FALSE(cache->drop_duplicate_save(make_key(refused.ns, refused.tokens)));
+  EXPECT_EQ(testing::counter(*cache, Counter::kDuplicateDropped), 1u);
   // Waits per namespace: another model's namespace has nothing in flight.
   EXPECT_TRUE(cache->wait_namespace_idle(other, 0));
   EXPECT_FALSE(cache->wait_namespace_idle(ns, 50));
@@ -133,6 +139,8 @@ TEST(TierWriter, QueuedSaveIsInFlightBeforeAWriterReservesIt) {
   EXPECT_TRUE(cache->wait_idle_for(5000));
   EXPECT_FALSE(cache->save_pending(key));
   EXPECT_EQ(cache->dump().size(), 2u);
+  EXPECT_TRUE(cache->drop_duplicate_save(key)) << "a published key is a duplicate too";
+  EXPECT_EQ(testing::counter(*cache, Counter::kDuplicateDropped), 2u);
 }
 
 }  // namespace

@@ -352,3 +352,79 @@ TEST(KvStoreTest, CopyPrefixForksARingSequence) {
 
 }  // namespace
 }  // namespace hearth::engine
+
+namespace hearth::engine {
+namespace {
+
+// A restore of a long row is placed in pieces of about 256 KiB spread over a pool's
+// threads (K turned into tiles on the way, everything written with streaming stores):
+// the same cells as the rows say, for full layers whose runs are cut into many pieces
+// (lengths on and off tile boundaries), a ring layer whose runs wrap, and quantized rows.
+TEST(KvStoreTest, UnpackInPiecesOverThreadsPlacesEveryCell) {
+  ThreadPool pool(3);
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    for (bool ring : {false, true}) {
+      KvRing r;
+      if (ring) {
+        r.window = 3000;
+        r.slack = 40;
+        r.layers = {false, true, false};
+      }
+      auto a = KvStore::create(1, 3, 5000, 64, type, r);
+      auto b = KvStore::create(2, 3, 5000, 64, type, r);
+      ASSERT_TRUE(a.ok() && b.ok());
+      const size_t row = a->row_bytes();
+      for (int32_t p = 0; p < 5000; ++p) {
+        for (int32_t l = 0; l < 3; ++l) {
+          if (type == KvType::kF16) {
+            std::vector<uint16_t> k(64);
+            for (int32_t i = 0; i < 64; ++i) {
+              k[static_cast<size_t>(i)] = kv_value(l, 0, p, i);
+              a->v_row(0, l, p)[i] = kv_value(l, 1, p, i);
+            }
+            a->put_k(0, l, p, k.data());
+          } else {
+            for (size_t i = 0; i < row; ++i) {
+              a->k_bytes(0, l, p)[i] =
+                  static_cast<uint8_t>(kv_value(l, 0, p, static_cast<int32_t>(i)));
+              a->v_bytes(0, l, p)[i] =
+                  static_cast<uint8_t>(kv_value(l, 1, p, static_cast<int32_t>(i)));
+            }
+          }
+        }
+        a->append_to(0, p + 1);
+      }
+      for (int32_t n : {4999, 4097, 2049}) {
+        SCOPED_TRACE(std::string(type == KvType::kF16 ? "f16" : "q8_0") + (ring ? " ring " : " ") +
+                     std::to_string(n) + " positions");
+        if (!a->pack_ok(0, n)) continue;
+        std::vector<uint8_t> bytes;
+        a->pack(0, n, bytes);
+        b->unpack(1, bytes, n, &pool);
+        ASSERT_EQ(b->len(1), n);
+        for (int32_t l = 0; l < 3; ++l) {
+          const int32_t first = ring && l == 1 ? n - std::min(n, r.window) : 0;
+          for (int32_t p = first; p < n; ++p) {
+            if (type == KvType::kF16) {
+              for (int32_t i = 0; i < 64; ++i) {
+                ASSERT_EQ(b->k_at(1, l, p, i), a->k_at(0, l, p, i)) << l << " " << p << " " << i;
+                ASSERT_EQ(b->v_row(1, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p;
+              }
+            } else {
+              ASSERT_EQ(std::memcmp(b->k_bytes(1, l, p), a->k_bytes(0, l, p), row), 0)
+                  << l << " " << p;
+              ASSERT_EQ(std::memcmp(b->v_bytes(1, l, p), a->v_bytes(0, l, p), row), 0)
+                  << l << " " << p;
+            }
+          }
+        }
+        std::vector<uint8_t> again;
+        b->pack(1, n, again);
+        EXPECT_EQ(again, bytes);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hearth::engine

@@ -52,7 +52,9 @@ TEST(SavePath, StuckDiskHoldsUpNoRamModelAndDropsAreTheCaches) {
 
   // Disk saves pile up in the disk tier's queue until the cache drops one, and counts it.
   const uint64_t dropped = rt->cache_counters()["saves_dropped"];
-  for (int i = 0; i < 60 && rt->cache_counters()["saves_dropped"] == dropped; ++i)
+  // (Each request queues one save: its cold row is the same key for all, a duplicate
+  // that is never packed.)
+  for (int i = 0; i < 120 && rt->cache_counters()["saves_dropped"] == dropped; ++i)
     ASSERT_TRUE(rt->complete("disk", text_of(300 + i, 'a'), greedy(4)).ok());
   EXPECT_GT(rt->cache_counters()["saves_dropped"], dropped);
 
@@ -177,6 +179,52 @@ TEST(AdmissionLookup, ResumeWaitIsBoundedAndDoesNotStallTheBatch) {
   EXPECT_GT(ctl->steps.load() - steps_before, 50);
   auto other = other_done.get_future();
   ASSERT_EQ(other.wait_for(20s), std::future_status::ready);
+}
+
+}  // namespace
+}  // namespace hearth::runtime
+
+namespace hearth::runtime {
+namespace {
+using namespace testing;
+
+// An exact hit that adds nothing to its cells (one response token, never fed back) ends
+// with the row it restored: its finish save is dropped as the duplicate it is before a
+// payload is packed, and it still reports that row's key.
+TEST(SavePath, ExactHitOfAnUnchangedRowPacksNoDuplicate) {
+  auto rt = make_runtime();
+  auto ctl = std::make_shared<StubControl>();
+  auto cfg = stub_config("m", 1, ctl);
+  cfg.slot_affinity = false;  // the second request restores from the cache
+  ASSERT_TRUE(rt->load_model(cfg).ok());
+  const std::string prompt = text_of(300, 'q');
+  auto first = rt->complete("m", prompt, greedy(1));
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(first->finish_key);
+  ASSERT_TRUE(rt->cache_flush(std::chrono::seconds(20)));
+  const int64_t packs = ctl->kv_packs.load();
+  ASSERT_GT(packs, 0);
+  const uint64_t dropped = rt->cache_counters()["duplicate_dropped"];
+  const uint64_t finishes = rt->cache_counters()["saves_finish"];
+
+  RequestParams again = greedy(1);
+  again.parent_key = first->finish_key;
+  auto exact = rt->complete("m", prompt, again);
+  ASSERT_TRUE(exact.ok()) << exact.status().to_string();
+  EXPECT_EQ(exact->cache_hit_kind, CacheHitKind::kExact);
+  EXPECT_EQ(exact->generated, first->generated);
+  ASSERT_TRUE(exact->finish_key);
+  EXPECT_EQ(*exact->finish_key, *first->finish_key);
+  ASSERT_TRUE(rt->cache_flush(std::chrono::seconds(20)));
+  EXPECT_EQ(ctl->kv_packs.load(), packs) << "the unchanged row was packed again";
+  EXPECT_EQ(rt->cache_counters()["duplicate_dropped"], dropped + 1);
+  EXPECT_EQ(rt->cache_counters()["saves_finish"], finishes);
+
+  // Cells that did change are saved as before.
+  auto longer = rt->complete("m", prompt, greedy(4));
+  ASSERT_TRUE(longer.ok());
+  ASSERT_TRUE(rt->cache_flush(std::chrono::seconds(20)));
+  EXPECT_GT(ctl->kv_packs.load(), packs);
 }
 
 }  // namespace

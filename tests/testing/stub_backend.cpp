@@ -212,6 +212,7 @@ Result<std::vector<uint8_t>> StubBackend::kv_pack(int32_t seq, int32_t n_pos) {
   const auto& cells = cells_[static_cast<size_t>(seq)];
   if (n_pos < 0 || static_cast<size_t>(n_pos) > cells.size())
     return OutOfRange("stub: kv_pack past the sequence end");
+  if (options_.control) options_.control->kv_packs++;
   std::vector<uint8_t> out(static_cast<size_t>(n_pos) * 8);
   if (n_pos > 0) std::memcpy(out.data(), cells.data(), out.size());
   return out;

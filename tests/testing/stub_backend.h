@@ -33,6 +33,7 @@ struct StubControl {
   std::atomic<int32_t> token_delay_us{0};   // and per token of the step (a pass's cost)
   std::atomic<int32_t> max_rows_seen{0};    // largest number of rows in one step
   std::atomic<int32_t> max_tokens_seen{0};  // largest token count in one step
+  std::atomic<int64_t> kv_packs{0};         // kv_pack calls (each a save's payload)
 
   // A canned reply (empty = off): a sequence whose text ends with a prefix of it
   // continues it (its next byte gets a logit of +100), then ends with EOS, so tests can

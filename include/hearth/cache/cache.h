@@ -139,6 +139,11 @@ class Cache {
   // Whether a save of `key` is queued or being written and not yet published:
   // what lookup_exact_or_wait would wait for. Counts nothing, never blocks.
   bool save_pending(const CacheKey& key) const;
+  // Whether a save of `key` now would be dropped as a duplicate (the key is published,
+  // or a save of it is in flight); if so it is counted as duplicate_dropped here, so a
+  // caller can skip building a payload no tier would keep (an exact hit's finish save
+  // repacks the row it restored).
+  bool drop_duplicate_save(const CacheKey& key);
 
   // ---- lookups (lock-free reads of the current index snapshot) ---------------
   enum class HitKind { kExact, kResume };

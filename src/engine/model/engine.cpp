@@ -382,7 +382,7 @@ Status Engine::kv_unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n_
     return InvalidArgument("kv_unpack: got " + std::to_string(bytes.size()) + " bytes for " +
                            std::to_string(n_pos) + " positions, expected " + std::to_string(want));
   }
-  impl_->kv->unpack(seq, bytes.subspan(on_gpu), n_pos);
+  impl_->kv->unpack(seq, bytes.subspan(on_gpu), n_pos, impl_->pool.get());
   if (impl_->gpu) {
     if (Status st = impl_->gpu->unpack(seq, bytes.data(), n_pos); !st.ok()) {
       impl_->kv->set_len(seq, 0);

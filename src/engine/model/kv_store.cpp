@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/stream_copy.h"
+
 namespace hearth::engine {
 namespace {
 
@@ -120,6 +122,29 @@ struct TileCopy {
 };
 using TilesToRows = TileCopy<true>;
 using RowsToTiles = TileCopy<false>;
+
+// RowsToTiles::slots for a restore: each whole tile is turned in `buf` (a tile's worth,
+// in the L1 cache) and written out with streaming stores; a partial one (the ends of a
+// range that does not start or stop on a tile boundary) lane by lane, in place. The
+// stream_fence is the caller's.
+void rows_to_tiles_streamed(uint16_t* k, int32_t begin, int32_t end, int32_t kv_dim,
+                            const uint8_t* rows, std::vector<uint16_t>& buf) {
+  const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim;
+  buf.resize(tile_halves);
+  for (int32_t s = begin; s < end;) {
+    const int32_t r0 = s % kKTile;
+    const int32_t r1 = std::min(kKTile, r0 + (end - s));
+    uint16_t* tile = k + static_cast<size_t>(s / kKTile) * tile_halves;
+    if (r0 == 0 && r1 == kKTile) {
+      RowsToTiles::lanes(buf.data(), rows, 0, kKTile, kv_dim);
+      stream_copy_unfenced(tile, buf.data(), tile_halves * sizeof(uint16_t));
+    } else {
+      RowsToTiles::lanes(tile, rows, r0, r1, kv_dim);
+    }
+    rows += 2 * static_cast<size_t>(r1 - r0) * kv_dim;
+    s += r1 - r0;
+  }
+}
 
 }  // namespace
 
@@ -276,19 +301,51 @@ void KvStore::pack_to(int32_t seq, int32_t n, uint8_t* dst) const {
   }
 }
 
-void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n) {
-  // pack_to's order, tiled K taken in straight from the rows.
+void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n, ThreadPool* pool) {
+  // pack_to's order, tiled K taken in straight from the rows. Each run is cut into
+  // pieces of about kPieceBytes whose slot boundaries are whole tiles apart, so no two
+  // pieces write the same tile except where a ring layer's two runs meet in one (and
+  // those write different lanes of it, lane by lane).
   set_len(seq, 0);
+  constexpr size_t kPieceBytes = size_t{256} << 10;
+  const int32_t step =
+      std::max<int32_t>(kKTile, static_cast<int32_t>(kPieceBytes / row_bytes_) / kKTile * kKTile);
+  struct Piece {
+    const uint8_t* src;
+    int32_t layer, kind;
+    SlotRange slots;
+  };
+  std::vector<Piece> pieces;
   const uint8_t* src = bytes.data();
   for (const PackedRun& r : packed_runs(n)) {
-    uint8_t* base = slot0(seq, r.layer, r.kind);
-    if (r.kind == 0 && k_tiled()) {
-      RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), r.slots.begin, r.slots.end, kv_dim_,
-                         src);
-    } else {
-      std::memcpy(base + static_cast<size_t>(r.slots.begin) * row_bytes_, src, r.bytes(row_bytes_));
+    for (int32_t s = r.slots.begin; s < r.slots.end;) {
+      const int32_t e = std::min(r.slots.end, (s / step + 1) * step);
+      pieces.push_back(
+          {src + static_cast<size_t>(s - r.slots.begin) * row_bytes_, r.layer, r.kind, {s, e}});
+      s = e;
     }
     src += r.bytes(row_bytes_);
+  }
+  auto place = [&](int64_t begin, int64_t end) {
+    std::vector<uint16_t> tile;
+    for (int64_t i = begin; i < end; ++i) {
+      const Piece& p = pieces[static_cast<size_t>(i)];
+      uint8_t* base = slot0(seq, p.layer, p.kind);
+      if (p.kind == 0 && k_tiled()) {
+        rows_to_tiles_streamed(reinterpret_cast<uint16_t*>(base), p.slots.begin, p.slots.end,
+                               kv_dim_, p.src, tile);
+      } else {
+        stream_copy_unfenced(base + static_cast<size_t>(p.slots.begin) * row_bytes_, p.src,
+                             static_cast<size_t>(p.slots.end - p.slots.begin) * row_bytes_);
+      }
+    }
+    stream_fence();
+  };
+  const auto count = static_cast<int64_t>(pieces.size());
+  if (pool != nullptr && count > 1) {
+    pool->parallel_for(count, place);
+  } else {
+    place(0, count);
   }
   mark_restored(seq, n);
 }

@@ -27,8 +27,8 @@
 #include <span>
 #include <vector>
 
-#include "engine/kernels/kv_blocks.h"
 #include "common/huge_page_region.h"
+#include "engine/kernels/kv_blocks.h"
 #include "engine/thread_pool.h"
 #include "hearth/engine/kv_type.h"
 #include "hearth/status.h"
@@ -135,8 +135,11 @@ class KvStore {
   void pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const;
   // The same bytes written at dst (pack_bytes(n) of them).
   void pack_to(int32_t seq, int32_t n, uint8_t* dst) const;
-  // bytes.size() == pack_bytes(n) is the caller's check.
-  void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n);
+  // bytes.size() == pack_bytes(n) is the caller's check. The bytes are placed (K turned
+  // into tiles on the way) with stores that bypass the caches, in pieces spread over
+  // pool's threads when given: a restore from memory is one read of the row and one
+  // write of the KV, as fast as a copy of it.
+  void unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n, ThreadPool* pool = nullptr);
   // The runs pack() would copy for n positions, writable and in pack's order (a reader
   // can fill them straight from a file; a ring layer's run may be split in two where it
   // wraps); empties the sequence. Once they hold valid data, commit_import(seq, n),
