@@ -357,6 +357,36 @@ uint32_t crc32c(const void* data, size_t n) {
   return crc32c_extend(0, data, n);
 }
 
+namespace {
+
+// a * b mod the CRC polynomial, both in the reflected representation (bit 31 is x^0).
+uint32_t multiply_mod_poly(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (int i = 31; i >= 0 && a != 0; --i) {
+    if (a & (1u << i)) {  // the term x^(31 - i) of a
+      product ^= b;
+      a ^= 1u << i;
+    }
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;  // b * x
+  }
+  return product;
+}
+
+}  // namespace
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // The register after a is crc_a; running b's bytes over it adds what a register of
+  // crc_a alone becomes over len_b zero bytes, crc_a * x^(8 len_b) mod P, to crc_b (the
+  // pre- and post-inversions cancel out). x^(8 len_b) by repeated squaring.
+  uint32_t shift = 1u << 31;        // x^0
+  uint32_t power = 1u << (31 - 8);  // x^8: one byte
+  for (uint64_t n = len_b; n != 0; n >>= 1) {
+    if (n & 1) shift = multiply_mod_poly(shift, power);
+    power = multiply_mod_poly(power, power);
+  }
+  return multiply_mod_poly(crc_a, shift) ^ crc_b;
+}
+
 uint32_t crc32c_portable(uint32_t crc, const void* data, size_t n) {
   return ~raw_portable(~crc, static_cast<const uint8_t*>(data), n, tables());
 }

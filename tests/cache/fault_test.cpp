@@ -51,8 +51,11 @@ class FaultyIo final : public testing::ForwardingIo {
   }
   ssize_t pread(int fd, void* b, size_t n, uint64_t off) override {
     if (hit(Op::kRead)) return -fail_errno;
+    if (fail_reads_from >= 0 && off + n > static_cast<uint64_t>(fail_reads_from.load()))
+      return -EIO;
     return real->pread(fd, b, n, off);
   }
+  std::atomic<int64_t> fail_reads_from{-1};  // preads reaching this file offset fail
   // A failed read fails the mapping too (the reads then go through pread, which fails).
   int map_read(int fd, size_t len, const void** out) override {
     if (hit(Op::kRead)) return -fail_errno;
@@ -255,6 +258,53 @@ INSTANTIATE_TEST_SUITE_P(Paths, RamFileCopyPath,
                                return "Auto";
                            }
                          });
+
+// A file row of 8 MiB or more read through pread is read as two halves by two threads,
+// each checked apart and the CRCs combined: exact bytes over pieces that straddle the
+// halves' border (disk, page cache warm; ram_file, pread forced); a flipped byte in the
+// second half is a counted, dropped miss; a read error only the helper thread meets is
+// the read's error.
+TEST(Fault, LargeFileRowIsReadInTwoHalvesAndEachIsChecked) {
+  for (Tier tier : {Tier::kDisk, Tier::kRamFile}) {
+    SCOPED_TRACE(tier_name(tier));
+    Fixture f(CacheConfig::RamFileRead::kPread);
+    auto payload = testing::random_bytes((12u << 20) + 4321, 11);
+    CacheKey key = f.save_row(tier, payload);
+    {
+      auto lease = f.cache->checkout(key);
+      ASSERT_TRUE(lease.ok());
+      const size_t cut = payload.size() / 2 - 1000;  // the last piece of the first half
+      std::vector<uint8_t> a(cut), b(5000), c(payload.size() - cut - 5000);
+      const std::span<uint8_t> parts[3] = {a, b, c};
+      ASSERT_TRUE(lease->read_payload(std::span<const std::span<uint8_t>>(parts)).ok());
+      std::vector<uint8_t> joined(a);
+      joined.insert(joined.end(), b.begin(), b.end());
+      joined.insert(joined.end(), c.begin(), c.end());
+      EXPECT_EQ(joined, payload);
+    }
+    const std::string path = f.cache->lookup_exact(key)->location;
+    const uint64_t file_size = fs::file_size(path);
+    // A read error past three quarters of the file: the helper thread's half.
+    f.io->fail_reads_from = static_cast<int64_t>(file_size - payload.size() / 4);
+    {
+      auto lease = f.cache->checkout(key);
+      ASSERT_TRUE(lease.ok());
+      std::vector<uint8_t> out(payload.size());
+      EXPECT_EQ(lease->read_payload(out).code(), ErrorCode::kIo);
+    }
+    EXPECT_FALSE(f.cache->lookup_exact(key)) << "an unreadable row is a miss";
+    f.io->fail_reads_from = -1;
+    // The device recovered: a rescan brings the row back, whole.
+    ASSERT_TRUE(f.cache->rescan_tier(tier).ok());
+    ASSERT_TRUE(f.cache->lookup_exact(key));
+    EXPECT_EQ(*f.cache->load(key), payload);
+    flip_payload_byte(path, payload, 1000);  // in the second half
+    auto r = f.cache->load(key);
+    EXPECT_EQ(r.status().code(), ErrorCode::kDataLoss);
+    EXPECT_FALSE(f.cache->lookup_exact(key));
+    EXPECT_FALSE(fs::exists(path));
+  }
+}
 
 // A read out of the mapping a view() made reuses it (no second mapping) and teaches the
 // chooser nothing: it paid for no mapping of its own.

@@ -110,6 +110,19 @@ RC_GTEST_PROP(Crc32cProp, HardwareMatchesPortableAndExtends, ()) {
   RC_ASSERT(whole == crc32c_portable(0, p, n));
   size_t cut = n ? *rc::gen::inRange<size_t>(0, n + 1) : 0;
   RC_ASSERT(crc32c_extend(crc32c(p, cut), p + cut, n - cut) == whole);
+  // Two halves checked apart (two threads' reads) combine into the whole's CRC.
+  RC_ASSERT(crc32c_combine(crc32c(p, cut), crc32c(p + cut, n - cut), n - cut) == whole);
+}
+
+TEST(Crc32c, CombineOfKnownParts) {
+  EXPECT_EQ(crc32c_combine(crc32c("12345", 5), crc32c("6789", 4), 4), 0xE3069283u);
+  EXPECT_EQ(crc32c_combine(crc32c("123456789", 9), 0, 0), 0xE3069283u);  // an empty b
+  EXPECT_EQ(crc32c_combine(0, crc32c("123456789", 9), 9), 0xE3069283u);  // an empty a
+  // A long b: the shift by 8 * len_b bits over many squarings (64 MiB of zeros after a).
+  const uint64_t len = uint64_t{64} << 20;
+  std::vector<uint8_t> zeros(len, 0);
+  EXPECT_EQ(crc32c_combine(crc32c("ab", 2), crc32c(zeros.data(), len), len),
+            crc32c_extend(crc32c("ab", 2), zeros.data(), len));
 }
 
 // Lengths around the folding path's thresholds (1 KiB to start, 256-byte steps, the
