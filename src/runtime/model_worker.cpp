@@ -1101,6 +1101,12 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
   if (!save_allowed(config_.policy, n_tokens, s.resident.size())) return;
   // cache_prompt = false: nothing of this request (or of its cells) is saved.
   if (s.busy() ? !s.request->params.cache_prompt : s.uncached_cells) return;
+  // The cost rule judges the policy's own saves; evict and shutdown saves are asked for
+  // (the spec: unconditional). Skip the pack when the last one says it is not worth it.
+  const bool judged = reason != SaveReason::kEvict && reason != SaveReason::kShutdown;
+  if (judged && kv_bytes_per_token_ > 0 &&
+      !worth_saving(n_tokens, static_cast<uint64_t>(kv_bytes_per_token_ * n_tokens)))
+    return;
   // Cells whose row is already saved (an exact hit that added nothing, a session
   // released after its finish save) are not packed again only to be dropped: tens of
   // megabytes copied and freed on the worker while the next request waits.
@@ -1109,12 +1115,6 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
     if (key_out) *key_out = to_hex(cells_key);
     return;
   }
-  // The cost rule judges the policy's own saves; evict and shutdown saves are asked for
-  // (the spec: unconditional). Skip the pack when the last one says it is not worth it.
-  const bool judged = reason != SaveReason::kEvict && reason != SaveReason::kShutdown;
-  if (judged && kv_bytes_per_token_ > 0 &&
-      !worth_saving(n_tokens, static_cast<uint64_t>(kv_bytes_per_token_ * n_tokens)))
-    return;
   auto kv = backend_->kv_pack(s.seq, n_tokens);
   if (!kv.ok()) {
     log::warn(std::string("runtime: kv_pack for a ") + save_reason_name(reason) +
