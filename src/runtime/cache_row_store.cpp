@@ -70,11 +70,12 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
       cache::Lease lease;
     };
     auto pinned = std::make_shared<Pinned>(Pinned{std::move(owner), std::move(*lease)});
-    // Every tier's payload is read straight into its destination (a backend's in-place KV
-    // import spans): a RAM slab by memcpy with the CRC32C of its first use extended over
-    // each chunk while it is still in cache, a file by large reads (O_DIRECT for a cold
-    // disk row), CRC-checked the same way. One pass, no staging buffer. A delta row exists
-    // whole nowhere: its chain's links are scattered straight into the destination.
+    // A file row's payload is read straight into its destination (a backend's in-place
+    // KV import spans) by large reads (two threads for a large row, O_DIRECT for a cold
+    // disk row), each chunk CRC-checked while still in cache. One pass, no staging
+    // buffer. A RAM row is unpacked from the slab itself (`view`: the CRC32C checked on
+    // its first use), K turned into tiles on the way. A delta row exists whole nowhere:
+    // its chain's links are scattered straight into the destination.
     row->payload_size = pinned->lease.payload_size();
     row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
       return p->lease.read_payload(dst);
