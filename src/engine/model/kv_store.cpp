@@ -108,13 +108,28 @@ struct TileCopy {
     }
   }
 
-  // Slots [begin, end) of one layer's tiled K at k (no wrap), tile by tile.
-  static void slots(Tile k, int32_t begin, int32_t end, int32_t kv_dim, Rows rows) {
+  // Slots [begin, end) of one layer's tiled K at k (no wrap), tile by tile. Into tiles
+  // with `stream` given (a restore): each whole tile is turned in *stream (a tile's
+  // worth of scratch, in the L1 cache) and written out with streaming stores, the
+  // stream_fence being the caller's; a part tile (the ends of a range that does not
+  // start or stop on a tile boundary) is written lane by lane, in place.
+  static void slots(Tile k, int32_t begin, int32_t end, int32_t kv_dim, Rows rows,
+                    std::vector<uint16_t>* stream = nullptr) {
     const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim;
     for (int32_t s = begin; s < end;) {
       const int32_t r0 = s % kKTile;
       const int32_t r1 = std::min(kKTile, r0 + (end - s));
-      lanes(k + static_cast<size_t>(s / kKTile) * tile_halves, rows, r0, r1, kv_dim);
+      Tile tile = k + static_cast<size_t>(s / kKTile) * tile_halves;
+      bool streamed = false;
+      if constexpr (!kToRows) {
+        if (stream != nullptr && r0 == 0 && r1 == kKTile) {
+          stream->resize(tile_halves);
+          lanes(stream->data(), rows, 0, kKTile, kv_dim);
+          stream_copy_unfenced(tile, stream->data(), tile_halves * sizeof(uint16_t));
+          streamed = true;
+        }
+      }
+      if (!streamed) lanes(tile, rows, r0, r1, kv_dim);
       rows += 2 * static_cast<size_t>(r1 - r0) * kv_dim;
       s += r1 - r0;
     }
@@ -122,29 +137,6 @@ struct TileCopy {
 };
 using TilesToRows = TileCopy<true>;
 using RowsToTiles = TileCopy<false>;
-
-// RowsToTiles::slots for a restore: each whole tile is turned in `buf` (a tile's worth,
-// in the L1 cache) and written out with streaming stores; a partial one (the ends of a
-// range that does not start or stop on a tile boundary) lane by lane, in place. The
-// stream_fence is the caller's.
-void rows_to_tiles_streamed(uint16_t* k, int32_t begin, int32_t end, int32_t kv_dim,
-                            const uint8_t* rows, std::vector<uint16_t>& buf) {
-  const size_t tile_halves = static_cast<size_t>(kKTile) * kv_dim;
-  buf.resize(tile_halves);
-  for (int32_t s = begin; s < end;) {
-    const int32_t r0 = s % kKTile;
-    const int32_t r1 = std::min(kKTile, r0 + (end - s));
-    uint16_t* tile = k + static_cast<size_t>(s / kKTile) * tile_halves;
-    if (r0 == 0 && r1 == kKTile) {
-      RowsToTiles::lanes(buf.data(), rows, 0, kKTile, kv_dim);
-      stream_copy_unfenced(tile, buf.data(), tile_halves * sizeof(uint16_t));
-    } else {
-      RowsToTiles::lanes(tile, rows, r0, r1, kv_dim);
-    }
-    rows += 2 * static_cast<size_t>(r1 - r0) * kv_dim;
-    s += r1 - r0;
-  }
-}
 
 }  // namespace
 
@@ -332,8 +324,8 @@ void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n, Thr
       const Piece& p = pieces[static_cast<size_t>(i)];
       uint8_t* base = slot0(seq, p.layer, p.kind);
       if (p.kind == 0 && k_tiled()) {
-        rows_to_tiles_streamed(reinterpret_cast<uint16_t*>(base), p.slots.begin, p.slots.end,
-                               kv_dim_, p.src, tile);
+        RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), p.slots.begin, p.slots.end, kv_dim_,
+                           p.src, &tile);
       } else {
         stream_copy_unfenced(base + static_cast<size_t>(p.slots.begin) * row_bytes_, p.src,
                              static_cast<size_t>(p.slots.end - p.slots.begin) * row_bytes_);
