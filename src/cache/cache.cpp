@@ -7,6 +7,7 @@
 #include "cache/cache_impl.h"
 #include "cache/crc32c.h"
 #include "cache/slab_alloc.h"
+#include "common/buffer_pool.h"
 
 namespace hearth::cache {
 namespace {
@@ -745,8 +746,13 @@ bool Cache::save_async(Tier tier, KvcBuildMeta meta, std::vector<uint8_t> payloa
     {
       w->slots.acquire_until(std::chrono::steady_clock::time_point::max());
       SlotGuard slot(&w->slots);
-      (void)impl->do_save(tier, m, p, &p);
+      // Not adopted by the RAM tier: it copies the bytes into a slab of its own here,
+      // on the writer, and the buffer goes back to the payload pool, so the model
+      // worker's next pack takes memory already touched instead of faulting in fresh
+      // pages while every stream waits (common/buffer_pool.h).
+      (void)impl->do_save(tier, m, p);
     }
+    payload_buffers().give(std::move(p));
     mark.reset();  // published or failed: no longer in flight
   };
   if (!w->pool.submit(std::move(job))) {  // the refused job took the mark with it

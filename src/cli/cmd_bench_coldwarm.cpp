@@ -11,6 +11,9 @@
 //                    median of --rounds hits; exact_restore_ms the restore inside it
 //                    (checkout, read, CRC, KV ready), exact_first_restore_ms the first
 //                    one's (a RAM slab's CRC is verified on its first use only)
+//     cold_save_pack_ms, warm_save_pack_ms  the worker's pack of the cold and of the warm
+//                    run's finish row (every stream waits for it): the process's first
+//                    pack takes fresh memory, later ones a recycled payload buffer
 //     row_bytes      size of the saved row in its tier; memcpy_ms: one memcpy of that many
 //                    bytes (the floor a restore is compared against); restore_vs_memcpy,
 //                    restore_gb_s
@@ -201,9 +204,12 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
     p.response_tokens = 1;
     p.sampling.temperature = 0;
     const uint64_t bytes_before = rt->cache_counters()[bytes_counter];
+    const uint64_t pack_ns_before = rt->cache_counters()["runtime_save_pack_ns"];
     HEARTH_ASSIGN_OR_RETURN(auto cold, ttft(*rt, "bench", prompt, p));
     wait_counter(*rt, "saves_finish", ++finishes);
+    rt->cache_flush();  // the save's job over: its payload buffer is back in the pool
     const uint64_t row_bytes = rt->cache_counters()[bytes_counter] - bytes_before;
+    const uint64_t pack_ns_cold = rt->cache_counters()["runtime_save_pack_ns"];
     std::vector<TokenId> longer = prompt;
     HEARTH_ASSIGN_OR_RETURN(auto tail, prompt_tokens(*rt, "bench", 16, "and then"));
     longer.insert(longer.end(), tail.begin(), tail.end());
@@ -212,6 +218,8 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
       std::fprintf(stderr, "bench cold-warm: warm run was %s, not a prefix hit\n",
                    cache_hit_kind_name(warm.second.cache_hit_kind));
     wait_counter(*rt, "saves_finish", ++finishes);
+    rt->cache_flush();
+    const uint64_t pack_ns_warm = rt->cache_counters()["runtime_save_pack_ns"];
     RequestParams pe = p;
     pe.parent_key = cold.second.finish_key;
     HEARTH_ASSIGN_OR_RETURN(nlohmann::json exact, exact_hits(*rt, prompt, pe, a.rounds, dir, tier));
@@ -224,6 +232,8 @@ Result<nlohmann::json> run_tier(const BenchArgs& a, Tier tier, const std::string
         {"warm_ttft_ms", warm.first},
         {"tail_prefill_ms", warm.second.prefill_ms - std::max(0.0, warm.second.restore_ms)},
         {"row_bytes", row_bytes},
+        {"cold_save_pack_ms", static_cast<double>(pack_ns_cold - pack_ns_before) / 1e6},
+        {"warm_save_pack_ms", static_cast<double>(pack_ns_warm - pack_ns_cold) / 1e6},
         {"kv_bytes_per_token", static_cast<double>(row_bytes) / n}};
     run.update(exact);
     if (tier == Tier::kDisk && cold.second.finish_key) {
@@ -400,9 +410,9 @@ int run_bench(BenchArgs a) {
   if (out.contains("device"))
     std::printf("device %s (%d GPU layers)\n", out["device"].get<std::string>().c_str(),
                 out["n_gpu_layers"].get<int>());
-  std::printf("%-7s %-9s %9s %9s %9s %9s %10s %9s %8s %7s %9s %7s %7s\n", "tokens", "tier",
+  std::printf("%-7s %-9s %9s %9s %9s %9s %10s %9s %8s %7s %8s %8s %9s %7s %7s\n", "tokens", "tier",
               "cold_ms", "warm_ms", "tail_ms", "exact_ms", "row_bytes", "restore", "memcpy",
-              "ratio", "cold_$", "dd", "vs_dd");
+              "ratio", "pack_c", "pack_w", "cold_$", "dd", "vs_dd");
   for (const auto& r : out["runs"]) {
     std::printf("%-7d %-9s %9.2f %9.2f %9.2f %9.2f %10llu %9.2f %8.3f %7.2f",
                 r["tokens"].get<int>(), r["tier"].get<std::string>().c_str(),
@@ -411,6 +421,8 @@ int run_bench(BenchArgs a) {
                 static_cast<unsigned long long>(r["row_bytes"].get<uint64_t>()),
                 r["exact_restore_ms"].get<double>(), r["memcpy_ms"].get<double>(),
                 r["restore_vs_memcpy"].get<double>());
+    std::printf(" %8.2f %8.2f", r["cold_save_pack_ms"].get<double>(),
+                r["warm_save_pack_ms"].get<double>());
     if (r.contains("cold_cache_vs_dd"))
       std::printf(" %9.2f %7.2f %7.2f", r["cold_cache_restore_ms"].get<double>(),
                   r["dd_ms"].get<double>(), r["cold_cache_vs_dd"].get<double>());

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/buffer_pool.h"
 #include "hearth/sha256.h"
 
 namespace hearth::runtime {
@@ -135,7 +136,8 @@ Result<RowKey> CacheRowStore::save(const RowNamespace& ns, const RowMeta& meta, 
   }
   const RowKey key = row_key(ns, row.tokens);
   if (sync) {
-    auto r = cache_->save(tier, m, row.kv);
+    auto r = cache_->save(tier, m, row.kv);  // copies: the buffer can go back at once
+    payload_buffers().give(std::move(row.kv));
     if (!r.ok() && r.status().code() != ErrorCode::kAlreadyExists) return r.status();
     return key;
   }
@@ -157,9 +159,9 @@ std::map<std::string, uint64_t> CacheRowStore::counters() const {
   return out;
 }
 
-void CacheRowStore::count(const std::string& name) {
+void CacheRowStore::count(const std::string& name, uint64_t by) {
   std::lock_guard lock(mu_);
-  runtime_counters_["runtime_" + name]++;
+  runtime_counters_["runtime_" + name] += by;
 }
 
 bool CacheRowStore::flush(std::chrono::milliseconds deadline) {

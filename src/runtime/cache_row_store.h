@@ -26,7 +26,7 @@ class CacheRowStore : public RowStore, public std::enable_shared_from_this<Cache
                       SaveReason reason, bool sync) override;
   bool tier_enabled(Tier tier) const override;
   std::map<std::string, uint64_t> counters() const override;
-  void count(const std::string& name) override;
+  void count(const std::string& name, uint64_t by = 1) override;
   bool flush(std::chrono::milliseconds deadline) override;
   std::vector<CacheRowSummary> rows() const override;
   CacheEvictSummary evict_bytes(uint64_t target, std::span<const Tier> tiers) override;

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <thread>
 
+#include "common/buffer_pool.h"
 #include "hearth/cache/types.h"
 #include "runtime/token_sampler.h"
 
@@ -165,7 +166,9 @@ Status EngineBackend::use_adapters(int32_t seq, std::span<const AdapterUse> uses
 }
 
 Result<std::vector<uint8_t>> EngineBackend::kv_pack(int32_t seq, int32_t n_pos) {
-  std::vector<uint8_t> out;
+  // Into a recycled buffer where one is idle (common/buffer_pool.h): fresh memory's
+  // page faults would stall the worker, and every stream with it.
+  std::vector<uint8_t> out = payload_buffers().take(engine_->kv_pack_bytes(n_pos));
   HEARTH_RETURN_IF_ERROR(engine_->kv_pack(seq, n_pos, out));
   return out;
 }

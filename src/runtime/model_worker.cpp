@@ -1115,7 +1115,14 @@ void ModelWorker::fire_save(Slot& s, int32_t n_tokens, SaveReason reason, bool s
     if (key_out) *key_out = to_hex(cells_key);
     return;
   }
+  // The pack runs on this thread, every stream waiting: its time is counted.
+  const auto t_pack = Clock::now();
   auto kv = backend_->kv_pack(s.seq, n_tokens);
+  store_->count("save_packs");
+  store_->count(
+      "save_pack_ns",
+      static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t_pack).count()));
   if (!kv.ok()) {
     log::warn(std::string("runtime: kv_pack for a ") + save_reason_name(reason) +
               " save failed: " + kv.status().to_string());

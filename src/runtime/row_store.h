@@ -91,8 +91,8 @@ class RowStore {
   virtual bool tier_enabled(Tier tier) const = 0;
   // Cache counters plus the runtime's own ("runtime_hits_exact", ...).
   virtual std::map<std::string, uint64_t> counters() const = 0;
-  // Bumps the runtime counter "runtime_<name>".
-  virtual void count(const std::string& name) = 0;
+  // Adds `by` to the runtime counter "runtime_<name>".
+  virtual void count(const std::string& name, uint64_t by = 1) = 0;
   // Waits for queued async saves to publish (shutdown, tests); false if `deadline` passed
   // first.
   virtual bool flush(std::chrono::milliseconds deadline) = 0;

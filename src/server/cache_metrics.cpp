@@ -57,6 +57,8 @@ constexpr Entry kEntries[] = {
      1},
     {"runtime_restore_failures", "hearth_request_restore_failures_total", "", 1},
     {"runtime_save_failures", "hearth_request_save_failures_total", "", 1},
+    {"runtime_save_packs", "hearth_request_save_packs_total", "", 1},
+    {"runtime_save_pack_ns", "hearth_request_save_pack_seconds_total", "", 1e-9},
     {"runtime_truncate_fallbacks", "hearth_request_truncate_fallbacks_total", "", 1},
     {"remote_publishes", "hearth_cache_remote_publishes_total", "outcome=\"won\"", 1},
     {"remote_publish_lost", "hearth_cache_remote_publishes_total", "outcome=\"adopted\"", 1},
@@ -136,6 +138,10 @@ const char* family_help(const std::string& family) {
       {"hearth_request_restore_failures_total",
        "Row restores that failed at admission (the prompt was computed instead)."},
       {"hearth_request_save_failures_total", "Saves the scheduler could not start."},
+      {"hearth_request_save_packs_total", "Sequences' cells copied out for a save (kv_pack)."},
+      {"hearth_request_save_pack_seconds_total",
+       "Time the model worker spent copying cells out for saves; no stream of the model "
+       "advances meanwhile."},
       {"hearth_request_truncate_fallbacks_total",
        "Prompts computed cold because a sliding-window ring no longer held the prefix a "
        "sticky or restored start would keep."},
