@@ -114,6 +114,15 @@ struct Cache::Impl {
   // holds the key's lock. kAlreadyExists when the key is published or reserved.
   Status adopt_file(FileTier& ft, const CacheKey& key, const std::string& path);
   std::shared_ptr<Row> row_from_scan(Tier tier, const ScannedFile& f);
+  // Sets row.file_map for a ram_file row of at least kKeepMapMinBytes whose file is at
+  // row.location (unless cfg.ram_file_read is kPread, or kMaxKeptMappings are kept
+  // already); leaves it null when the file cannot be mapped.
+  void keep_mapping(Row& row);
+  static constexpr uint64_t kKeepMapMinBytes = uint64_t{1} << 20;
+  // Each kept mapping is one of the process's memory areas (vm.max_map_count, 65530 by
+  // default, bounds them all); past this many, rows are read through pread.
+  static constexpr int64_t kMaxKeptMappings = 4096;
+  std::shared_ptr<std::atomic<int64_t>> kept_mappings = std::make_shared<std::atomic<int64_t>>(0);
   // A delta row read from a file: finds its parent in the index (same tier, the
   // header's key and token count, the chain's layout and depth) and pins it.
   // false = no such live parent (the row is an orphan and must not be served).

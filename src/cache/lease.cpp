@@ -40,7 +40,8 @@ struct Lease::State {
   Status open_chain();
   // This row's own stored payload into dst (sizes add up to its payload_bytes).
   Status read_own(std::span<const std::span<uint8_t>> dst);
-  // The row's file mapped (once per lease): its payload's first byte, or an error.
+  // The row's file mapped (its kept mapping, else once per lease): its payload's first
+  // byte, or an error.
   Result<const uint8_t*> mapped_payload();
 
   void unmap() {
@@ -86,6 +87,7 @@ constexpr uint64_t kMapMinBytes = uint64_t{1} << 20;
 enum class ReadPath {
   kDirect,    // O_DIRECT into the caller's buffers: a large disk row mostly not cached
   kMapped,    // memcpy out of a populated mapping: a large ram_file row
+  kKept,      // memcpy out of the row's kept mapping (Row::file_map)
   kBuffered,  // pread
 };
 
@@ -101,6 +103,7 @@ bool large_ram_file_row(const Row& row) {
 // page the kernel must read in behind a mapping reports a device error as SIGBUS,
 // pread as EIO.
 ReadPath choose_read_path(Cache::Impl* impl, const Row& row, int fd) {
+  if (row.file_data != nullptr) return ReadPath::kKept;
   if (row.tier == Tier::kRamFile) {
     if (!large_ram_file_row(row)) return ReadPath::kBuffered;
     return impl->ram_file_copy.choose() == CopyPath::kMapped ? ReadPath::kMapped
@@ -113,15 +116,17 @@ ReadPath choose_read_path(Cache::Impl* impl, const Row& row, int fd) {
              : ReadPath::kBuffered;
 }
 
-// A file row at least this large is read through pread by two threads, each a half of
-// it (see read_in_two).
+// A file row at least this large is read (pread, or copied out of a mapping with its
+// CRC) by two threads, each a half of it (see read_in_two); a view's CRC of a payload
+// this large is computed the same way (crc_in_two).
 constexpr uint64_t kSplitReadMinBytes = uint64_t{8} << 20;
 
 // Reads a payload of `total` bytes into dst as two halves at once: the caller's thread
 // the first, a helper thread the second, each with its own CRC, combined after. The
 // kernel's copy out of the page cache is most of a cached file's read, and one thread
 // leaves the memory bandwidth half used: a 46 MB row out of tmpfs on the Zen 5 VM
-// (4 KiB pages) took 7.5-9 ms through one thread's preads, 4.1-4.9 ms through two.
+// (4 KiB pages) took 7.5-9 ms through one thread's preads, 4.1-4.9 ms through two. A
+// copy out of a mapping (with its CRC) is split the same way.
 // copy(pieces, from, crc) reads payload bytes [from, ...) into pieces. Without a helper
 // thread (none could be started) the read is one pass, as before.
 template <class Copy>
@@ -157,6 +162,24 @@ Status read_in_two(std::span<const std::span<uint8_t>> dst, uint64_t total, Copy
   return OkStatus();
 }
 
+// CRC32C of n bytes at p: by the caller's thread and a helper thread, a half each,
+// combined, when n is at least kSplitReadMinBytes (one thread's CRC runs well below
+// the memory's bandwidth); else, or when no thread could be started, in one pass.
+uint32_t crc_in_two(const uint8_t* p, uint64_t n) {
+  if (n < kSplitReadMinBytes) return crc32c(p, static_cast<size_t>(n));
+  const uint64_t half = n / 2;
+  uint32_t second = 0;
+  std::thread helper;
+  try {
+    helper = std::thread([&] { second = crc32c(p + half, static_cast<size_t>(n - half)); });
+  } catch (const std::system_error&) {
+    return crc32c(p, static_cast<size_t>(n));
+  }
+  const uint32_t first = crc32c(p, static_cast<size_t>(half));
+  helper.join();
+  return crc32c_combine(first, second, n - half);
+}
+
 // The end of a file row's read: an I/O error marks the tier degraded, and an error or a
 // CRC mismatch drops the row (a damaged row is never used).
 Status finish_file_read(Cache::Impl* impl, const RowPtr& row, const Status& read, uint32_t crc,
@@ -190,6 +213,9 @@ const KvcInfo& Lease::info() const {
 uint64_t Lease::payload_size() const {
   return s_->row->full_payload_bytes;
 }
+bool Lease::resident() const {
+  return s_->chain.empty() && (s_->row->ram_prefix || s_->row->file_data != nullptr);
+}
 
 Status Lease::read_payload(std::span<uint8_t> dst) {
   const std::span<uint8_t> one[1] = {dst};
@@ -197,6 +223,7 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
 }
 
 Result<const uint8_t*> Lease::State::mapped_payload() {
+  if (row->file_data != nullptr) return row->file_data + row->payload_offset;
   if (map == nullptr) {
     const int r = impl->io->map_read(fd, row->size, &map);
     if (r < 0) return IoError("mmap " + row->location + ": " + std::strerror(-r));
@@ -230,7 +257,7 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
       Status st = direct_read(*s.impl->io, s.fd, row.payload_offset, dst, check ? &crc : nullptr);
       if (st.code() != ErrorCode::kUnsupported) return finish_file_read(s.impl, s.row, st, crc, t0);
       crc = 0;  // start over through the page cache
-    } else if (path == ReadPath::kMapped) {
+    } else if (path == ReadPath::kMapped || path == ReadPath::kKept) {
       auto m = s.mapped_payload();
       if (m.ok()) src = *m;  // else pread: the file may still be readable
     }
@@ -264,7 +291,7 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
     return OkStatus();
   };
   Status copied;
-  if (src == nullptr && row.payload_bytes >= kSplitReadMinBytes) {
+  if (!row.ram_prefix && row.payload_bytes >= kSplitReadMinBytes) {
     copied = read_in_two(dst, row.payload_bytes, copy_pieces, &crc);
   } else {
     copied = copy_pieces(dst, 0, &crc);
@@ -273,8 +300,8 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
   if (!row.ram_prefix) {
     // The chooser learns what this read cost, the mapping's setup and teardown included
     // (a mapping this read made is dropped now; a later view() maps again). A read out
-    // of a view()'s mapping paid neither, so it teaches nothing.
-    const bool made_mapping = src != nullptr && !was_mapped;
+    // of a view()'s mapping or of the row's kept one paid neither, so it teaches nothing.
+    const bool made_mapping = path == ReadPath::kMapped && src != nullptr && !was_mapped;
     if (large_ram_file_row(row) && (path == ReadPath::kBuffered || made_mapping)) {
       if (made_mapping) s.unmap();
       s.impl->ram_file_copy.record(src != nullptr ? CopyPath::kMapped : CopyPath::kPread,
@@ -360,7 +387,7 @@ Result<std::span<const uint8_t>> Lease::view() {
   if (row.ram_prefix) {
     payload = {row.ram_data, row.payload_bytes};
     if (s.impl->cfg.verify_on_load && !row.verified.load(std::memory_order_acquire)) {
-      if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
+      if (crc_in_two(payload.data(), payload.size()) != row.payload_crc) {
         return corrupt(s.impl, s.row, DataLoss("ram slab payload crc32c mismatch"));
       }
       row.verified.store(true, std::memory_order_release);
@@ -371,7 +398,7 @@ Result<std::span<const uint8_t>> Lease::view() {
     if (!m.ok()) return m.status();
     payload = {*m, row.payload_bytes};
     if (s.impl->cfg.verify_on_load && !s.view_verified) {
-      if (crc32c(payload.data(), payload.size()) != row.payload_crc) {
+      if (crc_in_two(payload.data(), payload.size()) != row.payload_crc) {
         return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
       }
     }

@@ -19,12 +19,12 @@ namespace hearth::cache {
 struct Row {
   CacheKey key{};
   Tier tier = Tier::kRam;
-  uint64_t size = 0;           // file / slab bytes
+  uint64_t size = 0;  // file / slab bytes
   uint64_t payload_offset = 0;
   uint64_t payload_bytes = 0;
   uint32_t payload_crc = 0;
   std::array<uint8_t, 48> header{};
-  std::string location;        // final path, or "ram"
+  std::string location;  // final path, or "ram"
   Digest256 ns_id{};
   Digest256 fingerprint{};  // the namespace's model fingerprint (KVC TLV 0x01)
   std::shared_ptr<const std::vector<Token>> tokens;
@@ -38,11 +38,17 @@ struct Row {
   uint32_t groups = 0;         // payload layout (KvcDelta::groups), deltas only
   uint64_t bytes_per_position = 0;
   uint64_t full_payload_bytes = 0;  // what a restore yields; == payload_bytes for a full row
-  // RAM tier: the file image as two slabs, header/TLVs and payload, so an
-  // async save can adopt the caller's payload vector without copying it.
+  // RAM tier: the file image as two slabs, header/TLVs and payload, so a row pulled
+  // from the remote tier can adopt its fetched payload vector without copying it.
   std::shared_ptr<const std::vector<uint8_t>> ram_prefix;
   std::shared_ptr<const void> ram_owner;  // keeps ram_data alive
   const uint8_t* ram_data = nullptr;
+  // A large ram_file row this process wrote: its whole file mapped read-only and every
+  // page touched once, by the tier's writer, and kept while the row lives (unmapped
+  // when the last reference goes). A restore then copies or views the file with no
+  // mapping to set up on the request path. Null otherwise (Cache::Impl::keep_mapping).
+  std::shared_ptr<const void> file_map;
+  const uint8_t* file_data = nullptr;  // file_map's first byte (the file's offset 0)
 
   // Pin state: low 31 bits = active checkouts, top bit = dead (evicted or
   // dropped). Checkout increments and backs off if dead; eviction CASes 0 ->

@@ -74,14 +74,16 @@ RowHit CacheRowStore::load(const RowKey& key, size_t n_tokens) {
     // A file row's payload is read straight into its destination (a backend's in-place
     // KV import spans) by large reads (two threads for a large row, O_DIRECT for a cold
     // disk row), each chunk CRC-checked while still in cache. One pass, no staging
-    // buffer. A RAM row is unpacked from the slab itself (`view`: the CRC32C checked on
-    // its first use), K turned into tiles on the way. A delta row exists whole nowhere:
-    // its chain's links are scattered straight into the destination.
+    // buffer. A row resident in memory, a RAM slab or a ram_file row's kept mapping
+    // (Lease::resident), is unpacked from there (`view`: the CRC32C checked on the
+    // slab's first use, on each lease of a mapping), K turned into tiles on the way. A
+    // delta row exists whole nowhere: its chain's links are scattered straight into
+    // the destination.
     row->payload_size = pinned->lease.payload_size();
     row->read_into = [p = pinned.get()](std::span<const std::span<uint8_t>> dst) {
       return p->lease.read_payload(dst);
     };
-    if (row->tier == Tier::kRam && !info.delta) {
+    if (pinned->lease.resident()) {
       row->view = [p = pinned.get()] { return p->lease.view(); };
     }
     row->pin = std::move(pinned);

@@ -94,8 +94,12 @@ class Lease {
   // sequence's KV runs, with each chunk CRC-checked while still in cache.
   Status read_payload(std::span<const std::span<uint8_t>> dst);
   // Zero-copy read-only view of the payload, verified on first call. RAM: the
-  // slab itself. File tiers: a read-only mapping kept by the lease.
+  // slab itself. File tiers: the row's kept mapping (resident()), else a read-only
+  // mapping made for the lease. A delta row's: assembled once into the lease.
   Result<std::span<const uint8_t>> view();
+  // Whether view() costs no copy and no mapping: a full row held in this process's
+  // memory, a RAM slab or a ram_file row's kept mapping (its CRC is still checked).
+  bool resident() const;
 
  private:
   friend class Cache;

@@ -1,0 +1,172 @@
+// A large ram_file row this process saved is kept mapped (Row::file_map,
+// Lease::resident): its view and its reads give the saved bytes; damage to its file
+// (a byte flipped in place, a truncation) is a miss, never other bytes and never a
+// crash; the mapping goes with the row, so an evicted row's tmpfs pages are not held;
+// a restarted cache's rows, a small row and a cache told to pread have no kept mapping
+// and read the same bytes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "hearth/cache/cache.h"
+#include "test_util.h"
+
+namespace hearth::cache {
+namespace {
+
+using testing::TempDir;
+
+constexpr size_t kMiB = size_t{1} << 20;
+
+// Whether this process maps the file at `path` (a line of /proc/self/maps names it).
+bool mapped_here(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find(path) != std::string::npos) return true;
+  return false;
+}
+
+// Flips one byte of the file at `offset`, in place (the file keeps its length).
+void flip_byte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f.good()) << path;
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x20);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+  ASSERT_TRUE(f.good());
+}
+
+class KeptMapping : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cfg_.ram_file_dir = dir_.sub("shm");
+    cfg_.sweep_interval_ms = 0;
+    open();
+  }
+  void open() {
+    cache_.reset();
+    auto c = Cache::open(cfg_);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    cache_ = std::move(c).value();
+  }
+  // Saves `payload` to the ram_file tier under a key of its own (seed); returns the key.
+  CacheKey save(const std::vector<uint8_t>& payload, Token seed) {
+    auto key =
+        cache_->save(Tier::kRamFile, testing::make_meta(testing::seq_tokens(12, seed)), payload);
+    EXPECT_TRUE(key.ok()) << key.status().to_string();
+    return key.ok() ? *key : CacheKey{};
+  }
+  std::string path_of(const CacheKey& key) { return cache_->lookup_exact(key)->location; }
+
+  TempDir dir_;
+  CacheConfig cfg_;
+  std::unique_ptr<Cache> cache_;
+};
+
+TEST_F(KeptMapping, ViewAndReadsOfAKeptMappingGiveTheSavedBytes) {
+  // 9 MiB: the reads and the view's CRC are split over two threads too.
+  for (size_t bytes : {2 * kMiB, 9 * kMiB + 123}) {
+    SCOPED_TRACE(bytes);
+    const std::vector<uint8_t> payload = testing::random_bytes(bytes, 3);
+    const CacheKey key = save(payload, static_cast<Token>(bytes % 1000));
+    EXPECT_TRUE(mapped_here(path_of(key)));
+    auto lease = cache_->checkout(key);
+    ASSERT_TRUE(lease.ok());
+    EXPECT_TRUE(lease->resident());
+    auto view = lease->view();
+    ASSERT_TRUE(view.ok()) << view.status().to_string();
+    EXPECT_TRUE(std::equal(view->begin(), view->end(), payload.begin(), payload.end()));
+    std::vector<uint8_t> whole(payload.size());
+    ASSERT_TRUE(lease->read_payload(whole).ok());
+    EXPECT_TRUE(whole == payload);
+    // Into three pieces that cut the payload anywhere.
+    std::vector<uint8_t> a(12345), b(payload.size() / 2), c(payload.size() - a.size() - b.size());
+    const std::span<uint8_t> pieces[] = {a, b, c};
+    ASSERT_TRUE(lease->read_payload(std::span<const std::span<uint8_t>>(pieces)).ok());
+    a.insert(a.end(), b.begin(), b.end());
+    a.insert(a.end(), c.begin(), c.end());
+    EXPECT_TRUE(a == payload);
+  }
+}
+
+TEST_F(KeptMapping, DamageUnderAKeptMappingIsAMissNeverOtherBytes) {
+  const std::vector<uint8_t> payload = testing::random_bytes(9 * kMiB, 5);
+  // A flipped payload byte, seen through the view and through a read.
+  for (int through_view = 0; through_view < 2; ++through_view) {
+    SCOPED_TRACE(through_view ? "view" : "read_payload");
+    const CacheKey key = save(payload, static_cast<Token>(100 + through_view));
+    const std::string path = path_of(key);
+    const uint64_t size = std::filesystem::file_size(path);
+    flip_byte(path, size - payload.size() + payload.size() * 3 / 4);
+    const uint64_t corrupt = testing::counter(*cache_, Counter::kCorruptFiles);
+    auto lease = cache_->checkout(key);
+    ASSERT_TRUE(lease.ok());
+    Status st;
+    if (through_view) {
+      st = lease->view().status();
+    } else {
+      std::vector<uint8_t> out(payload.size());
+      st = lease->read_payload(out);
+    }
+    EXPECT_EQ(st.code(), ErrorCode::kDataLoss) << st.to_string();
+    EXPECT_GT(testing::counter(*cache_, Counter::kCorruptFiles), corrupt);
+    EXPECT_FALSE(cache_->lookup_exact(key)) << "a corrupt row stays listed";
+  }
+  // A truncated file: a miss at checkout (its size no longer matches), no read of the
+  // mapping past the file's end.
+  const CacheKey key = save(payload, 200);
+  std::filesystem::resize_file(path_of(key), payload.size() / 2);
+  auto lease = cache_->checkout(key);
+  EXPECT_FALSE(lease.ok());
+  EXPECT_FALSE(cache_->lookup_exact(key));
+}
+
+TEST_F(KeptMapping, TheMappingGoesWithTheRow) {
+  const CacheKey key = save(testing::random_bytes(2 * kMiB, 7), 300);
+  const std::string path = path_of(key);
+  ASSERT_TRUE(mapped_here(path));
+  {
+    auto lease = cache_->checkout(key);
+    ASSERT_TRUE(lease.ok());
+    EXPECT_EQ(cache_->gc(), 0u);  // pinned: not evicted, still mapped
+    EXPECT_TRUE(mapped_here(path));
+  }
+  EXPECT_EQ(cache_->gc(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_FALSE(mapped_here(path)) << "an evicted row's file is still mapped";
+}
+
+TEST_F(KeptMapping, RestartedSmallAndPreadRowsHaveNoneAndReadTheSameBytes) {
+  const std::vector<uint8_t> big = testing::random_bytes(2 * kMiB, 9);
+  const std::vector<uint8_t> small = testing::random_bytes(kMiB - 1, 10);
+  const CacheKey big_key = save(big, 400);
+  const CacheKey small_key = save(small, 500);
+  auto expect_plain = [&](const CacheKey& key, const std::vector<uint8_t>& payload) {
+    auto lease = cache_->checkout(key);
+    ASSERT_TRUE(lease.ok());
+    EXPECT_FALSE(lease->resident());
+    std::vector<uint8_t> out(payload.size());
+    ASSERT_TRUE(lease->read_payload(out).ok());
+    EXPECT_TRUE(out == payload);
+  };
+  expect_plain(small_key, small);
+  open();  // a restart: the rows come from the directory scan
+  EXPECT_FALSE(mapped_here(path_of(big_key)));
+  expect_plain(big_key, big);
+  cfg_.ram_file_read = CacheConfig::RamFileRead::kPread;
+  open();
+  const CacheKey pread_key = save(big, 600);
+  EXPECT_FALSE(mapped_here(path_of(pread_key)));
+  expect_plain(pread_key, big);
+}
+
+}  // namespace
+}  // namespace hearth::cache
