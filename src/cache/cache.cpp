@@ -3,6 +3,7 @@
 #include <fcntl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 
@@ -113,18 +114,35 @@ bool Cache::Impl::enabled(Tier t) const {
   return t == Tier::kRam ? cfg.ram_quota_bytes > 0 : file_tier(t) != nullptr;
 }
 
-void Cache::Impl::keep_mapping(Row& row) {
-  if (row.tier != Tier::kRamFile || row.payload_bytes < kKeepMapMinBytes ||
-      cfg.ram_file_read == CacheConfig::RamFileRead::kPread) {
-    return;
+bool Cache::Impl::wants_mapping(const Row& row) const {
+  return row.tier == Tier::kRamFile && row.payload_bytes >= kKeepMapMinBytes &&
+         cfg.keep_ram_file_mappings && cfg.ram_file_read != CacheConfig::RamFileRead::kPread;
+}
+
+void Cache::Impl::ask_mapping(const RowPtr& row) {
+  if (!wants_mapping(*row) || row->file_data() != nullptr) return;
+  bool expected = false;
+  if (!row->mapping_asked.compare_exchange_strong(expected, true)) return;
+  TierWriter* w = writer(Tier::kRamFile);
+  // The writers are drained before this Impl goes, so the job may use it.
+  if (w == nullptr || !w->pool.submit([this, row] { keep_mapping(*row); })) {
+    row->mapping_asked.store(false);
   }
+}
+
+void Cache::Impl::keep_mapping(const Row& row) {
+  if (!wants_mapping(row)) return;
   if (kept_mappings->fetch_add(1) >= kMaxKeptMappings) {
     kept_mappings->fetch_sub(1);
     return;
   }
   const void* map = nullptr;
   const int fd = io->open(row.location, O_RDONLY, 0);
-  const int r = fd < 0 ? fd : io->map_read(fd, row.size, &map);
+  // Only a file of the row's size: a page of the mapping past the file's end would
+  // raise SIGBUS when touched (a truncated file is then a miss at its next checkout).
+  uint64_t size = 0;
+  int r = fd < 0 ? fd : io->fstat_size(fd, &size);
+  if (r >= 0) r = size == row.size ? io->map_read(fd, row.size, &map) : -EINVAL;
   if (fd >= 0) io->close(fd);  // the mapping keeps the file
   if (r < 0) {
     kept_mappings->fetch_sub(1);
@@ -138,12 +156,12 @@ void Cache::Impl::keep_mapping(Row& row) {
   uint8_t sink = 0;
   for (uint64_t off = 0; off < row.size; off += 4096) sink ^= bytes[off];
   (void)sink;
-  row.file_data = static_cast<const uint8_t*>(map);
   row.file_map = std::shared_ptr<const void>(
       map, [io = io, len = row.size, count = kept_mappings](const void* p) {
         io->unmap(p, len);
         count->fetch_sub(1);
       });
+  row.file_data_.store(static_cast<const uint8_t*>(map), std::memory_order_release);
 }
 
 std::shared_ptr<Row> Cache::Impl::row_from_scan(Tier tier, const ScannedFile& f) {
@@ -669,7 +687,10 @@ Result<CacheKey> Cache::Impl::do_save(Tier tier, const KvcBuildMeta& full_meta,
       }
     }
     row->location = final;
-    if (!adopted_existing) keep_mapping(*row);
+    if (!adopted_existing) {
+      row->mapping_asked.store(true);
+      keep_mapping(*row);
+    }
     // Stage 5: announce.
     if (!meta.publish(key, *token, row)) {
       if (row->parent) row->parent->unpin();  // this row never entered the index

@@ -114,10 +114,16 @@ struct Cache::Impl {
   // holds the key's lock. kAlreadyExists when the key is published or reserved.
   Status adopt_file(FileTier& ft, const CacheKey& key, const std::string& path);
   std::shared_ptr<Row> row_from_scan(Tier tier, const ScannedFile& f);
-  // Sets row.file_map for a ram_file row of at least kKeepMapMinBytes whose file is at
-  // row.location (unless cfg.ram_file_read is kPread, or kMaxKeptMappings are kept
-  // already); leaves it null when the file cannot be mapped.
-  void keep_mapping(Row& row);
+  // Whether a row gets a kept mapping (Row::file_map): a ram_file row of at least
+  // kKeepMapMinBytes, with cfg.keep_ram_file_mappings on and ram_file_read not kPread.
+  bool wants_mapping(const Row& row) const;
+  // Maps and touches row's file (row.location) and sets its file_map, unless
+  // kMaxKeptMappings are kept already or the file cannot be mapped. For the caller that
+  // set row.mapping_asked (or owns a row not yet published).
+  void keep_mapping(const Row& row);
+  // After a read of a row that wants a mapping and has none (one found by a scan): the
+  // first such read queues keep_mapping on the ram_file tier's writer.
+  void ask_mapping(const RowPtr& row);
   static constexpr uint64_t kKeepMapMinBytes = uint64_t{1} << 20;
   // Each kept mapping is one of the process's memory areas (vm.max_map_count, 65530 by
   // default, bounds them all); past this many, rows are read through pread.

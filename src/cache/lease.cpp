@@ -103,7 +103,7 @@ bool large_ram_file_row(const Row& row) {
 // page the kernel must read in behind a mapping reports a device error as SIGBUS,
 // pread as EIO.
 ReadPath choose_read_path(Cache::Impl* impl, const Row& row, int fd) {
-  if (row.file_data != nullptr) return ReadPath::kKept;
+  if (row.file_data() != nullptr) return ReadPath::kKept;
   if (row.tier == Tier::kRamFile) {
     if (!large_ram_file_row(row)) return ReadPath::kBuffered;
     return impl->ram_file_copy.choose() == CopyPath::kMapped ? ReadPath::kMapped
@@ -214,7 +214,7 @@ uint64_t Lease::payload_size() const {
   return s_->row->full_payload_bytes;
 }
 bool Lease::resident() const {
-  return s_->chain.empty() && (s_->row->ram_prefix || s_->row->file_data != nullptr);
+  return s_->chain.empty() && (s_->row->ram_prefix || s_->row->file_data() != nullptr);
 }
 
 Status Lease::read_payload(std::span<uint8_t> dst) {
@@ -223,7 +223,7 @@ Status Lease::read_payload(std::span<uint8_t> dst) {
 }
 
 Result<const uint8_t*> Lease::State::mapped_payload() {
-  if (row->file_data != nullptr) return row->file_data + row->payload_offset;
+  if (const uint8_t* kept = row->file_data()) return kept + row->payload_offset;
   if (map == nullptr) {
     const int r = impl->io->map_read(fd, row->size, &map);
     if (r < 0) return IoError("mmap " + row->location + ": " + std::strerror(-r));
@@ -307,7 +307,9 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
       s.impl->ram_file_copy.record(src != nullptr ? CopyPath::kMapped : CopyPath::kPread,
                                    row.payload_bytes, now_ns() - t0);
     }
-    return finish_file_read(s.impl, s.row, OkStatus(), crc, t0);
+    Status done = finish_file_read(s.impl, s.row, OkStatus(), crc, t0);
+    if (done.ok() && path != ReadPath::kKept) s.impl->ask_mapping(s.row);
+    return done;
   }
   if (need_ram) {
     if (crc != row.payload_crc) {
@@ -402,6 +404,7 @@ Result<std::span<const uint8_t>> Lease::view() {
         return corrupt(s.impl, s.row, DataLoss("kvc: payload crc32c mismatch in " + row.location));
       }
     }
+    if (!s.view_verified && row.file_data() == nullptr) s.impl->ask_mapping(s.row);
     s.view_verified = true;
   }
   s.impl->counters.add(Counter::kLoadTotalNs, now_ns() - t0);

@@ -43,12 +43,17 @@ struct Row {
   std::shared_ptr<const std::vector<uint8_t>> ram_prefix;
   std::shared_ptr<const void> ram_owner;  // keeps ram_data alive
   const uint8_t* ram_data = nullptr;
-  // A large ram_file row this process wrote: its whole file mapped read-only and every
-  // page touched once, by the tier's writer, and kept while the row lives (unmapped
-  // when the last reference goes). A restore then copies or views the file with no
-  // mapping to set up on the request path. Null otherwise (Cache::Impl::keep_mapping).
-  std::shared_ptr<const void> file_map;
-  const uint8_t* file_data = nullptr;  // file_map's first byte (the file's offset 0)
+  // A large ram_file row's whole file mapped read-only and every page touched once, on
+  // the tier's writer, and kept while the row lives (unmapped when the last reference
+  // goes): a restore then copies or views the file with no mapping to set up on the
+  // request path. Made before the row is published when this process saves it, else
+  // after its first read (Cache::Impl::keep_mapping / ask_mapping). file_map is
+  // written once, by whoever set mapping_asked, before file_data's release store;
+  // readers use file_data() alone.
+  mutable std::shared_ptr<const void> file_map;
+  mutable std::atomic<const uint8_t*> file_data_{nullptr};  // file_map's first byte
+  mutable std::atomic<bool> mapping_asked{false};
+  const uint8_t* file_data() const { return file_data_.load(std::memory_order_acquire); }
 
   // Pin state: low 31 bits = active checkouts, top bit = dead (evicted or
   // dropped). Checkout increments and backs off if dead; eviction CASes 0 ->

@@ -188,10 +188,12 @@ Result<nlohmann::json> restore_row_figures(uint64_t payload_bytes, const std::st
                             std::pair{CacheConfig::RamFileRead::kPread, "ram_file_pread"}}) {
     cache.reset();
     cfg.ram_file_read = mode;
+    cfg.keep_ram_file_mappings = false;  // the path itself on every read, not a kept mapping
     HEARTH_ASSIGN_OR_RETURN(cache, Cache::open(cfg));
     HEARTH_RETURN_IF_ERROR(measure(*cache, ram_file_key, name, false));
   }
   cfg.ram_file_read = CacheConfig::RamFileRead::kAuto;
+  cfg.keep_ram_file_mappings = true;
   // The same cold row read through the page cache (O_DIRECT off): what the direct read
   // is chosen over.
   cache.reset();

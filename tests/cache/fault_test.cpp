@@ -86,10 +86,11 @@ struct Fixture {
     config.io = io;
     cache = std::move(Cache::open(config)).value();
   }
-  // The cache opened again over its directories: its rows come from the scan, so a
-  // large ram_file row has no kept mapping (Row::file_map) and is read the other ways.
+  // The cache opened again over its directories, with no kept mappings of ram_file rows
+  // (Row::file_map): a large one is read the other ways on every read.
   void restart() {
     cache.reset();
+    config.keep_ram_file_mappings = false;
     cache = std::move(Cache::open(config)).value();
     io->maps = 0;
   }

@@ -2,8 +2,8 @@
 // Lease::resident): its view and its reads give the saved bytes; damage to its file
 // (a byte flipped in place, a truncation) is a miss, never other bytes and never a
 // crash; the mapping goes with the row, so an evicted row's tmpfs pages are not held;
-// a restarted cache's rows, a small row and a cache told to pread have no kept mapping
-// and read the same bytes.
+// a restarted cache's row gets one after its first read; a small row, a cache told to
+// pread and one with keep_ram_file_mappings off have none and read the same bytes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -144,28 +144,67 @@ TEST_F(KeptMapping, TheMappingGoesWithTheRow) {
   EXPECT_FALSE(mapped_here(path)) << "an evicted row's file is still mapped";
 }
 
-TEST_F(KeptMapping, RestartedSmallAndPreadRowsHaveNoneAndReadTheSameBytes) {
-  const std::vector<uint8_t> big = testing::random_bytes(2 * kMiB, 9);
-  const std::vector<uint8_t> small = testing::random_bytes(kMiB - 1, 10);
-  const CacheKey big_key = save(big, 400);
-  const CacheKey small_key = save(small, 500);
-  auto expect_plain = [&](const CacheKey& key, const std::vector<uint8_t>& payload) {
-    auto lease = cache_->checkout(key);
+// Reads a row's payload through a new lease; whether that lease was resident.
+bool read_back(Cache& cache, const CacheKey& key, const std::vector<uint8_t>& payload) {
+  auto lease = cache.checkout(key);
+  EXPECT_TRUE(lease.ok());
+  if (!lease.ok()) return false;
+  std::vector<uint8_t> out(payload.size());
+  EXPECT_TRUE(lease->read_payload(out).ok());
+  EXPECT_TRUE(out == payload);
+  return lease->resident();
+}
+
+TEST_F(KeptMapping, ARestartedRowGetsItsMappingAfterItsFirstRead) {
+  const std::vector<uint8_t> payload = testing::random_bytes(2 * kMiB, 9);
+  const CacheKey key = save(payload, 400);
+  open();  // a restart: the row comes from the directory scan
+  const std::string path = path_of(key);
+  EXPECT_FALSE(mapped_here(path));
+  EXPECT_FALSE(read_back(*cache_, key, payload));  // read the other way, mapping asked
+  cache_->wait_idle();                             // the writer has made it
+  EXPECT_TRUE(mapped_here(path));
+  EXPECT_TRUE(read_back(*cache_, key, payload));
+  // A view of a row without one asks too.
+  const CacheKey viewed = save(payload, 401);
+  open();
+  {
+    auto lease = cache_->checkout(viewed);
     ASSERT_TRUE(lease.ok());
     EXPECT_FALSE(lease->resident());
-    std::vector<uint8_t> out(payload.size());
-    ASSERT_TRUE(lease->read_payload(out).ok());
-    EXPECT_TRUE(out == payload);
-  };
-  expect_plain(small_key, small);
-  open();  // a restart: the rows come from the directory scan
-  EXPECT_FALSE(mapped_here(path_of(big_key)));
-  expect_plain(big_key, big);
-  cfg_.ram_file_read = CacheConfig::RamFileRead::kPread;
-  open();
-  const CacheKey pread_key = save(big, 600);
-  EXPECT_FALSE(mapped_here(path_of(pread_key)));
-  expect_plain(pread_key, big);
+    auto view = lease->view();
+    ASSERT_TRUE(view.ok());
+    EXPECT_TRUE(std::equal(view->begin(), view->end(), payload.begin(), payload.end()));
+  }
+  cache_->wait_idle();
+  EXPECT_TRUE(read_back(*cache_, viewed, payload));
+}
+
+TEST_F(KeptMapping, SmallRowsAndRowsUnderPreadOrWithKeepingOffHaveNone) {
+  const std::vector<uint8_t> big = testing::random_bytes(2 * kMiB, 9);
+  const std::vector<uint8_t> small = testing::random_bytes(kMiB - 1, 10);
+  const CacheKey small_key = save(small, 500);
+  EXPECT_FALSE(read_back(*cache_, small_key, small));
+  cache_->wait_idle();
+  EXPECT_FALSE(read_back(*cache_, small_key, small));
+  for (int off = 0; off < 2; ++off) {
+    SCOPED_TRACE(off ? "keep_ram_file_mappings off" : "ram_file_read kPread");
+    cfg_ = CacheConfig{};
+    cfg_.ram_file_dir = dir_.sub(off ? "shm-off" : "shm-pread");
+    cfg_.sweep_interval_ms = 0;
+    if (off) {
+      cfg_.keep_ram_file_mappings = false;
+    } else {
+      cfg_.ram_file_read = CacheConfig::RamFileRead::kPread;
+    }
+    open();
+    const CacheKey key = save(big, static_cast<Token>(600 + off));
+    EXPECT_FALSE(mapped_here(path_of(key)));
+    EXPECT_FALSE(read_back(*cache_, key, big));
+    cache_->wait_idle();  // nothing was asked
+    EXPECT_FALSE(read_back(*cache_, key, big));
+    EXPECT_FALSE(mapped_here(path_of(key)));
+  }
 }
 
 }  // namespace

@@ -72,6 +72,12 @@ struct CacheConfig {
   // same bytes and checks the same CRC.
   enum class RamFileRead : uint8_t { kAuto, kMapped, kPread };
   RamFileRead ram_file_read = RamFileRead::kAuto;
+  // Keep a mapping of each ram_file row of 1 MiB or more (unless ram_file_read is
+  // kPread): made and touched once on the tier's writer, when this process saves the
+  // row or after the first read of one found by a scan, and kept while the row lives,
+  // so that its restores read it as a RAM slab is read (docs/cache-design.md, "Payload
+  // API"). Off: every read takes the ram_file_read path.
+  bool keep_ram_file_mappings = true;
   // The shared remote tier: local saves are published to it, exact and prefix
   // lookups that miss locally pull its rows into the ram tier.
   RemoteTierConfig remote;
