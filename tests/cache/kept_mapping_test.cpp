@@ -144,15 +144,17 @@ TEST_F(KeptMapping, TheMappingGoesWithTheRow) {
   EXPECT_FALSE(mapped_here(path)) << "an evicted row's file is still mapped";
 }
 
-// Reads a row's payload through a new lease; whether that lease was resident.
+// Reads a row's payload through a new lease; whether that lease was resident before
+// the read (the read may queue the mapping, which a writer thread then makes).
 bool read_back(Cache& cache, const CacheKey& key, const std::vector<uint8_t>& payload) {
   auto lease = cache.checkout(key);
   EXPECT_TRUE(lease.ok());
   if (!lease.ok()) return false;
+  const bool resident = lease->resident();
   std::vector<uint8_t> out(payload.size());
   EXPECT_TRUE(lease->read_payload(out).ok());
   EXPECT_TRUE(out == payload);
-  return lease->resident();
+  return resident;
 }
 
 TEST_F(KeptMapping, ARestartedRowGetsItsMappingAfterItsFirstRead) {
