@@ -31,7 +31,9 @@ void warm_page_cache(const std::string& dir);
 // times each: per case ("ram", "ram_file", "disk_warm_cache", "disk_cold_cache") the
 // median restore_ms, restore_vs_memcpy and gb_s (and memcpy_ms once). "ram_file" is
 // timed after the copy-path chooser's probe reads (src/cache/read_path.h);
-// "ram_file_mapped" and "ram_file_pread" are each path alone. The cold cases add dd_ms,
+// "ram_file_mapped" and "ram_file_pread" are each path alone (no kept mapping);
+// "ram_file_restarted" the row as a restarted cache finds it, timed after its first read
+// (which queues its kept mapping; first_restore_ms that read's time). The cold cases add dd_ms,
 // dd_gb_s and vs_dd (the fraction of the dd-style read's speed; dd_error instead where
 // the file system refuses O_DIRECT), and
 // "disk_cold_cache_buffered" is the cold row read through the page cache (O_DIRECT off).

@@ -434,8 +434,9 @@ int run_bench(BenchArgs a) {
                 rr["tokens"].get<int>(),
                 static_cast<unsigned long long>(rr["payload_bytes"].get<uint64_t>()),
                 rr["memcpy_ms"].get<double>());
-    for (const char* c : {"ram", "ram_file", "ram_file_mapped", "ram_file_pread", "disk_warm_cache",
-                          "disk_cold_cache", "disk_cold_cache_buffered"}) {
+    for (const char* c :
+         {"ram", "ram_file", "ram_file_mapped", "ram_file_pread", "ram_file_restarted",
+          "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
       if (!rr.contains(c)) continue;
       const auto& f = rr[c];
       std::printf("  %-16s %9.2f ms %6.2fx memcpy %6.2f GB/s", c, f["restore_ms"].get<double>(),
@@ -443,6 +444,8 @@ int run_bench(BenchArgs a) {
       if (f.contains("vs_dd"))
         std::printf("  (dd %.2f GB/s: %.0f%%)", f["dd_gb_s"].get<double>(),
                     100 * f["vs_dd"].get<double>());
+      if (f.contains("first_restore_ms"))
+        std::printf("  (first read %.2f ms)", f["first_restore_ms"].get<double>());
       std::printf("\n");
     }
   }

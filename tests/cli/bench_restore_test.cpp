@@ -30,7 +30,8 @@ TEST(BenchRestore, RowFiguresCoverEveryTier) {
   ASSERT_TRUE(fig.ok()) << fig.status().to_string();
   EXPECT_EQ((*fig)["payload_bytes"].get<uint64_t>(), bytes);
   for (const char* c :
-       {"ram", "ram_file", "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
+       {"ram", "ram_file", "ram_file_mapped", "ram_file_pread", "ram_file_restarted",
+        "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
     ASSERT_TRUE(fig->contains(c)) << c;
     EXPECT_GT((*fig)[c]["restore_ms"].get<double>(), 0) << c;
     EXPECT_GT((*fig)[c]["gb_s"].get<double>(), 0) << c;
@@ -41,6 +42,7 @@ TEST(BenchRestore, RowFiguresCoverEveryTier) {
     EXPECT_GT((*fig)[c]["dd_ms"].get<double>(), 0) << c;
   }
   EXPECT_FALSE((*fig)["ram"].contains("dd_ms"));
+  EXPECT_GT((*fig)["ram_file_restarted"]["first_restore_ms"].get<double>(), 0);
 }
 
 }  // namespace
