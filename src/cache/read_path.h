@@ -12,8 +12,9 @@
 //
 // Policy: each path's cost is an exponentially weighted mean of nanoseconds per byte
 // over the reads that took it. The first kProbeReads large reads of each path measure
-// it (mapped first); after that a read takes the cheaper path, and every
-// kExploreEvery-th read the other one, so a change of host or load is noticed.
+// it (pread first, the path whose worst case is bounded); after that a read takes the
+// cheaper path, and every kExploreEvery-th read the other one, so a change of host or
+// load is noticed.
 #pragma once
 
 #include <cstdint>
