@@ -439,7 +439,7 @@ int run_bench(BenchArgs a) {
           "disk_warm_cache", "disk_cold_cache", "disk_cold_cache_buffered"}) {
       if (!rr.contains(c)) continue;
       const auto& f = rr[c];
-      std::printf("  %-16s %9.2f ms %6.2fx memcpy %6.2f GB/s", c, f["restore_ms"].get<double>(),
+      std::printf("  %-24s %9.2f ms %6.2fx memcpy %6.2f GB/s", c, f["restore_ms"].get<double>(),
                   f["restore_vs_memcpy"].get<double>(), f["gb_s"].get<double>());
       if (f.contains("vs_dd"))
         std::printf("  (dd %.2f GB/s: %.0f%%)", f["dd_gb_s"].get<double>(),
