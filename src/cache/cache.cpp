@@ -115,8 +115,8 @@ bool Cache::Impl::enabled(Tier t) const {
 }
 
 bool Cache::Impl::wants_mapping(const Row& row) const {
-  return row.tier == Tier::kRamFile && row.payload_bytes >= kKeepMapMinBytes &&
-         cfg.keep_ram_file_mappings && cfg.ram_file_read != CacheConfig::RamFileRead::kPread;
+  return large_ram_file_row(row) && cfg.keep_ram_file_mappings &&
+         cfg.ram_file_read != CacheConfig::RamFileRead::kPread;
 }
 
 void Cache::Impl::ask_mapping(const RowPtr& row) {

@@ -114,8 +114,16 @@ struct Cache::Impl {
   // holds the key's lock. kAlreadyExists when the key is published or reserved.
   Status adopt_file(FileTier& ft, const CacheKey& key, const std::string& path);
   std::shared_ptr<Row> row_from_scan(Tier tier, const ScannedFile& f);
-  // Whether a row gets a kept mapping (Row::file_map): a ram_file row of at least
-  // kKeepMapMinBytes, with cfg.keep_ram_file_mappings on and ram_file_read not kPread.
+  // A ram_file row whose payload is at least kMapMinBytes: one worth a mapping, kept
+  // (Row::file_map) or made for a read when the copy-path chooser (read_path.h) picks
+  // it. Below that size a mapping's own cost (the syscalls, the page-table setup) is
+  // not paid back, and pread is used.
+  static constexpr uint64_t kMapMinBytes = uint64_t{1} << 20;
+  static bool large_ram_file_row(const Row& row) {
+    return row.tier == Tier::kRamFile && row.payload_bytes >= kMapMinBytes;
+  }
+  // Whether a row gets a kept mapping: a large ram_file row, with
+  // cfg.keep_ram_file_mappings on and ram_file_read not kPread.
   bool wants_mapping(const Row& row) const;
   // Maps and touches row's file (row.location) and sets its file_map, unless
   // kMaxKeptMappings are kept already or the file cannot be mapped. For the caller that
@@ -124,7 +132,6 @@ struct Cache::Impl {
   // After a read of a row that wants a mapping and has none (one found by a scan): the
   // first such read queues keep_mapping on the ram_file tier's writer.
   void ask_mapping(const RowPtr& row);
-  static constexpr uint64_t kKeepMapMinBytes = uint64_t{1} << 20;
   // Each kept mapping is one of the process's memory areas (vm.max_map_count, 65530 by
   // default, bounds them all); past this many, rows are read through pread.
   static constexpr int64_t kMaxKeptMappings = 4096;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cache/cache_impl.h"
@@ -79,22 +80,12 @@ Status corrupt(Cache::Impl* impl, const RowPtr& row, Status why) {
   return why;
 }
 
-// Smallest ram_file payload that may be copied out of a mapping rather than pread
-// (read_path.h decides which): below it the mapping's own cost (the syscalls, the
-// page-table setup) is not paid back.
-constexpr uint64_t kMapMinBytes = uint64_t{1} << 20;
-
 enum class ReadPath {
   kDirect,    // O_DIRECT into the caller's buffers: a large disk row mostly not cached
   kMapped,    // memcpy out of a populated mapping: a large ram_file row
   kKept,      // memcpy out of the row's kept mapping (Row::file_map)
   kBuffered,  // pread
 };
-
-// Whether the chooser of ram_file copy paths (read_path.h) decides this row's read.
-bool large_ram_file_row(const Row& row) {
-  return row.tier == Tier::kRamFile && row.payload_bytes >= kMapMinBytes;
-}
 
 // How a file row's payload is read. A disk row worth a direct read is large and mostly
 // not in the page cache (a cached file is faster read buffered: a copy out of RAM). A
@@ -105,7 +96,7 @@ bool large_ram_file_row(const Row& row) {
 ReadPath choose_read_path(Cache::Impl* impl, const Row& row, int fd) {
   if (row.file_data() != nullptr) return ReadPath::kKept;
   if (row.tier == Tier::kRamFile) {
-    if (!large_ram_file_row(row)) return ReadPath::kBuffered;
+    if (!Cache::Impl::large_ram_file_row(row)) return ReadPath::kBuffered;
     return impl->ram_file_copy.choose() == CopyPath::kMapped ? ReadPath::kMapped
                                                              : ReadPath::kBuffered;
   }
@@ -120,6 +111,21 @@ ReadPath choose_read_path(Cache::Impl* impl, const Row& row, int fd) {
 // CRC) by two threads, each a half of it (see read_in_two); a view's CRC of a payload
 // this large is computed the same way (crc_in_two).
 constexpr uint64_t kSplitReadMinBytes = uint64_t{8} << 20;
+
+// Runs second() on a helper thread while this thread runs first(), then joins; false,
+// with neither run, when no thread could be started (the caller then does it in one).
+template <class First, class Second>
+bool run_in_two(First&& first, Second&& second) {
+  std::thread helper;
+  try {
+    helper = std::thread(std::forward<Second>(second));
+  } catch (const std::system_error&) {
+    return false;
+  }
+  first();
+  helper.join();
+  return true;
+}
 
 // Reads a payload of `total` bytes into dst as two halves at once: the caller's thread
 // the first, a helper thread the second, each with its own CRC, combined after. The
@@ -147,15 +153,11 @@ Status read_in_two(std::span<const std::span<uint8_t>> dst, uint64_t total, Copy
     at += d.size();
   }
   uint32_t crc_second = 0;
-  Status second_status;
-  std::thread helper;
-  try {
-    helper = std::thread([&] { second_status = copy(second, half, &crc_second); });
-  } catch (const std::system_error&) {
+  Status first_status, second_status;
+  if (!run_in_two([&] { first_status = copy(first, 0, crc); },
+                  [&] { second_status = copy(second, half, &crc_second); })) {
     return copy(dst, 0, crc);
   }
-  Status first_status = copy(first, 0, crc);
-  helper.join();
   HEARTH_RETURN_IF_ERROR(first_status);
   HEARTH_RETURN_IF_ERROR(second_status);
   *crc = crc32c_combine(*crc, crc_second, total - half);
@@ -168,15 +170,11 @@ Status read_in_two(std::span<const std::span<uint8_t>> dst, uint64_t total, Copy
 uint32_t crc_in_two(const uint8_t* p, uint64_t n) {
   if (n < kSplitReadMinBytes) return crc32c(p, static_cast<size_t>(n));
   const uint64_t half = n / 2;
-  uint32_t second = 0;
-  std::thread helper;
-  try {
-    helper = std::thread([&] { second = crc32c(p + half, static_cast<size_t>(n - half)); });
-  } catch (const std::system_error&) {
+  uint32_t first = 0, second = 0;
+  if (!run_in_two([&] { first = crc32c(p, static_cast<size_t>(half)); },
+                  [&] { second = crc32c(p + half, static_cast<size_t>(n - half)); })) {
     return crc32c(p, static_cast<size_t>(n));
   }
-  const uint32_t first = crc32c(p, static_cast<size_t>(half));
-  helper.join();
   return crc32c_combine(first, second, n - half);
 }
 
@@ -302,7 +300,7 @@ Status Lease::State::read_own(std::span<const std::span<uint8_t>> dst) {
     // (a mapping this read made is dropped now; a later view() maps again). A read out
     // of a view()'s mapping or of the row's kept one paid neither, so it teaches nothing.
     const bool made_mapping = path == ReadPath::kMapped && src != nullptr && !was_mapped;
-    if (large_ram_file_row(row) && (path == ReadPath::kBuffered || made_mapping)) {
+    if (Cache::Impl::large_ram_file_row(row) && (path == ReadPath::kBuffered || made_mapping)) {
       if (made_mapping) s.unmap();
       s.impl->ram_file_copy.record(src != nullptr ? CopyPath::kMapped : CopyPath::kPread,
                                    row.payload_bytes, now_ns() - t0);
