@@ -18,6 +18,7 @@
 
 #include "engine/model/attention.h"
 #include "engine/model/kv_store.h"
+#include "engine/thread_pool.h"
 #include "hearth/engine/fp16.h"
 
 namespace hearth::engine {
@@ -79,6 +80,65 @@ void BM_DecodeAttention(benchmark::State& state, bool cold) {
       for (int32_t h = 0; h < kv_heads; ++h) {
         attend_tokens(kv, 0, l, h, kGroup, {&token, 1}, kHeadDim, 0.125f, scratch.data());
       }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  benchmark::DoNotOptimize(sink);
+  const double kv_bytes = 2.0 * kLayers * (n_past + 1) * kv_dim * sizeof(uint16_t);
+  state.counters["GB/s_kv"] = benchmark::Counter(
+      kv_bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+// The engine's decode path at long context (forward.cpp's attention_split): one token on
+// every layer, the score pass over all KV heads split by positions across `threads`
+// threads, then softmax and P.V per KV head across them; caches evicted between
+// iterations (not timed), as a decode step's weights do. Reports the KV bytes read per
+// second.
+void BM_DecodeSplit(benchmark::State& state) {
+  const auto n_past = static_cast<int32_t>(state.range(0));
+  const auto threads = static_cast<int32_t>(state.range(1));
+  const int32_t kv_dim = kKvHeads * kHeadDim;
+  const int32_t n_ctx = std::max(kCtx, n_past + 1);
+  std::optional<KvStore> store = random_kv(state, kv_dim, n_ctx, n_past + 1);
+  if (!store) return;
+  const KvStore& kv = *store;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const size_t per_head = static_cast<size_t>(kGroup) * kHeadDim;
+  std::vector<float> q(per_head * kKvHeads), out(q.size());
+  for (auto& x : q) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+  TokenQueries per[kKvHeads];
+  for (int32_t h = 0; h < kKvHeads; ++h)
+    per[h] = {n_past, q.data() + h * per_head, out.data() + h * per_head};
+  std::vector<float> shared(kKvHeads * attend_tokens_scratch_floats(1, kGroup, n_ctx, kHeadDim));
+  const size_t slot = attend_split_scratch_floats(kKvHeads, kGroup, kHeadDim);
+  std::vector<float> slots(slot * static_cast<size_t>(threads));
+  ThreadPool tp(threads);
+  std::vector<uint64_t> evict((size_t{64} << 20) / 8, 1);
+  uint64_t sink = 0;
+  constexpr int64_t kTile = kAttendMaxLanes;
+  const int64_t tiles = (n_past + kTile) / kTile;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (uint64_t x : evict) sink += x;
+    state.ResumeTiming();
+    for (int32_t l = 0; l < kLayers; ++l) {
+      AttendTask tasks[kKvHeads];
+      if (!attend_split_tasks(kv, 0, l, kKvHeads, kGroup, per, kHeadDim, 0.125f, shared.data(),
+                              tasks)) {
+        state.SkipWithError("the active kernel table does not split decode attention");
+        return;
+      }
+      tp.parallel_for(threads, [&](int64_t begin, int64_t end) {
+        for (int64_t part = begin; part < end; ++part) {
+          const auto p0 = static_cast<int32_t>(tiles * part / threads * kTile);
+          const auto p1 = static_cast<int32_t>(tiles * (part + 1) / threads * kTile);
+          attend_split_scores(tasks, kKvHeads, p0, p1, slots.data() + part * slot);
+        }
+      });
+      tp.parallel_for(kKvHeads, [&](int64_t begin, int64_t end) {
+        for (int64_t h = begin; h < end; ++h) attend_split_finish(tasks[h]);
+      });
     }
     benchmark::DoNotOptimize(out.data());
   }
@@ -154,6 +214,12 @@ void Register() {
       ->Args({2048, 16})
       ->Args({512, 16})
       ->Args({2048, 64})
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Attention/decode_split/cold", BM_DecodeSplit)
+      ->Args({4096, 2})
+      ->Args({16384, 2})
+      ->Args({32768, 2})
+      ->UseRealTime()
       ->Unit(benchmark::kMillisecond);
   for (bool cold : {false, true}) {
     const std::string name = std::string("Attention/decode/") + (cold ? "cold" : "warm");
