@@ -116,8 +116,7 @@ void BM_DecodeSplit(benchmark::State& state) {
   ThreadPool tp(threads);
   std::vector<uint64_t> evict((size_t{64} << 20) / 8, 1);
   uint64_t sink = 0;
-  constexpr int64_t kTile = kAttendMaxLanes;
-  const int64_t tiles = (n_past + kTile) / kTile;
+  const int64_t tiles = attend_split_tiles(n_past);
   for (auto _ : state) {
     state.PauseTiming();
     for (uint64_t x : evict) sink += x;
@@ -131,8 +130,7 @@ void BM_DecodeSplit(benchmark::State& state) {
       }
       tp.parallel_for(threads, [&](int64_t begin, int64_t end) {
         for (int64_t part = begin; part < end; ++part) {
-          const auto p0 = static_cast<int32_t>(tiles * part / threads * kTile);
-          const auto p1 = static_cast<int32_t>(tiles * (part + 1) / threads * kTile);
+          const auto [p0, p1] = attend_split_part(tiles, threads, part);
           attend_split_scores(tasks, kKvHeads, p0, p1, slots.data() + part * slot);
         }
       });

@@ -217,4 +217,13 @@ void attend_split_finish(const AttendTask& task) {
   active_kernels().attend_finish(task);
 }
 
+int64_t attend_split_tiles(int32_t pos) {
+  return (static_cast<int64_t>(pos) + kAttendMaxLanes) / kAttendMaxLanes;  // ceil((pos + 1) / W)
+}
+
+PositionRange attend_split_part(int64_t tiles, int64_t parts, int64_t part) {
+  return {static_cast<int32_t>(tiles * part / parts * kAttendMaxLanes),
+          static_cast<int32_t>(tiles * (part + 1) / parts * kAttendMaxLanes)};
+}
+
 }  // namespace hearth::engine

@@ -91,6 +91,14 @@ bool attend_split_tasks(const KvStore& kv, int32_t seq, int32_t layer, int32_t n
 void attend_split_scores(const AttendTask* tasks, int32_t n_kv_heads, int32_t p0, int32_t p1,
                          float* scratch);
 void attend_split_finish(const AttendTask& task);
+// How a decode token at pos splits into parts for attend_split_scores: whole tiles of
+// kAttendMaxLanes positions (attend_split_tiles of them), part `part` of `parts` (at most
+// that many) taking [p0, p1), as even as whole tiles go.
+int64_t attend_split_tiles(int32_t pos);
+struct PositionRange {
+  int32_t p0, p1;
+};
+PositionRange attend_split_part(int64_t tiles, int64_t parts, int64_t part);
 
 // The softmax of attention, in place over n scores: scores[p] * scale, minus their
 // max, canon::exp_f32, summed in canon::SumLanes16's order (double lanes), times

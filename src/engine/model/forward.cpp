@@ -134,14 +134,12 @@ bool Engine::Impl::attention_split(std::span<const BatchToken> chunk, int32_t la
     return false;
   }
   // Whole tiles per thread: a range starts at a multiple of the widest tile.
-  constexpr int64_t kTile = engine::kAttendMaxLanes;
-  const int64_t tiles = (t.pos + kTile) / kTile;  // ceil((pos + 1) / kTile)
+  const int64_t tiles = engine::attend_split_tiles(t.pos);
   const int64_t parts = std::min<int64_t>(tp.size(), tiles);
   const size_t slot_floats = engine::attend_split_scratch_floats(n_kv, group, hd);
   tp.parallel_for(parts, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      const auto p0 = static_cast<int32_t>(tiles * part / parts * kTile);
-      const auto p1 = static_cast<int32_t>(tiles * (part + 1) / parts * kTile);
+      const auto [p0, p1] = engine::attend_split_part(tiles, parts, part);
       engine::attend_split_scores(tasks, n_kv, p0, p1,
                                   s.split_slots.data() + static_cast<size_t>(part) * slot_floats);
     }
