@@ -31,7 +31,7 @@ constexpr int32_t kLayers = 22, kKvHeads = 4, kHeadDim = 64, kGroup = 8, kCtx = 
 // marked failed) when it cannot be made.
 std::optional<KvStore> random_kv(benchmark::State& state, int32_t kv_dim, int32_t n_ctx,
                                  int32_t filled) {
-  auto created = KvStore::create(1, kLayers, n_ctx, kv_dim);
+  auto created = KvStore::create(1, kLayers, n_ctx, kv_dim, KvType::kF16, {}, kHeadDim);
   if (!created.ok()) {
     state.SkipWithError(created.status().to_string().c_str());
     return std::nullopt;
@@ -39,15 +39,15 @@ std::optional<KvStore> random_kv(benchmark::State& state, int32_t kv_dim, int32_
   KvStore kv = std::move(*created);
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
+  std::vector<uint16_t> k(static_cast<size_t>(kv_dim)), v(k.size());
   for (int32_t l = 0; l < kLayers; ++l) {
     for (int32_t p = 0; p < filled; ++p) {
-      uint16_t* v = kv.v_row(0, l, p);
-      for (int32_t i = 0; i < kv_dim; ++i) {
-        k[static_cast<size_t>(i)] = fp32_to_fp16(dist(rng));
+      for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = fp32_to_fp16(dist(rng));
         v[i] = fp32_to_fp16(dist(rng));
       }
       kv.put_k(0, l, p, k.data());
+      kv.put_v(0, l, p, v.data());
     }
   }
   kv.set_len(0, filled);

@@ -27,13 +27,13 @@ void fill_random(KvStore& kv, int32_t n_pos, int32_t kv_dim, uint32_t seed) {
   Lcg rng{seed};
   for (int32_t layer = 0; layer < 1; ++layer) {
     for (int32_t p = 0; p < n_pos; ++p) {
-      std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
-      uint16_t* v = kv.v_row(0, layer, p);
-      for (int32_t i = 0; i < kv_dim; ++i) {
-        k[static_cast<size_t>(i)] = fp32_to_fp16(rng.next() * 3.0f);
+      std::vector<uint16_t> k(static_cast<size_t>(kv_dim)), v(k.size());
+      for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = fp32_to_fp16(rng.next() * 3.0f);
         v[i] = fp32_to_fp16(rng.next() * 2.0f);
       }
       kv.put_k(0, layer, p, k.data());
+      kv.put_v(0, layer, p, v.data());
     }
   }
   kv.set_len(0, n_pos);
@@ -92,7 +92,8 @@ TEST(AttentionLong, LongRunsMatchTheReferenceBitForBit) {
   constexpr int32_t kCtx = 2200;
   int ran = 0;
   for (int32_t head_dim : {64, 80}) {
-    KvStore kv = KvStore::create(1, 1, kCtx, kKvHeads * head_dim).value();
+    KvStore kv =
+        KvStore::create(1, 1, kCtx, kKvHeads * head_dim, KvType::kF16, {}, head_dim).value();
     fill_random(kv, kCtx, kKvHeads * head_dim, static_cast<uint32_t>(head_dim));
     for (int32_t group : {3, 8, 12}) {
       for (const std::vector<int32_t>& positions :
@@ -118,7 +119,8 @@ TEST(AttentionLong, WrappedRingMatchesTheReferenceBitForBit) {
   ring.window = kWindow;
   ring.slack = 64;
   ring.layers = {true};
-  KvStore kv = KvStore::create(1, 1, 4096, kKvHeads * kHeadDim, KvType::kF16, ring).value();
+  KvStore kv =
+      KvStore::create(1, 1, 4096, kKvHeads * kHeadDim, KvType::kF16, ring, kHeadDim).value();
   ASSERT_LT(kv.ring_capacity(), kWritten);  // the ring has wrapped
   fill_random(kv, kWritten, kKvHeads * kHeadDim, 5);
   int ran = 0;

@@ -24,17 +24,18 @@ constexpr int32_t kCtx = 300;
 constexpr int32_t kKvHeads = 2;
 
 KvStore random_kv(int32_t head_dim, uint32_t seed) {
-  KvStore kv = KvStore::create(1, 2, kCtx, kKvHeads * head_dim).value();
+  // V in head runs, as the engine keeps it.
+  KvStore kv = KvStore::create(1, 2, kCtx, kKvHeads * head_dim, KvType::kF16, {}, head_dim).value();
   Lcg rng{seed};
   for (int32_t layer = 0; layer < 2; ++layer) {
     for (int32_t p = 0; p < kCtx; ++p) {
-      std::vector<uint16_t> k(static_cast<size_t>(kKvHeads * head_dim));
-      uint16_t* v = kv.v_row(0, layer, p);
-      for (int32_t i = 0; i < kKvHeads * head_dim; ++i) {
-        k[static_cast<size_t>(i)] = fp32_to_fp16(rng.next() * 3.0f);
+      std::vector<uint16_t> k(static_cast<size_t>(kKvHeads * head_dim)), v(k.size());
+      for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = fp32_to_fp16(rng.next() * 3.0f);
         v[i] = fp32_to_fp16(rng.next() * 2.0f);
       }
       kv.put_k(0, layer, p, k.data());
+      kv.put_v(0, layer, p, v.data());
     }
   }
   kv.set_len(0, kCtx);
@@ -173,8 +174,8 @@ TEST(AttentionTokens, WindowSemantics) {
                      {0.0f, pos + 1});
     EXPECT_EQ(plain, wide) << "pos " << pos;
     attend_reference(kv, 0, 0, 1, pos, q.data(), head_dim, 0.2f, s.data(), one.data(), {0.0f, 1});
-    const uint16_t* v = kv.v_row(0, 0, pos) + head_dim;  // KV head 1
-    for (int32_t d = 0; d < head_dim; ++d) EXPECT_EQ(one[d], fp16_to_fp32(v[d])) << "pos " << pos;
+    for (int32_t d = 0; d < head_dim; ++d)  // KV head 1
+      EXPECT_EQ(one[d], fp16_to_fp32(kv.v_at(0, 0, pos, head_dim + d))) << "pos " << pos;
   }
 }
 

@@ -95,20 +95,21 @@ void CudaAttention::check_reference(const Shape& s, const std::vector<int32_t>& 
   const int repeats = static_cast<int>(512 / per_call + 1);
   SCOPED_TRACE(s.str());
   const int32_t kv_dim = s.kv_dim();
-  KvStore cpu = KvStore::create(1, 1, s.n_ctx, kv_dim).value();
+  KvStore cpu = KvStore::create(1, 1, s.n_ctx, kv_dim, KvType::kF16, {}, head_dim).value();
   const KvLayer lay = layout(s.n_ctx, kv_dim);
   std::vector<uint16_t> host(static_cast<size_t>(lay.seq_stride), 0);
   Lcg rng{static_cast<uint32_t>(head_dim * 10 + group + max_pos)};
   for (int32_t p = 0; p <= max_pos; ++p) {
-    std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
-    uint16_t* v = cpu.v_row(0, 0, p);
+    std::vector<uint16_t> k(static_cast<size_t>(kv_dim)), v(k.size());
     for (int32_t e = 0; e < kv_dim; ++e) {
-      k[static_cast<size_t>(e)] = fp32_to_fp16(rng.next());
-      v[e] = fp32_to_fp16(rng.next());
-      host[static_cast<size_t>(p) * kv_dim + e] = k[static_cast<size_t>(e)];
-      host[lay.v_offset + static_cast<size_t>(p) * kv_dim + e] = v[e];
+      const auto i = static_cast<size_t>(e);
+      k[i] = fp32_to_fp16(rng.next());
+      v[i] = fp32_to_fp16(rng.next());
+      host[static_cast<size_t>(p) * kv_dim + e] = k[i];
+      host[lay.v_offset + static_cast<size_t>(p) * kv_dim + e] = v[i];
     }
     cpu.put_k(0, 0, p, k.data());
+    cpu.put_v(0, 0, p, v.data());
   }
   DeviceBuffer dkv;
   HEARTH_ASSERT_OK(upload(host, stream_, &dkv));

@@ -55,7 +55,7 @@ TEST(KvStoreTest, RowsStartZeroedAndAreDistinct) {
     for (int32_t l = 0; l < 3; ++l)
       for (int32_t p = 0; p < 16; ++p) {
         uint16_t k[8];
-        uint16_t* v = kv.v_row(s, l, p);
+        uint16_t* v = kv.v_cols(s, l, p, 0);  // one run: the row
         for (int32_t i = 0; i < 8; ++i) {
           ASSERT_EQ(kv.k_at(s, l, p, i), 0);
           ASSERT_EQ(v[i], 0);
@@ -70,13 +70,13 @@ TEST(KvStoreTest, RowsStartZeroedAndAreDistinct) {
       for (int32_t p = 0; p < 16; ++p)
         for (int32_t i = 0; i < 8; ++i) {
           ASSERT_EQ(kv.k_at(s, l, p, i), next++);
-          ASSERT_EQ(kv.v_row(s, l, p)[i], next++);
+          ASSERT_EQ(kv.v_at(s, l, p, i), next++);
         }
   // F16 K lies in a tile of 16 slots, element-major; a layer's V rows are one run.
   const auto* k = reinterpret_cast<const uint16_t*>(kv.k_slot0(1, 2));
   EXPECT_EQ(k[3 * 16 + 5], kv.k_at(1, 2, 5, 3));
   EXPECT_EQ(canon::k_tile_offset(21, 3, 8), 16u * 8 + 3 * 16 + 5);
-  EXPECT_EQ(kv.v_row(1, 2, 5), kv.v_row(1, 2, 0) + 5 * 8);
+  EXPECT_EQ(kv.v_cols(1, 2, 5, 0), kv.v_cols(1, 2, 0, 0) + 5 * 8);
 }
 
 TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
@@ -88,7 +88,7 @@ TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
       uint16_t k[4];
       for (int32_t i = 0; i < 4; ++i) {
         k[i] = static_cast<uint16_t>(1000 * l + 10 * p + i);
-        a->v_row(0, l, p)[i] = static_cast<uint16_t>(5000 + 1000 * l + 10 * p + i);
+        *a->v_cols(0, l, p, i) = static_cast<uint16_t>(5000 + 1000 * l + 10 * p + i);
       }
       a->put_k(0, l, p, k);
     }
@@ -103,9 +103,9 @@ TEST(KvStoreTest, PackUnpackRoundTripsTheFirstPositions) {
     for (int32_t p = 0; p < 10; ++p)
       for (int32_t i = 0; i < 4; ++i) {
         const uint16_t k = p < 6 ? a->k_at(0, l, p, i) : 0;
-        const uint16_t v = p < 6 ? a->v_row(0, l, p)[i] : 0;
+        const uint16_t v = p < 6 ? a->v_at(0, l, p, i) : 0;
         EXPECT_EQ(b->k_at(1, l, p, i), k) << l << " " << p;
-        EXPECT_EQ(b->v_row(1, l, p)[i], v) << l << " " << p;
+        EXPECT_EQ(b->v_at(1, l, p, i), v) << l << " " << p;
       }
 }
 
@@ -119,11 +119,15 @@ uint16_t kv_value(int32_t l, int32_t kind, int32_t p, int32_t i) {
 // whole tiles (the vector transposes), part tiles, kv_dims with and without a
 // remainder of 8 and packed rows at an odd address.
 TEST(KvStoreTest, TiledKPacksAsRowsAndRoundTrips) {
-  for (int32_t kv_dim : {4, 64, 76}) {
+  // V as rows (head_dim 0) and in head runs: of 2 halves, of 16 (whole 16-byte pieces,
+  // streamed) and of 19 (not).
+  for (const auto& [kv_dim, head_dim] :
+       {std::pair{4, 0}, {4, 2}, {64, 0}, {64, 16}, {76, 0}, {76, 19}}) {
     for (int32_t n : {1, 15, 16, 17, 40, 48}) {
-      SCOPED_TRACE(std::to_string(kv_dim) + " dims, " + std::to_string(n) + " positions");
-      auto a = KvStore::create(1, 2, 50, kv_dim);
-      auto b = KvStore::create(2, 2, 50, kv_dim);
+      SCOPED_TRACE(std::to_string(kv_dim) + " dims, heads of " + std::to_string(head_dim) + ", " +
+                   std::to_string(n) + " positions");
+      auto a = KvStore::create(1, 2, 50, kv_dim, KvType::kF16, {}, head_dim);
+      auto b = KvStore::create(2, 2, 50, kv_dim, KvType::kF16, {}, head_dim);
       ASSERT_TRUE(a.ok() && b.ok());
       std::vector<uint16_t> expect;  // the packed row: per layer, K rows then V rows
       for (int32_t l = 0; l < 2; ++l) {
@@ -131,7 +135,7 @@ TEST(KvStoreTest, TiledKPacksAsRowsAndRoundTrips) {
           std::vector<uint16_t> k(static_cast<size_t>(kv_dim));
           for (int32_t i = 0; i < kv_dim; ++i) {
             k[static_cast<size_t>(i)] = kv_value(l, 0, p, i);
-            a->v_row(0, l, p)[i] = kv_value(l, 1, p, i);
+            *a->v_cols(0, l, p, i) = kv_value(l, 1, p, i);
           }
           a->put_k(0, l, p, k.data());
         }
@@ -150,7 +154,7 @@ TEST(KvStoreTest, TiledKPacksAsRowsAndRoundTrips) {
           for (int32_t p = 0; p < n; ++p)
             for (int32_t i = 0; i < kv_dim; ++i) {
               ASSERT_EQ(b->k_at(seq, l, p, i), kv_value(l, 0, p, i)) << l << " " << p << " " << i;
-              ASSERT_EQ(b->v_row(seq, l, p)[i], kv_value(l, 1, p, i)) << l << " " << p << " " << i;
+              ASSERT_EQ(b->v_at(seq, l, p, i), kv_value(l, 1, p, i)) << l << " " << p << " " << i;
             }
       };
       std::vector<uint8_t> odd(bytes.size() + 1);
@@ -228,7 +232,7 @@ void write_position(KvStore& kv, int32_t seq, int32_t p) {
     std::vector<uint16_t> k(static_cast<size_t>(kv.kv_dim()));
     for (int32_t i = 0; i < kv.kv_dim(); ++i) {
       k[static_cast<size_t>(i)] = static_cast<uint16_t>(10000 * l + 10 * p + i);
-      kv.v_row(seq, l, p)[i] = static_cast<uint16_t>(30000 + 10000 * l + 10 * p + i);
+      *kv.v_cols(seq, l, p, i) = static_cast<uint16_t>(30000 + 10000 * l + 10 * p + i);
     }
     kv.put_k(seq, l, p, k.data());
   }
@@ -243,7 +247,7 @@ void append_positions(KvStore& kv, int32_t seq, int32_t n) {
 }
 
 TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
-  auto kv = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto kv = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1(), 2);
   auto full = KvStore::create(1, 3, 64, 4);
   ASSERT_TRUE(kv.ok() && full.ok());
   EXPECT_EQ(kv->ring_capacity(), 16);
@@ -256,7 +260,7 @@ TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
   write_position(*kv, 0, 5);
   write_position(*kv, 0, 21);
   EXPECT_EQ(kv->k_at(0, 1, 5, 0), 10000 + 210);
-  EXPECT_EQ(kv->v_row(0, 1, 5)[0], 40000 + 210);
+  EXPECT_EQ(kv->v_at(0, 1, 5, 0), 40000 + 210);
   EXPECT_EQ(kv->k_at(0, 0, 5, 0), 50);
   // A ring no larger than the context: min(n_ctx, ...).
   EXPECT_EQ(KvStore::ring_capacity_for(8, 4, 10), 10);
@@ -264,8 +268,8 @@ TEST(KvStoreTest, RingLayersKeepTheirCapacityAndWrap) {
 }
 
 TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
-  auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
-  auto b = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1(), 2);
+  auto b = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1(), 2);
   ASSERT_TRUE(a.ok() && b.ok());
   append_positions(*a, 0, 30);
   EXPECT_EQ(a->oldest(0), 14);  // 30 - 16
@@ -287,7 +291,7 @@ TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
     for (int32_t p = l == 1 ? 17 : 0; p < 25; ++p)
       for (int32_t i = 0; i < 4; ++i) {
         ASSERT_EQ(b->k_at(1, l, p, i), a->k_at(0, l, p, i)) << l << " " << p;
-        ASSERT_EQ(b->v_row(1, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p;
+        ASSERT_EQ(b->v_at(1, l, p, i), a->v_at(0, l, p, i)) << l << " " << p;
       }
   // The import spans are pack's bytes in order; for 36 positions layer 1's K and V runs
   // (28..35: slots 12..15, then 0..3) are split where they wrap.
@@ -310,8 +314,8 @@ TEST(KvStoreTest, RingRowsHoldTheLastWindowAndRoundTrip) {
 // 28..35 go to slots 12..15 and 0..3, both in tile 0); commit_import turns that tile once,
 // and the restored rows read back as the source's.
 TEST(KvStoreTest, RingImportWrappingInsideOneTileRestoresEveryRow) {
-  auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
-  auto b = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto a = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1(), 2);
+  auto b = KvStore::create(1, 3, 64, 4, KvType::kF16, ring_of_layer1(), 2);
   ASSERT_TRUE(a.ok() && b.ok());
   append_positions(*a, 0, 36);
   std::vector<uint8_t> bytes;
@@ -328,7 +332,7 @@ TEST(KvStoreTest, RingImportWrappingInsideOneTileRestoresEveryRow) {
     for (int32_t p = l == 1 ? 28 : 0; p < 36; ++p)
       for (int32_t i = 0; i < 4; ++i) {
         ASSERT_EQ(b->k_at(0, l, p, i), a->k_at(0, l, p, i)) << l << " " << p << " " << i;
-        ASSERT_EQ(b->v_row(0, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p << " " << i;
+        ASSERT_EQ(b->v_at(0, l, p, i), a->v_at(0, l, p, i)) << l << " " << p << " " << i;
       }
   std::vector<uint8_t> again;
   b->pack(0, 36, again);
@@ -336,7 +340,7 @@ TEST(KvStoreTest, RingImportWrappingInsideOneTileRestoresEveryRow) {
 }
 
 TEST(KvStoreTest, CopyPrefixForksARingSequence) {
-  auto kv = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1());
+  auto kv = KvStore::create(2, 3, 64, 4, KvType::kF16, ring_of_layer1(), 2);
   ASSERT_TRUE(kv.ok());
   append_positions(*kv, 0, 40);
   ASSERT_TRUE(kv->copy_prefix(0, 1, 36).ok());
@@ -370,8 +374,9 @@ TEST(KvStoreTest, UnpackInPiecesOverThreadsPlacesEveryCell) {
         r.slack = 40;
         r.layers = {false, true, false};
       }
-      auto a = KvStore::create(1, 3, 5000, 64, type, r);
-      auto b = KvStore::create(2, 3, 5000, 64, type, r);
+      // F16 V in two head runs (the engine's layout); quantized V stays in rows.
+      auto a = KvStore::create(1, 3, 5000, 64, type, r, 32);
+      auto b = KvStore::create(2, 3, 5000, 64, type, r, 32);
       ASSERT_TRUE(a.ok() && b.ok());
       const size_t row = a->row_bytes();
       for (int32_t p = 0; p < 5000; ++p) {
@@ -380,7 +385,7 @@ TEST(KvStoreTest, UnpackInPiecesOverThreadsPlacesEveryCell) {
             std::vector<uint16_t> k(64);
             for (int32_t i = 0; i < 64; ++i) {
               k[static_cast<size_t>(i)] = kv_value(l, 0, p, i);
-              a->v_row(0, l, p)[i] = kv_value(l, 1, p, i);
+              *a->v_cols(0, l, p, i) = kv_value(l, 1, p, i);
             }
             a->put_k(0, l, p, k.data());
           } else {
@@ -408,7 +413,7 @@ TEST(KvStoreTest, UnpackInPiecesOverThreadsPlacesEveryCell) {
             if (type == KvType::kF16) {
               for (int32_t i = 0; i < 64; ++i) {
                 ASSERT_EQ(b->k_at(1, l, p, i), a->k_at(0, l, p, i)) << l << " " << p << " " << i;
-                ASSERT_EQ(b->v_row(1, l, p)[i], a->v_row(0, l, p)[i]) << l << " " << p;
+                ASSERT_EQ(b->v_at(1, l, p, i), a->v_at(0, l, p, i)) << l << " " << p;
               }
             } else {
               ASSERT_EQ(std::memcmp(b->k_bytes(1, l, p), a->k_bytes(0, l, p), row), 0)
@@ -421,6 +426,18 @@ TEST(KvStoreTest, UnpackInPiecesOverThreadsPlacesEveryCell) {
         std::vector<uint8_t> again;
         b->pack(1, n, again);
         EXPECT_EQ(again, bytes);
+        // The same row read straight into the store (the file tier's import), K turned
+        // into tiles and V spread over its head runs on the pool's threads.
+        size_t at = 0;
+        for (std::span<uint8_t> run : b->import_runs(0, n)) {
+          std::memcpy(run.data(), bytes.data() + at, run.size());
+          at += run.size();
+        }
+        ASSERT_EQ(at, bytes.size());
+        b->commit_import(0, n, &pool);
+        std::vector<uint8_t> imported;
+        b->pack(0, n, imported);
+        EXPECT_EQ(imported, bytes);
       }
     }
   }

@@ -115,8 +115,8 @@ struct AttendTask {
   // first element, so element d of slot s is at
   // k0[(s / kKTile) * kKTile * stride + d * kKTile + s % kKTile].
   const uint16_t* k0;
-  const uint16_t* v0;  // V of slot 0 (a row), at this KV head's slice
-  size_t stride;       // halves of one slot's K (V): kv_dim
+  const uint16_t* v0;  // F16 V of slot 0 at this KV head's first element
+  size_t stride;       // halves of one slot's K: kv_dim
   int32_t group;
   const TokenQueries* tokens;  // in increasing pos order
   int32_t n_tokens;            // > 0
@@ -138,6 +138,9 @@ struct AttendTask {
   // A sliding-window layer's ring (KvStore): position p lies in slot p % ring, k0 (kq0)
   // being slot 0; 0: position p in slot p. A multiple of 16, or more than any pos.
   int32_t ring = 0;
+  // Halves from one slot's F16 V to the next (v0's): the store's head runs keep a KV
+  // head's V rows head_dim apart (KvStore::v_head_dim), rows kv_dim apart.
+  size_t v_stride = 0;
 };
 // Every query head of the task, positions tiled `lanes` at a time (0: the widest
 // this table has for head_dim). False, with nothing written, when the table has no

@@ -62,7 +62,7 @@ AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_h
   const size_t off = static_cast<size_t>(kv_head) * static_cast<size_t>(head_dim);
   // K in tiles: this head's columns start at its first element's lane 0 of tile 0.
   AttendTask t{reinterpret_cast<const uint16_t*>(kv.k_slot0(seq, layer)) + off * canon::kKTile,
-               reinterpret_cast<const uint16_t*>(kv.v_slot0(seq, layer)) + off,
+               kv.v_head(seq, layer, static_cast<int32_t>(off)),
                static_cast<size_t>(kv.kv_dim()),
                group,
                tokens.data(),
@@ -73,6 +73,7 @@ AttendTask make_task(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_h
                mask.softcap,
                mask.window};
   t.ring = ring;
+  t.v_stride = static_cast<size_t>(kv.v_head_dim());
   return t;
 }
 
@@ -148,7 +149,7 @@ void attend_reference(const KvStore& kv, int32_t seq, int32_t layer, int32_t kv_
   softmax_f16(scores, n, scale);
   for (int32_t d = 0; d < head_dim; ++d) out[d] = 0.0f;
   for (int32_t i = 0; i < n; ++i) {
-    const uint16_t* v = kv.v_row(seq, layer, ws + i) + off;
+    const uint16_t* v = kv.v_cols(seq, layer, ws + i, static_cast<int32_t>(off));
     const float pr = scores[i];
     for (int32_t d = 0; d < head_dim; ++d) out[d] += pr * fp16_to_fp32(v[d]);
   }

@@ -204,7 +204,7 @@ Result<std::unique_ptr<Engine>> Engine::load(const std::string& path,
       // The host store holds the CPU layers' KV only (the GPU layers' is on the device);
       // it keeps every sequence's length either way.
       engine::KvStore::create(n_kv_seq, hp.n_layer - n_gpu, impl->opts.n_ctx, hp.kv_dim(),
-                              options.kv_type, kv_ring(hp, options, n_gpu)));
+                              options.kv_type, kv_ring(hp, options, n_gpu), hp.head_dim));
   impl->kv = std::make_unique<engine::KvStore>(std::move(kv));
   if (n_gpu > 0) {
     // The GPU takes the file's own block layout (the arena may have interleaved rows).

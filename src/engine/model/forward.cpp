@@ -231,7 +231,9 @@ void Engine::Impl::qkv(std::span<const BatchToken> chunk, int32_t l) {
       uint16_t* kr = s.k16.data() + t * kvd;
       engine::to_f16(k, kr, kvd);
       kv->put_k(chunk[t].seq, kl, chunk[t].pos, kr);
-      engine::to_f16(v, kv->v_row(chunk[t].seq, kl, chunk[t].pos), kvd);
+      // V head by head into its runs (KvStore: one run per KV head).
+      for (int32_t c = 0; c < kvd; c += kv->v_head_dim())
+        engine::to_f16(v + c, kv->v_cols(chunk[t].seq, kl, chunk[t].pos, c), kv->v_head_dim());
     } else {
       const gguf::TensorType qt =
           kv->type() == KvType::kQ8_0 ? gguf::TensorType::kQ8_0 : gguf::TensorType::kQ4_0;

@@ -141,13 +141,14 @@ using RowsToTiles = TileCopy<false>;
 }  // namespace
 
 KvStore::KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type,
-                 const KvRing& ring)
+                 const KvRing& ring, int32_t head_dim)
     : n_seq_(n_seq),
       n_layer_(n_layer),
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
       type_(type),
-      row_bytes_(kv_row_bytes(type, kv_dim)) {
+      row_bytes_(kv_row_bytes(type, kv_dim)),
+      v_head_(type == KvType::kF16 && head_dim > 0 ? head_dim : kv_dim) {
   ring_.assign(static_cast<size_t>(n_layer), false);
   for (size_t l = 0; l < ring.layers.size() && l < ring_.size(); ++l) ring_[l] = ring.layers[l];
   if (ring.window > 0 && std::find(ring_.begin(), ring_.end(), true) != ring_.end()) {
@@ -172,7 +173,7 @@ int32_t KvStore::ring_capacity_for(int32_t window, int32_t slack, int32_t n_ctx)
 }
 
 Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
-                                KvType type, const KvRing& ring) {
+                                KvType type, const KvRing& ring, int32_t head_dim) {
   // n_layer 0 is a store of lengths only: every layer's KV lives on a GPU (GpuLayers).
   if (n_seq < 1 || n_layer < 0 || n_ctx < 1 || kv_dim < 1) {
     return InvalidArgument(
@@ -189,7 +190,19 @@ Result<KvStore> KvStore::create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, i
     return InvalidArgument("KV store: ring window and slack must be >= 0 (got " +
                            std::to_string(ring.window) + ", " + std::to_string(ring.slack) + ")");
   }
-  KvStore kv(n_seq, n_layer, n_ctx, kv_dim, type, ring);
+  if (head_dim < 0 || (head_dim > 0 && kv_dim % head_dim != 0)) {
+    return InvalidArgument("KV store: head_dim must divide kv_dim (got head_dim " +
+                           std::to_string(head_dim) + ", kv_dim " + std::to_string(kv_dim) + ")");
+  }
+  KvStore kv(n_seq, n_layer, n_ctx, kv_dim, type, ring, head_dim);
+  if (kv.v_head_ < kv_dim && n_layer > 0) {
+    int32_t most = 0;
+    for (int32_t l = 0; l < n_layer; ++l) most = std::max(most, kv.slots(l));
+    const size_t stage = static_cast<size_t>(most) * kv.row_bytes_;
+    HEARTH_ASSIGN_OR_RETURN(kv.v_stage_,
+                            HugePageRegion::create(stage, "the KV cache's V import buffer"));
+    warm_for_kernel_writes(kv.v_stage_.data(), stage);
+  }
   const size_t bytes = kv.seq_bytes_;
   kv.blocks_.reserve(static_cast<size_t>(n_seq));
   for (int32_t s = 0; s < n_seq && bytes > 0; ++s) {
@@ -221,6 +234,62 @@ void KvStore::put_k(int32_t seq, int32_t layer, int32_t pos, const uint16_t* row
   const int32_t s = slot(layer, pos);
   uint16_t* at = k + canon::k_tile_offset(s, 0, kv_dim_);
   for (int32_t c = 0; c < kv_dim_; ++c) at[static_cast<size_t>(c) * kKTile] = row[c];
+}
+
+void KvStore::put_v(int32_t seq, int32_t layer, int32_t pos, const uint16_t* row) {
+  for (int32_t c = 0; c < kv_dim_; c += v_head_)
+    std::memcpy(v_cols(seq, layer, pos, c), row + c, static_cast<size_t>(v_head_) * 2);
+}
+
+namespace {
+
+// bytes (a multiple of 16) from src to dst, dst 16-byte aligned: stores that bypass the
+// caches (a restore's V, spread over head runs a piece at a time; the caller fences).
+void stream_piece(uint8_t* dst, const uint8_t* src, size_t bytes) {
+#if defined(__SSE2__)
+  for (size_t i = 0; i < bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+}  // namespace
+
+template <bool kToRows>
+void KvStore::v_rows_copy(std::conditional_t<kToRows, const uint16_t*, uint16_t*> v,
+                          int32_t n_slots, int32_t begin, int32_t end,
+                          std::conditional_t<kToRows, uint8_t*, const uint8_t*> rows) const {
+  const size_t run_bytes = static_cast<size_t>(v_head_) * 2;
+  if (v_head_ == kv_dim_) {  // one run: the rows themselves
+    const size_t bytes = static_cast<size_t>(end - begin) * row_bytes_;
+    if constexpr (kToRows) {
+      std::memcpy(rows, v + static_cast<size_t>(begin) * v_head_, bytes);
+    } else {
+      stream_copy_unfenced(v + static_cast<size_t>(begin) * v_head_, rows, bytes);
+    }
+    return;
+  }
+  // Every run slot starts 16-byte aligned when the width is a whole number of 16-byte
+  // pieces (row_bytes, a multiple of it, then keeps every region offset one too).
+  const bool stream = !kToRows && run_bytes % 16 == 0;
+  for (int32_t c = 0; c < kv_dim_; c += v_head_) {
+    auto run = v + static_cast<size_t>(c / v_head_) * n_slots * v_head_;
+    for (int32_t s = begin; s < end; ++s) {
+      auto* at = reinterpret_cast<std::conditional_t<kToRows, const uint8_t*, uint8_t*>>(
+          run + static_cast<size_t>(s) * v_head_);
+      auto* r = rows + static_cast<size_t>(s - begin) * row_bytes_ + static_cast<size_t>(c) * 2;
+      if constexpr (kToRows) {
+        std::memcpy(r, at, run_bytes);
+      } else if (stream) {
+        stream_piece(at, r, run_bytes);
+      } else {
+        std::memcpy(at, r, run_bytes);
+      }
+    }
+  }
 }
 
 int32_t KvStore::slot_ranges(int32_t layer, int32_t first, int32_t n, SlotRange (&out)[2]) const {
@@ -280,12 +349,15 @@ void KvStore::pack(int32_t seq, int32_t n, std::vector<uint8_t>& out) const {
 }
 
 void KvStore::pack_to(int32_t seq, int32_t n, uint8_t* dst) const {
-  // Tiled K leaves as rows, V (and quantized K) as the rows it is.
+  // Tiled K leaves as rows, F16 V gathered from its head runs, quantized K and V as the
+  // rows they are.
   for (const PackedRun& r : packed_runs(n)) {
     const uint8_t* base = slot0(seq, r.layer, r.kind);
     if (r.kind == 0 && k_tiled()) {
       TilesToRows::slots(reinterpret_cast<const uint16_t*>(base), r.slots.begin, r.slots.end,
                          kv_dim_, dst);
+    } else if (r.kind == 1 && v_in_heads()) {
+      v_rows_copy<true>(v_run0(seq, r.layer, 0), slots(r.layer), r.slots.begin, r.slots.end, dst);
     } else {
       std::memcpy(dst, base + static_cast<size_t>(r.slots.begin) * row_bytes_, r.bytes(row_bytes_));
     }
@@ -326,6 +398,9 @@ void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n, Thr
       if (p.kind == 0 && k_tiled()) {
         RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), p.slots.begin, p.slots.end, kv_dim_,
                            p.src, &tile);
+      } else if (p.kind == 1 && v_in_heads()) {
+        v_rows_copy<false>(v_run0(seq, p.layer, 0), slots(p.layer), p.slots.begin, p.slots.end,
+                           p.src);
       } else {
         stream_copy_unfenced(base + static_cast<size_t>(p.slots.begin) * row_bytes_, p.src,
                              static_cast<size_t>(p.slots.end - p.slots.begin) * row_bytes_);
@@ -384,7 +459,53 @@ void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
       turn(0, count);
     }
   }
+  if (v_in_heads() && v_head_ < kv_dim_) spread_imported_v(seq, n, pool);
   mark_restored(seq, n);
+}
+
+void KvStore::spread_imported_v(int32_t seq, int32_t n, ThreadPool* pool) {
+  // The V rows import_runs handed out lie in the layer's V region as rows (slot s at
+  // s * row_bytes): each layer's are moved to v_stage_ at the same offsets, then spread
+  // over the head runs, which overwrite that region. Pieces of whole slot ranges, so
+  // that the threads write disjoint bytes.
+  constexpr int32_t kPieceSlots = 1024;
+  struct Piece {
+    int32_t begin, end;
+  };
+  std::vector<Piece> pieces;
+  uint8_t* stage = v_stage_.data();
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    SlotRange r[2];
+    const int32_t nr = slot_ranges(l, pack_first(l, n), n, r);
+    pieces.clear();
+    for (int32_t i = 0; i < nr; ++i)
+      for (int32_t s = r[i].begin; s < r[i].end; s += kPieceSlots)
+        pieces.push_back({s, std::min(r[i].end, s + kPieceSlots)});
+    uint8_t* rows = slot0(seq, l, 1);
+    auto run = [&](int64_t count, auto&& f) {
+      if (pool != nullptr && count > 1) {
+        pool->parallel_for(count, f);
+      } else {
+        f(0, count);
+      }
+    };
+    const auto count = static_cast<int64_t>(pieces.size());
+    run(count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const Piece& p = pieces[static_cast<size_t>(i)];
+        const size_t at = static_cast<size_t>(p.begin) * row_bytes_;
+        std::memcpy(stage + at, rows + at, static_cast<size_t>(p.end - p.begin) * row_bytes_);
+      }
+    });
+    run(count, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const Piece& p = pieces[static_cast<size_t>(i)];
+        v_rows_copy<false>(v_run0(seq, l, 0), slots(l), p.begin, p.end,
+                           stage + static_cast<size_t>(p.begin) * row_bytes_);
+      }
+      stream_fence();
+    });
+  }
 }
 
 void KvStore::mark_restored(int32_t seq, int32_t n) {
@@ -409,6 +530,16 @@ Status KvStore::copy_prefix(int32_t src, int32_t dst, int32_t n) {
     SlotRange r[2];
     const int32_t nr = slot_ranges(l, is_ring(l) ? lo : 0, n, r);
     for (int32_t kind = 0; kind < 2; ++kind) {
+      if (kind == 1 && v_in_heads()) {  // the same slots of every head run
+        for (int32_t c = 0; c < kv_dim_; c += v_head_) {
+          for (int32_t i = 0; i < nr; ++i) {
+            const size_t from = static_cast<size_t>(r[i].begin) * v_head_;
+            std::memcpy(v_run0(dst, l, c) + from, v_run0(src, l, c) + from,
+                        static_cast<size_t>(r[i].end - r[i].begin) * v_head_ * 2);
+          }
+        }
+        continue;
+      }
       // Same slots in both blocks; tiled K by whole tiles (the lanes past the range are
       // slots dst does not hold).
       const int32_t unit = kind == 0 && k_tiled() ? kKTile : 1;

@@ -5,12 +5,15 @@
 // ([column][16]: engine/kernels/kv_blocks.h), so that decode attention reads 16
 // positions' K as vectors of one element each instead of transposing rows (docs/
 // engine.md, "KV layout"). A tile occupies the bytes its 16 rows would; a layer's K slots
-// round up to whole tiles. A layer that keeps every position has n_ctx slots, position
-// p in slot p; a sliding-window layer (KvRing) keeps a ring of ring_capacity() slots,
-// position p in slot p % ring_capacity(), so it holds the last ring_capacity() positions
-// written and no more. Blocks are allocated and committed once at load (zero-filled),
-// so neither steady state nor a restore ever allocates or faults. They are huge-page
-// regions: decode attention reads each KV head's slice of every row (128 of 512 bytes
+// round up to whole tiles. F16 V is kept head by head, [head][slot][head_dim] (runs of
+// v_head_dim() columns), so that one KV head's P.V reads its V as one stream: as rows,
+// a head's 128 of every 512 bytes (TinyLlama) were too sparse for the hardware
+// prefetcher, and P.V at 16k positions took about twice as long.
+// A layer that keeps every position has n_ctx slots, position p in slot p; a sliding-window layer
+// (KvRing) keeps a ring of ring_capacity() slots, position p in slot p % ring_capacity(), so it
+// holds the last ring_capacity() positions written and no more. Blocks are allocated and committed
+// once at load (zero-filled), so neither steady state nor a restore ever allocates or faults. They
+// are huge-page regions: decode attention reads each KV head's slice of every row (128 of 512 bytes
 // for TinyLlama), and with 4 KiB pages that was a page walk every 8 positions of every
 // layer (docs/engine.md, Speed).
 //
@@ -20,11 +23,13 @@
 // [n - min(n, window), n) of a ring layer: all that continuing at position n needs
 // (a query at n sees n - window + 1 .. n) plus one, so a restored row can still drop
 // its last position to recompute its logits. Packed rows are rows whatever the store
-// keeps: F16 K is transposed per tile on the way out and in.
+// keeps: F16 K is transposed per tile on the way out and in, F16 V gathered from (and
+// spread over) its head runs.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "common/huge_page_region.h"
@@ -54,9 +59,11 @@ class KvStore {
   // n_seq blocks of n_layer * 2 rows of kv_dim values of `type` per slot (n_layer 0: no
   // memory, lengths only, when a GPU holds every layer's KV): n_ctx slots per
   // layer, ring_capacity() for ring's layers; an error when the memory cannot be mapped
-  // or kv_dim does not fit the type's blocks.
+  // or kv_dim does not fit the type's blocks. head_dim: the width of a KV head, the runs
+  // F16 V is kept in (a divisor of kv_dim; 0: kv_dim, one run: V as rows).
   static Result<KvStore> create(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
-                                KvType type = KvType::kF16, const KvRing& ring = {});
+                                KvType type = KvType::kF16, const KvRing& ring = {},
+                                int32_t head_dim = 0);
   // Slots of a ring layer for a window, slack and context: min(n_ctx, window + slack
   // rounded up to kKvRingAlign).
   static int32_t ring_capacity_for(int32_t window, int32_t slack, int32_t n_ctx);
@@ -107,21 +114,36 @@ class KvStore {
   const uint8_t* k_bytes(int32_t seq, int32_t layer, int32_t pos) const {
     return const_cast<KvStore*>(this)->row(seq, layer, 0, pos);
   }
-  // V of a position, a row's bytes, any type.
+  // Quantized V of a position, a row's bytes (!v_in_heads() only).
   uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) { return row(seq, layer, 1, pos); }
   const uint8_t* v_bytes(int32_t seq, int32_t layer, int32_t pos) const {
     return const_cast<KvStore*>(this)->row(seq, layer, 1, pos);
   }
-  // A layer's K: slot 0's row, or (k_tiled()) tile 0. V: slot 0's row; slot s is
-  // s * row_bytes() further on.
+  // A layer's K: slot 0's row, or (k_tiled()) tile 0. Quantized V: slot 0's row; slot s
+  // is s * row_bytes() further on.
   const uint8_t* k_slot0(int32_t seq, int32_t layer) const { return slot0(seq, layer, 0); }
   const uint8_t* v_slot0(int32_t seq, int32_t layer) const { return slot0(seq, layer, 1); }
-  // V as F16 values (type() == KvType::kF16 only).
-  uint16_t* v_row(int32_t seq, int32_t layer, int32_t pos) {
-    return reinterpret_cast<uint16_t*>(v_bytes(seq, layer, pos));
+
+  // Whether V is kept in head runs (F16) rather than rows (the quantized types), and the
+  // runs' width (create's head_dim).
+  bool v_in_heads() const { return type_ == KvType::kF16; }
+  int32_t v_head_dim() const { return v_head_; }
+  // F16 V of a position: written from a row of kv_dim halves, read as one element.
+  void put_v(int32_t seq, int32_t layer, int32_t pos, const uint16_t* row);
+  uint16_t v_at(int32_t seq, int32_t layer, int32_t pos, int32_t c) const {
+    return *v_cols(seq, layer, pos, c);
   }
-  const uint16_t* v_row(int32_t seq, int32_t layer, int32_t pos) const {
-    return reinterpret_cast<const uint16_t*>(v_bytes(seq, layer, pos));
+  // F16 V element c of a position, followed by the rest of its head run (up to the next
+  // multiple of v_head_dim()): where a writer puts a head's values and attention reads them.
+  uint16_t* v_cols(int32_t seq, int32_t layer, int32_t pos, int32_t c) {
+    return v_run0(seq, layer, c) + static_cast<size_t>(slot(layer, pos)) * v_head_;
+  }
+  const uint16_t* v_cols(int32_t seq, int32_t layer, int32_t pos, int32_t c) const {
+    return const_cast<KvStore*>(this)->v_cols(seq, layer, pos, c);
+  }
+  // Element c of slot 0's F16 V: slot s's is s * v_head_dim() halves further on.
+  const uint16_t* v_head(int32_t seq, int32_t layer, int32_t c) const {
+    return const_cast<KvStore*>(this)->v_run0(seq, layer, c);
   }
 
   // One position of every layer, K and V, as a layer keeping every position stores it.
@@ -156,8 +178,19 @@ class KvStore {
 
  private:
   KvStore(int32_t n_seq, int32_t n_layer, int32_t n_ctx, int32_t kv_dim, KvType type,
-          const KvRing& ring);
+          const KvRing& ring, int32_t head_dim);
   uint8_t* slot0(int32_t seq, int32_t layer, int32_t kind) const;
+  // Element c of slot 0 in c's head run of a layer's F16 V.
+  uint16_t* v_run0(int32_t seq, int32_t layer, int32_t c) const {
+    return reinterpret_cast<uint16_t*>(slot0(seq, layer, 1)) +
+           (static_cast<size_t>(c / v_head_) * slots(layer)) * v_head_ + c % v_head_;
+  }
+  // Slots [begin, end) of one layer's F16 V between its head runs (at v, slot 0) and rows
+  // (kToRows: runs -> rows; else rows -> runs), rows at any alignment.
+  template <bool kToRows>
+  void v_rows_copy(std::conditional_t<kToRows, const uint16_t*, uint16_t*> v, int32_t slots,
+                   int32_t begin, int32_t end,
+                   std::conditional_t<kToRows, uint8_t*, const uint8_t*> rows) const;
   uint8_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
     return slot0(seq, layer, kind) + static_cast<size_t>(slot(layer, pos)) * row_bytes_;
   }
@@ -178,6 +211,8 @@ class KvStore {
     }
   };
   std::vector<PackedRun> packed_runs(int32_t n) const;
+  // commit_import's V part: the imported F16 V rows into head runs (through v_stage_).
+  void spread_imported_v(int32_t seq, int32_t n, ThreadPool* pool);
   // Marks positions [0, n) of seq held once a restore wrote them.
   void mark_restored(int32_t seq, int32_t n);
   // The first position a packed row of n holds for a layer.
@@ -186,6 +221,10 @@ class KvStore {
   int32_t n_seq_, n_layer_, n_ctx_, kv_dim_;
   KvType type_;
   size_t row_bytes_;
+  int32_t v_head_;  // width of F16 V's head runs (kv_dim: rows)
+  // Where commit_import moves a layer's imported V rows before spreading them over the
+  // head runs (F16 with several runs): one layer's V, committed at create.
+  HugePageRegion v_stage_;
   int32_t window_ = 0;
   int32_t ring_cap_ = 0;
   std::vector<bool> ring_;
