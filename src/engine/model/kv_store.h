@@ -13,9 +13,9 @@
 // (KvRing) keeps a ring of ring_capacity() slots, position p in slot p % ring_capacity(), so it
 // holds the last ring_capacity() positions written and no more. Blocks are allocated and committed
 // once at load (zero-filled), so neither steady state nor a restore ever allocates or faults. They
-// are huge-page regions: decode attention reads each KV head's slice of every row (128 of 512 bytes
-// for TinyLlama), and with 4 KiB pages that was a page walk every 8 positions of every
-// layer (docs/engine.md, Speed).
+// are huge-page regions: with 4 KiB pages, decode attention reading one KV head's slice of every
+// row (as it read V before the head runs) paid a page walk every 8 positions of every layer
+// (docs/engine.md, Speed).
 //
 // Packed rows (pack / unpack / import_runs; docs/cache-design.md, "KV payload"): for
 // each layer in order, its K rows then its V rows, in position order: positions
