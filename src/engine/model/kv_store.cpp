@@ -40,6 +40,17 @@ void warm_for_kernel_writes(void* p, size_t bytes) {
 
 using canon::kKTile;
 
+// f(begin, end) over [0, count): split over pool's threads when there is a pool and more
+// than one item, else inline.
+template <class F>
+void for_pieces(ThreadPool* pool, int64_t count, F&& f) {
+  if (pool != nullptr && count > 1) {
+    pool->parallel_for(count, f);
+  } else {
+    f(0, count);
+  }
+}
+
 #if defined(__SSE2__)
 // r[i][j] -> r[j][i] for 8 x 8 halves.
 void transpose8x8_u16(__m128i a[8]) {
@@ -259,16 +270,16 @@ void stream_piece(uint8_t* dst, const uint8_t* src, size_t bytes) {
 }  // namespace
 
 template <bool kToRows>
-void KvStore::v_rows_copy(std::conditional_t<kToRows, const uint16_t*, uint16_t*> v,
-                          int32_t n_slots, int32_t begin, int32_t end,
+void KvStore::v_rows_copy(int32_t seq, int32_t layer, int32_t begin, int32_t end,
                           std::conditional_t<kToRows, uint8_t*, const uint8_t*> rows) const {
   const size_t run_bytes = static_cast<size_t>(v_head_) * 2;
   if (v_head_ == kv_dim_) {  // one run: the rows themselves
+    uint16_t* at = v_run0(seq, layer, 0) + static_cast<size_t>(begin) * v_head_;
     const size_t bytes = static_cast<size_t>(end - begin) * row_bytes_;
     if constexpr (kToRows) {
-      std::memcpy(rows, v + static_cast<size_t>(begin) * v_head_, bytes);
+      std::memcpy(rows, at, bytes);
     } else {
-      stream_copy_unfenced(v + static_cast<size_t>(begin) * v_head_, rows, bytes);
+      stream_copy_unfenced(at, rows, bytes);
     }
     return;
   }
@@ -276,10 +287,9 @@ void KvStore::v_rows_copy(std::conditional_t<kToRows, const uint16_t*, uint16_t*
   // pieces (row_bytes, a multiple of it, then keeps every region offset one too).
   const bool stream = !kToRows && run_bytes % 16 == 0;
   for (int32_t c = 0; c < kv_dim_; c += v_head_) {
-    auto run = v + static_cast<size_t>(c / v_head_) * n_slots * v_head_;
+    uint16_t* run = v_run0(seq, layer, c);
     for (int32_t s = begin; s < end; ++s) {
-      auto* at = reinterpret_cast<std::conditional_t<kToRows, const uint8_t*, uint8_t*>>(
-          run + static_cast<size_t>(s) * v_head_);
+      auto* at = reinterpret_cast<uint8_t*>(run + static_cast<size_t>(s) * v_head_);
       auto* r = rows + static_cast<size_t>(s - begin) * row_bytes_ + static_cast<size_t>(c) * 2;
       if constexpr (kToRows) {
         std::memcpy(r, at, run_bytes);
@@ -357,7 +367,7 @@ void KvStore::pack_to(int32_t seq, int32_t n, uint8_t* dst) const {
       TilesToRows::slots(reinterpret_cast<const uint16_t*>(base), r.slots.begin, r.slots.end,
                          kv_dim_, dst);
     } else if (r.kind == 1 && v_in_heads()) {
-      v_rows_copy<true>(v_run0(seq, r.layer, 0), slots(r.layer), r.slots.begin, r.slots.end, dst);
+      v_rows_copy<true>(seq, r.layer, r.slots.begin, r.slots.end, dst);
     } else {
       std::memcpy(dst, base + static_cast<size_t>(r.slots.begin) * row_bytes_, r.bytes(row_bytes_));
     }
@@ -399,8 +409,7 @@ void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n, Thr
         RowsToTiles::slots(reinterpret_cast<uint16_t*>(base), p.slots.begin, p.slots.end, kv_dim_,
                            p.src, &tile);
       } else if (p.kind == 1 && v_in_heads()) {
-        v_rows_copy<false>(v_run0(seq, p.layer, 0), slots(p.layer), p.slots.begin, p.slots.end,
-                           p.src);
+        v_rows_copy<false>(seq, p.layer, p.slots.begin, p.slots.end, p.src);
       } else {
         stream_copy_unfenced(base + static_cast<size_t>(p.slots.begin) * row_bytes_, p.src,
                              static_cast<size_t>(p.slots.end - p.slots.begin) * row_bytes_);
@@ -408,12 +417,7 @@ void KvStore::unpack(int32_t seq, std::span<const uint8_t> bytes, int32_t n, Thr
     }
     stream_fence();
   };
-  const auto count = static_cast<int64_t>(pieces.size());
-  if (pool != nullptr && count > 1) {
-    pool->parallel_for(count, place);
-  } else {
-    place(0, count);
-  }
+  for_pieces(pool, static_cast<int64_t>(pieces.size()), place);
   mark_restored(seq, n);
 }
 
@@ -452,12 +456,7 @@ void KvStore::commit_import(int32_t seq, int32_t n, ThreadPool* pool) {
         RowsToTiles::lanes(tile, reinterpret_cast<const uint8_t*>(rows.data()), 0, kKTile, kv_dim_);
       }
     };
-    const auto count = static_cast<int64_t>(tiles.size());
-    if (pool != nullptr && count > 1) {
-      pool->parallel_for(count, turn);
-    } else {
-      turn(0, count);
-    }
+    for_pieces(pool, static_cast<int64_t>(tiles.size()), turn);
   }
   if (v_in_heads() && v_head_ < kv_dim_) spread_imported_v(seq, n, pool);
   mark_restored(seq, n);
@@ -482,25 +481,18 @@ void KvStore::spread_imported_v(int32_t seq, int32_t n, ThreadPool* pool) {
       for (int32_t s = r[i].begin; s < r[i].end; s += kPieceSlots)
         pieces.push_back({s, std::min(r[i].end, s + kPieceSlots)});
     uint8_t* rows = slot0(seq, l, 1);
-    auto run = [&](int64_t count, auto&& f) {
-      if (pool != nullptr && count > 1) {
-        pool->parallel_for(count, f);
-      } else {
-        f(0, count);
-      }
-    };
     const auto count = static_cast<int64_t>(pieces.size());
-    run(count, [&](int64_t begin, int64_t end) {
+    for_pieces(pool, count, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const Piece& p = pieces[static_cast<size_t>(i)];
         const size_t at = static_cast<size_t>(p.begin) * row_bytes_;
         std::memcpy(stage + at, rows + at, static_cast<size_t>(p.end - p.begin) * row_bytes_);
       }
     });
-    run(count, [&](int64_t begin, int64_t end) {
+    for_pieces(pool, count, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const Piece& p = pieces[static_cast<size_t>(i)];
-        v_rows_copy<false>(v_run0(seq, l, 0), slots(l), p.begin, p.end,
+        v_rows_copy<false>(seq, l, p.begin, p.end,
                            stage + static_cast<size_t>(p.begin) * row_bytes_);
       }
       stream_fence();

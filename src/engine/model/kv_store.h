@@ -185,11 +185,10 @@ class KvStore {
     return reinterpret_cast<uint16_t*>(slot0(seq, layer, 1)) +
            (static_cast<size_t>(c / v_head_) * slots(layer)) * v_head_ + c % v_head_;
   }
-  // Slots [begin, end) of one layer's F16 V between its head runs (at v, slot 0) and rows
-  // (kToRows: runs -> rows; else rows -> runs), rows at any alignment.
+  // Slots [begin, end) of a layer's F16 V between its head runs and rows (kToRows: runs ->
+  // rows; else rows -> runs), rows at any alignment.
   template <bool kToRows>
-  void v_rows_copy(std::conditional_t<kToRows, const uint16_t*, uint16_t*> v, int32_t slots,
-                   int32_t begin, int32_t end,
+  void v_rows_copy(int32_t seq, int32_t layer, int32_t begin, int32_t end,
                    std::conditional_t<kToRows, uint8_t*, const uint8_t*> rows) const;
   uint8_t* row(int32_t seq, int32_t layer, int32_t kind, int32_t pos) {
     return slot0(seq, layer, kind) + static_cast<size_t>(slot(layer, pos)) * row_bytes_;
